@@ -1,0 +1,222 @@
+/* piq-dtype.c: what each PiqDtype is
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include "piq-dtype-private.h"
+#include "piq-error.h"
+#include "piq-params.h"
+#include "simd/piq-kernel-list.h"
+
+/* The one dtype table: everything else (names, sizes, ranges, kernel slots) reads it. */
+static const PiqDtypeInfo dtype_table[] = {
+#define FLOAT_ROW(N, n, i, ctype) \
+  [PIQ_DTYPE_##N] = { #n, sizeof (ctype) * 8, TRUE, TRUE, 0, 0, PIQ_F_##N },
+  PIQ_FLOAT_TYPES (FLOAT_ROW)
+#undef FLOAT_ROW
+#define INT_ROW(N, n, i, bits, sgn) \
+  [PIQ_DTYPE_##N] = { #n, bits, FALSE, sgn, \
+                      sgn ? -(gint64) (G_MAXUINT64 >> (65 - bits)) - 1 : 0, \
+                      G_MAXUINT64 >> (64 - bits + sgn), PIQ_I_##N },
+  PIQ_INT_TYPES (INT_ROW)
+#undef INT_ROW
+};
+
+G_STATIC_ASSERT (PIQ_DTYPE_UINT2 - 16 == PIQ_I_UINT2 && PIQ_DTYPE_INT64 - 16 == PIQ_I_INT64);
+
+const PiqDtypeInfo *
+piq_dtype_info (PiqDtype dtype)
+{
+  if ((guint) dtype >= G_N_ELEMENTS (dtype_table) || dtype_table[dtype].name == NULL)
+    return NULL;
+  return &dtype_table[dtype];
+}
+
+const char *
+piq_dtype_describe (PiqDtype dtype)
+{
+  static GPrivate buf_key = G_PRIVATE_INIT (g_free);
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+  char *buf;
+
+  if (info != NULL)
+    return info->name;
+  buf = g_strdup_printf ("dtype %d", (int) dtype);
+  g_private_replace (&buf_key, buf);
+  return buf;
+}
+
+/**
+ * piq_dtype_is_float:
+ * @dtype: a dtype
+ *
+ * Whether @dtype is a floating-point type (a source of quantization and a
+ * destination of dequantization).
+ *
+ * Returns: %TRUE for f32, f64, bf16 and f16
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_dtype_is_float (PiqDtype dtype)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+  return info != NULL && info->is_float;
+}
+
+/**
+ * piq_dtype_is_quantized:
+ * @dtype: a dtype
+ *
+ * Whether @dtype is a quantized (integer) type.
+ *
+ * Returns: %TRUE for the integer types
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_dtype_is_quantized (PiqDtype dtype)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+  return info != NULL && !info->is_float;
+}
+
+/**
+ * piq_dtype_get_bits:
+ * @dtype: a dtype
+ *
+ * The storage size of one element in bits.
+ *
+ * Returns: the bits per element, or 0 for an unknown dtype
+ *
+ * Since: 1.0
+ */
+guint
+piq_dtype_get_bits (PiqDtype dtype)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+  return info != NULL ? info->bits : 0;
+}
+
+/**
+ * piq_dtype_get_name:
+ * @dtype: a dtype
+ *
+ * The short lower-case name of @dtype, as the `piquant` tool prints it
+ * ("f32", "uint4").
+ *
+ * Returns: (nullable): the name, or %NULL for an unknown dtype
+ *
+ * Since: 1.0
+ */
+const char *
+piq_dtype_get_name (PiqDtype dtype)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+  return info != NULL ? info->name : NULL;
+}
+
+/**
+ * piq_dtype_from_name:
+ * @name: a dtype name, as returned by [func@Piq.dtype_get_name]
+ * @dtype: (out): the dtype
+ *
+ * Looks up a dtype by its short name.
+ *
+ * Returns: %TRUE if @name names a dtype
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_dtype_from_name (const char *name,
+                     PiqDtype   *dtype)
+{
+  g_return_val_if_fail (name != NULL, FALSE);
+
+  for (guint i = 0; i < G_N_ELEMENTS (dtype_table); i++)
+    if (dtype_table[i].name != NULL && g_ascii_strcasecmp (dtype_table[i].name, name) == 0)
+      {
+        if (dtype != NULL)
+          *dtype = (PiqDtype) i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/**
+ * piq_dtype_get_range:
+ * @dtype: a quantized dtype
+ * @min: (out) (optional): the smallest value
+ * @max: (out) (optional): the largest value
+ *
+ * The range of integer values of a quantized dtype, e.g. [-8, 7] for int4.
+ *
+ * Returns: %TRUE if @dtype is a quantized dtype
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_dtype_get_range (PiqDtype  dtype,
+                     gint64   *min,
+                     guint64  *max)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+
+  if (info == NULL || info->is_float)
+    return FALSE;
+  if (min != NULL)
+    *min = info->min;
+  if (max != NULL)
+    *max = info->max;
+  return TRUE;
+}
+
+/**
+ * piq_dtype_get_size_for_n:
+ * @dtype: a dtype
+ * @n_elements: a number of elements
+ * @n_bytes: (out) (optional): the bytes @n_elements of @dtype occupy
+ * @error: return location for a #GError
+ *
+ * The size of a buffer of @n_elements elements of @dtype; sub-byte types round
+ * up to whole bytes.
+ *
+ * Returns: %TRUE on success; %FALSE with %PIQ_ERROR_OVERFLOW when the size does
+ *   not fit in a `gsize`, or %PIQ_ERROR_UNSUPPORTED for an unknown dtype
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_dtype_get_size_for_n (PiqDtype   dtype,
+                          guint64    n_elements,
+                          gsize     *n_bytes,
+                          GError   **error)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (dtype);
+  guint64 size;
+
+  if (info == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "%s is not a piquant dtype",
+                   piq_dtype_describe (dtype));
+      return FALSE;
+    }
+  if (info->bits < 8)
+    size = n_elements / (8 / info->bits) + (n_elements % (8 / info->bits) != 0);
+  else if (n_elements > G_MAXUINT64 / (info->bits / 8))
+    size = G_MAXUINT64;
+  else
+    size = n_elements * (info->bits / 8);
+
+  if (size > G_MAXSIZE || (info->bits >= 8 && n_elements > G_MAXSIZE / (info->bits / 8)))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW,
+                   "%" G_GUINT64_FORMAT " %s elements need more than %" G_GSIZE_FORMAT " bytes",
+                   n_elements, info->name, (gsize) G_MAXSIZE);
+      return FALSE;
+    }
+  if (n_bytes != NULL)
+    *n_bytes = (gsize) size;
+  return TRUE;
+}

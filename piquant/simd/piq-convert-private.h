@@ -1,0 +1,161 @@
+/* piq-convert-private.h: conversions and rounding helpers shared by every kernel unit
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * static inline only: each ISA unit compiles them with its own flags, and they are the
+ * scalar definition its vector bodies must reproduce (docs/numerics.md).
+ */
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "piq-kernels-private.h"
+
+static inline uint32_t
+piq_f32_bits (float f)
+{
+  uint32_t u;
+  memcpy (&u, &f, sizeof u);
+  return u;
+}
+
+static inline float
+piq_bits_f32 (uint32_t u)
+{
+  float f;
+  memcpy (&f, &u, sizeof f);
+  return f;
+}
+
+/* bf16 is the upper half of a binary32: widening is exact. */
+static inline float
+piq_bf16_to_f32 (uint16_t h)
+{
+  return piq_bits_f32 ((uint32_t) h << 16);
+}
+
+/* Round to nearest even; NaN stays NaN with the quiet bit set (a plain truncation
+ * could turn a NaN whose payload is in the low half into Inf). */
+static inline uint16_t
+piq_f32_to_bf16 (float f)
+{
+  uint32_t u = piq_f32_bits (f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t) ((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t) (u >> 16);
+}
+
+/* IEEE binary16 -> binary32, exact (subnormals, Inf, NaN payload kept). */
+static inline float
+piq_f16_to_f32 (uint16_t h)
+{
+  uint32_t sign = (uint32_t) (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+
+  if (exp == 0x1f)
+    return piq_bits_f32 (sign | 0x7f800000u | (man << 13));
+  if (exp == 0)
+    {
+      /* zero or subnormal: man · 2^-24, exact in binary32 */
+      float v = (float) man * 0x1p-24f;
+      return sign ? -v : v;
+    }
+  return piq_bits_f32 (sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+/* binary32 -> binary16, round to nearest even, overflow to ±Inf, subnormals kept,
+ * NaN quiet. Same bits as F16C's VCVTPS2PH with imm 0 (MXCSR default). */
+static inline uint16_t
+piq_f32_to_f16 (float f)
+{
+  uint32_t u = piq_f32_bits (f);
+  uint16_t sign = (uint16_t) ((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+
+  if (a > 0x7f800000u)                       /* NaN: keep the top payload bits, quiet */
+    return sign | 0x7e00u | (uint16_t) ((a >> 13) & 0x3ffu);
+  if (a >= 0x477ff000u)                      /* ≥ 65520 rounds to Inf (and Inf) */
+    return sign | 0x7c00u;
+  if (a < 0x38800000u)                       /* below 2^-14: subnormal or zero */
+    {
+      /* a · 2^24 is the subnormal code; binary32 arithmetic rounds it to even. */
+      float v = piq_bits_f32 (a) * 0x1p24f;
+      return sign | (uint16_t) lrintf (v);
+    }
+  /* normal: rebias and round the 13 dropped bits to even */
+  uint32_t r = a - 0x38000000u;              /* exponent 127 -> 15 */
+  r += 0xfffu + ((r >> 13) & 1u);
+  return sign | (uint16_t) (r >> 13);
+}
+
+/* Stochastic rounding's counter hash (docs/numerics.md): a 32-bit bijective mixer
+ * applied to the low word of the index and then, mixed with it, the high word. */
+static inline uint32_t
+piq_mix32 (uint32_t x)
+{
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+static inline uint32_t
+piq_hash (uint32_t key0, uint32_t key1, uint64_t index)
+{
+  return piq_mix32 (piq_mix32 ((uint32_t) index ^ key0) ^ (uint32_t) (index >> 32) ^ key1);
+}
+
+/* The uniform number in [0, 1) compared with the fractional part: 24 bits, exact in
+ * binary32, so float and double paths draw the same value. */
+static inline float
+piq_uniform24 (uint32_t h)
+{
+  return (float) (h >> 8) * 0x1p-24f;
+}
+
+/* q = clamp(r + zero_point, qmin, qmax) for an integral (or ±Inf/NaN) r, exactly. */
+static inline __int128
+piq_clamp_q (double r, const PiqKernelArgs *a)
+{
+  __int128 q;
+
+  if (r != r)
+    return a->zero_point;
+  if (r >= 0x1p100)
+    return a->qmax;
+  if (r <= -0x1p100)
+    return a->qmin;
+  q = (__int128) r + a->zero_point;
+  return q < a->qmin ? a->qmin : q > a->qmax ? a->qmax : q;
+}
+
+/* The rounding of v = x · inv onto the integer grid, binary32 and binary64. */
+static inline float
+piq_round_f (float v, int stochastic, const PiqKernelArgs *a, uint64_t index)
+{
+  float fl, frac;
+
+  if (!stochastic)
+    return nearbyintf (v);
+  fl = floorf (v);
+  frac = v - fl;
+  return piq_uniform24 (piq_hash (a->key0, a->key1, index)) < frac ? fl + 1.0f : fl;
+}
+
+static inline double
+piq_round_d (double v, int stochastic, const PiqKernelArgs *a, uint64_t index)
+{
+  double fl, frac;
+
+  if (!stochastic)
+    return nearbyint (v);
+  fl = floor (v);
+  frac = v - fl;
+  return (double) piq_uniform24 (piq_hash (a->key0, a->key1, index)) < frac ? fl + 1.0 : fl;
+}

@@ -1,0 +1,81 @@
+/* piq-kernels-private.h: the kernel table and the calling contract of every kernel
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Nothing here is installed or visible in the GIR. The kernel layer depends on libc
+ * only, so the tests and the static benchmark can use it without GLib.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "piq-kernel-list.h"
+
+#ifndef PIQ_INTERNAL
+# define PIQ_INTERNAL __attribute__((visibility ("hidden")))
+#endif
+
+/* Everything a kernel needs besides its pointers. Prepared once per call. */
+typedef struct {
+  float    scale_f;      /* (float) scale: binary32 compute (f32, bf16, f16) */
+  float    inv_f;        /* 1.0f / scale_f */
+  double   scale_d;      /* scale: binary64 compute (f64) */
+  double   inv_d;        /* 1.0 / scale */
+  int64_t  zero_point;
+  __int128 qmin, qmax;   /* range of the quantized type */
+  uint32_t key0, key1;   /* stochastic rounding keys, from the seed (piq_hash_keys) */
+} PiqKernelArgs;
+
+typedef struct {
+  double   min, max;     /* over finite elements; +Inf/-Inf when there are none */
+  int      non_finite;   /* 1 if any element is NaN or ±Inf */
+} PiqMinMax;
+
+typedef struct {
+  double   sum, sum_sq;
+} PiqSums;
+
+/* Contract shared by every kernel:
+ * - `src`/`dst` point at the first element of the range (sub-byte: at a byte
+ *   boundary; the caller only starts ranges at multiples of 8 elements);
+ * - `index` is the element index of src[0] in the whole tensor, used only by
+ *   stochastic rounding; a call never crosses a multiple of 2^32 in index;
+ * - no alignment is assumed; a sub-byte destination's partial last byte is written
+ *   whole, with its unused bits zero;
+ * - results are a function of (element value, element index, args) only. */
+typedef void (*PiqQuantizeFn)   (const void *src, void *dst, uint64_t index, size_t n,
+                                 const PiqKernelArgs *a);
+typedef void (*PiqDequantizeFn) (const void *src, void *dst, size_t n, const PiqKernelArgs *a);
+typedef void (*PiqRequantizeFn) (const void *src, void *dst, uint64_t index, size_t n,
+                                 const PiqKernelArgs *a);
+/* Reductions run over one block of at most PIQ_REDUCE_BLOCK elements. Sums use 8
+ * binary64 lanes (element i into lane i % 8), combined as
+ * ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), so a SIMD body can reproduce them exactly. */
+#define PIQ_REDUCE_BLOCK 16384
+typedef void (*PiqMinMaxFn)     (const void *src, size_t n, PiqMinMax *out);
+typedef void (*PiqSumsFn)       (const void *src, size_t n, PiqSums *out);
+
+typedef struct {
+  const char *name;      /* "scalar", "avx2", … */
+  int         level;     /* PiqSimdLevel value */
+  uint32_t    required;  /* PIQ_CPU_* bits the unit was compiled for */
+
+  PiqQuantizeFn   quantize[PIQ_N_FLOAT][PIQ_N_INT][PIQ_N_ROUND];
+  PiqDequantizeFn dequantize[PIQ_N_INT][PIQ_N_FLOAT][PIQ_N_OP];
+  PiqRequantizeFn requantize[PIQ_N_FLOAT][PIQ_N_ROUND][PIQ_N_OP];
+  PiqMinMaxFn     minmax[PIQ_N_FLOAT];
+  PiqSumsFn       sums[PIQ_N_FLOAT];
+} PiqKernelTable;
+
+PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;
+
+/* Every table built into the library, scalar first, in increasing level. */
+PIQ_INTERNAL const PiqKernelTable *const *piq_kernel_tables (size_t *n_tables);
+
+/* Fill @out with the scalar table overlaid by every table this CPU supports whose
+ * level is at most @max_level, in increasing level; returns the highest level used. */
+PIQ_INTERNAL int piq_kernels_merge (int max_level, uint32_t cpu_features, PiqKernelTable *out);
+
+/* Fill PiqKernelArgs' stochastic keys from a 64-bit seed (SplitMix64). */
+PIQ_INTERNAL void piq_hash_keys (uint64_t seed, uint32_t *key0, uint32_t *key1);

@@ -1,0 +1,278 @@
+/* piq-kernels-scalar.c: the reference implementation of every kernel in the list
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Portable C, the fallback of every SIMD table and the oracle of their tests. Each
+ * kernel is a thin instance of one generic body below; the constant arguments fold
+ * away (always_inline), so each instance is a specialised loop.
+ *
+ * Rounding: nearest is ties-to-even (nearbyint under the default rounding mode);
+ * stochastic follows docs/numerics.md. Tails: a sub-byte destination's partial last
+ * byte is written whole with zero padding. Alignment: none assumed.
+ */
+#include "config.h"
+
+#include "piq-kernels-private.h"
+#include "piq-convert-private.h"
+
+#define PIQ_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* ---- element access by dtype index ---- */
+
+PIQ_ALWAYS_INLINE float
+load_f (const void *p, size_t i, int ft)
+{
+  switch (ft)
+    {
+    case PIQ_F_F32:  return ((const float *) p)[i];
+    case PIQ_F_BF16: return piq_bf16_to_f32 (((const uint16_t *) p)[i]);
+    default:         return piq_f16_to_f32 (((const uint16_t *) p)[i]);
+    }
+}
+
+PIQ_ALWAYS_INLINE void
+store_f (void *p, size_t i, float v, int ft)
+{
+  switch (ft)
+    {
+    case PIQ_F_F32:  ((float *) p)[i] = v; break;
+    case PIQ_F_BF16: ((uint16_t *) p)[i] = piq_f32_to_bf16 (v); break;
+    default:         ((uint16_t *) p)[i] = piq_f32_to_f16 (v); break;
+    }
+}
+
+/* Read element i of a packed integer buffer, sign-extended for signed types. */
+PIQ_ALWAYS_INLINE __int128
+load_q (const void *p, size_t i, int bits, int is_signed)
+{
+  const uint8_t *b = p;
+  uint64_t u;
+
+  switch (bits)
+    {
+    case 2:  u = (b[i >> 2] >> ((i & 3) * 2)) & 3u; break;
+    case 4:  u = (b[i >> 1] >> ((i & 1) * 4)) & 15u; break;
+    case 8:  u = b[i]; break;
+    case 16: u = ((const uint16_t *) p)[i]; break;
+    case 32: u = ((const uint32_t *) p)[i]; break;
+    default: u = ((const uint64_t *) p)[i]; break;
+    }
+  if (is_signed && bits < 64 && (u >> (bits - 1)) & 1u)
+    return (__int128) u - ((__int128) 1 << bits);
+  if (is_signed && bits == 64)
+    return (int64_t) u;
+  return u;
+}
+
+/* ---- quantize ---- */
+
+PIQ_ALWAYS_INLINE __int128
+quantize_one (const void *src, size_t i, uint64_t index, const PiqKernelArgs *a,
+              int ft, int stochastic)
+{
+  if (ft == PIQ_F_F64)
+    {
+      double v = ((const double *) src)[i] * a->inv_d;
+      return piq_clamp_q (piq_round_d (v, stochastic, a, index + i), a);
+    }
+  else
+    {
+      float v = load_f (src, i, ft) * a->inv_f;
+      return piq_clamp_q (piq_round_f (v, stochastic, a, index + i), a);
+    }
+}
+
+PIQ_ALWAYS_INLINE void
+quantize_generic (const void *src, void *dst, uint64_t index, size_t n,
+                  const PiqKernelArgs *a, int ft, int bits, int stochastic)
+{
+  uint8_t *d = dst;
+
+  if (bits < 8)
+    {
+      const unsigned per = 8 / bits, mask = (1u << bits) - 1u;
+      for (size_t i = 0; i < n; i += per)
+        {
+          unsigned byte = 0;
+          for (unsigned k = 0; k < per && i + k < n; k++)
+            byte |= ((unsigned) quantize_one (src, i + k, index, a, ft, stochastic) & mask) << (k * bits);
+          d[i / per] = (uint8_t) byte;
+        }
+      return;
+    }
+  for (size_t i = 0; i < n; i++)
+    {
+      __int128 q = quantize_one (src, i, index, a, ft, stochastic);
+      switch (bits)
+        {
+        case 8:  d[i] = (uint8_t) q; break;
+        case 16: ((uint16_t *) dst)[i] = (uint16_t) q; break;
+        case 32: ((uint32_t *) dst)[i] = (uint32_t) q; break;
+        default: ((uint64_t *) dst)[i] = (uint64_t) q; break;
+        }
+    }
+}
+
+/* ---- dequantize ---- */
+
+PIQ_ALWAYS_INLINE void
+dequantize_generic (const void *src, void *dst, size_t n, const PiqKernelArgs *a,
+                    int bits, int is_signed, int ft, int add)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      __int128 d = load_q (src, i, bits, is_signed) - a->zero_point;
+      if (ft == PIQ_F_F64)
+        {
+          double y = (double) d * a->scale_d;
+          double *o = dst;
+          o[i] = add ? o[i] + y : y;
+        }
+      else
+        {
+          float y = (float) d * a->scale_f;
+          store_f (dst, i, add ? load_f (dst, i, ft) + y : y, ft);
+        }
+    }
+}
+
+/* ---- requantize: quantize and dequantize in one pass, no packed buffer ---- */
+
+PIQ_ALWAYS_INLINE void
+requantize_generic (const void *src, void *dst, uint64_t index, size_t n,
+                    const PiqKernelArgs *a, int ft, int stochastic, int add)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      __int128 d = quantize_one (src, i, index, a, ft, stochastic) - a->zero_point;
+      if (ft == PIQ_F_F64)
+        {
+          double y = (double) d * a->scale_d;
+          double *o = dst;
+          o[i] = add ? o[i] + y : y;
+        }
+      else
+        {
+          float y = (float) d * a->scale_f;
+          store_f (dst, i, add ? load_f (dst, i, ft) + y : y, ft);
+        }
+    }
+}
+
+/* ---- reductions ---- */
+
+PIQ_ALWAYS_INLINE double
+load_d (const void *src, size_t i, int ft)
+{
+  return ft == PIQ_F_F64 ? ((const double *) src)[i] : (double) load_f (src, i, ft);
+}
+
+PIQ_ALWAYS_INLINE void
+minmax_generic (const void *src, size_t n, PiqMinMax *out, int ft)
+{
+  double lo = INFINITY, hi = -INFINITY;
+  int bad = 0;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      double x = load_d (src, i, ft);
+      if (x - x != 0.0)      /* NaN or ±Inf */
+        {
+          bad = 1;
+          continue;
+        }
+      lo = x < lo ? x : lo;
+      hi = x > hi ? x : hi;
+    }
+  out->min = lo;
+  out->max = hi;
+  out->non_finite = bad;
+}
+
+PIQ_ALWAYS_INLINE void
+sums_generic (const void *src, size_t n, PiqSums *out, int ft)
+{
+  double s[8] = { 0 }, q[8] = { 0 };
+
+  for (size_t i = 0; i < n; i++)
+    {
+      double x = load_d (src, i, ft);
+      s[i & 7] += x;
+      q[i & 7] += x * x;
+    }
+  out->sum = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+  out->sum_sq = ((q[0] + q[4]) + (q[2] + q[6])) + ((q[1] + q[5]) + (q[3] + q[7]));
+}
+
+/* ---- instances, one per list entry ---- */
+
+#define FT_f32  PIQ_F_F32
+#define FT_f64  PIQ_F_F64
+#define FT_bf16 PIQ_F_BF16
+#define FT_f16  PIQ_F_F16
+#define BITS_uint2 2
+#define BITS_int2 2
+#define BITS_uint4 4
+#define BITS_int4 4
+#define BITS_uint8 8
+#define BITS_int8 8
+#define BITS_uint16 16
+#define BITS_int16 16
+#define BITS_uint32 32
+#define BITS_int32 32
+#define BITS_uint64 64
+#define BITS_int64 64
+#define SIGNED_uint2 0
+#define SIGNED_int2 1
+#define SIGNED_uint4 0
+#define SIGNED_int4 1
+#define SIGNED_uint8 0
+#define SIGNED_int8 1
+#define SIGNED_uint16 0
+#define SIGNED_int16 1
+#define SIGNED_uint32 0
+#define SIGNED_int32 1
+#define SIGNED_uint64 0
+#define SIGNED_int64 1
+#define STOCH_nearest 0
+#define STOCH_stochastic 1
+#define ADD_set 0
+#define ADD_add 1
+
+#define DEF_quantize(f, i, r) \
+  static void quantize_##f##_##i##_##r (const void *src, void *dst, uint64_t index, size_t n, \
+                                        const PiqKernelArgs *a) \
+  { quantize_generic (src, dst, index, n, a, FT_##f, BITS_##i, STOCH_##r); }
+#define DEF_dequantize(i, f, o) \
+  static void dequantize_##i##_##f##_##o (const void *src, void *dst, size_t n, \
+                                          const PiqKernelArgs *a) \
+  { dequantize_generic (src, dst, n, a, BITS_##i, SIGNED_##i, FT_##f, ADD_##o); }
+#define DEF_requantize(f, r, o) \
+  static void requantize_##f##_##r##_##o (const void *src, void *dst, uint64_t index, size_t n, \
+                                          const PiqKernelArgs *a) \
+  { requantize_generic (src, dst, index, n, a, FT_##f, STOCH_##r, ADD_##o); }
+#define DEF_minmax(f) \
+  static void minmax_##f (const void *src, size_t n, PiqMinMax *out) \
+  { minmax_generic (src, n, out, FT_##f); }
+#define DEF_sums(f) \
+  static void sums_##f (const void *src, size_t n, PiqSums *out) \
+  { sums_generic (src, n, out, FT_##f); }
+
+#define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
+PIQ_KERNEL_LIST (DEFINE_ENTRY)
+#undef DEFINE_ENTRY
+
+#define NAME_quantize(f, i, r)   quantize_##f##_##i##_##r
+#define NAME_dequantize(i, f, o) dequantize_##i##_##f##_##o
+#define NAME_requantize(f, r, o) requantize_##f##_##r##_##o
+#define NAME_minmax(f)           minmax_##f
+#define NAME_sums(f)             sums_##f
+
+const PiqKernelTable piq_kernels_scalar = {
+  .name = "scalar",
+  .level = 0,
+  .required = 0,
+#define TABLE_ENTRY(op, slot, ...) .slot = NAME_##op (__VA_ARGS__),
+  PIQ_KERNEL_LIST (TABLE_ENTRY)
+#undef TABLE_ENTRY
+};
