@@ -125,12 +125,14 @@ piq_params_class_init (PiqParamsClass *klass)
    * PiqParams:scale:
    *
    * The quantization step: `x ≈ (q − zero_point) · scale`. Must be finite and
-   * positive when used; float sources compute with its binary32 value.
+   * positive when used; float sources compute with its binary32 value. As a
+   * property it accepts ±Inf but not NaN (GObject refuses NaN for every double
+   * property); [method@Piq.Params.set_scale] stores any value.
    *
    * Since: 1.0
    */
   properties[PROP_SCALE] =
-    g_param_spec_double ("scale", NULL, NULL, -G_MAXDOUBLE, G_MAXDOUBLE, 1.0, rw);
+    g_param_spec_double ("scale", NULL, NULL, -INFINITY, INFINITY, 1.0, rw);
 
   /**
    * PiqParams:zero-point:
@@ -235,8 +237,13 @@ piq_params_new_affine (PiqDtype dtype,
                        double   scale,
                        gint64   zero_point)
 {
-  return g_object_new (PIQ_TYPE_PARAMS, "dtype", dtype, "scale", scale,
-                       "zero-point", zero_point, NULL);
+  PiqParams *self = piq_params_new (dtype);
+
+  /* Fields, not properties: a GParamSpecDouble refuses NaN, and an invalid scale
+   * must reach the operation to be reported as PIQ_ERROR_INVALID_SCALE. */
+  self->scale = scale;
+  self->zero_point = zero_point;
+  return self;
 }
 
 /**

@@ -44,7 +44,9 @@ struct _PiqQuantizer
 
   guint           n_threads;
   PiqSimdLevel    max_level;
-  PiqKernelTable  kernels;    /* merged for max_level and this CPU */
+  PiqSimdLevel    level;      /* what max_level leaves of this CPU's best */
+  const PiqKernelTable *kernels;  /* the ifunc table, or &capped */
+  PiqKernelTable  capped;     /* merged for a max_level below the best */
 };
 
 G_DEFINE_FINAL_TYPE (PiqQuantizer, piq_quantizer, G_TYPE_OBJECT)
@@ -59,6 +61,7 @@ enum {
 
 static GParamSpec *properties[N_PROPS];
 static guint32 cpu_features;
+static PiqSimdLevel best_level;      /* of this CPU and build, no cap */
 static PiqSimdLevel default_max_level = PIQ_SIMD_LEVEL_AVX512_FP16;
 
 /* Elements per scheduling unit: a multiple of 8 (whole bytes of every packed type),
@@ -76,7 +79,7 @@ piq_quantizer_get_property (GObject    *object,
   switch (prop_id)
     {
     case PROP_N_THREADS:      g_value_set_uint (value, self->n_threads); break;
-    case PROP_SIMD_LEVEL:     g_value_set_enum (value, self->kernels.level); break;
+    case PROP_SIMD_LEVEL:     g_value_set_enum (value, self->level); break;
     case PROP_MAX_SIMD_LEVEL: g_value_set_enum (value, self->max_level); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -108,6 +111,10 @@ piq_quantizer_class_init (PiqQuantizerClass *klass)
   object_class->set_property = piq_quantizer_set_property;
 
   cpu_features = piq_cpu_features ();
+  {
+    PiqKernelTable scratch;
+    best_level = piq_kernels_merge (G_MAXINT, cpu_features, &scratch);
+  }
 
   /* PIQUANT_SIMD_LEVEL caps every quantizer's default, for comparisons and bug
    * reports: a nick of PiqSimdLevel ("scalar", "avx2", …). */
@@ -165,11 +172,19 @@ piq_quantizer_class_init (PiqQuantizerClass *klass)
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
+/* Uncapped, the ifunc-dispatched table; capped below the best level, a merge. */
+static void
+select_kernels (PiqQuantizer *self)
+{
+  self->level = piq_kernels_merge (self->max_level, cpu_features, &self->capped);
+  self->kernels = self->level == best_level ? piq_kernels_best () : &self->capped;
+}
+
 static void
 piq_quantizer_init (PiqQuantizer *self)
 {
   self->max_level = default_max_level;
-  piq_kernels_merge (self->max_level, cpu_features, &self->kernels);
+  select_kernels (self);
 }
 
 /**
@@ -256,7 +271,7 @@ PiqSimdLevel
 piq_quantizer_get_simd_level (PiqQuantizer *self)
 {
   g_return_val_if_fail (PIQ_IS_QUANTIZER (self), PIQ_SIMD_LEVEL_SCALAR);
-  return self->kernels.level;
+  return self->level;
 }
 
 /**
@@ -294,11 +309,11 @@ piq_quantizer_set_max_simd_level (PiqQuantizer *self,
 
   if (self->max_level == level)
     return;
-  old_level = self->kernels.level;
+  old_level = self->level;
   self->max_level = level;
-  piq_kernels_merge (level, cpu_features, &self->kernels);
+  select_kernels (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MAX_SIMD_LEVEL]);
-  if (old_level != (PiqSimdLevel) self->kernels.level)
+  if (old_level != self->level)
     g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SIMD_LEVEL]);
 }
 
@@ -596,12 +611,12 @@ piq_quantizer_compute_params_raw (PiqQuantizer  *self,
   job.src_bits = src_info->bits;
   if (mean_std)
     {
-      job.sums = self->kernels.sums[src_info->kernel_index];
+      job.sums = self->kernels->sums[src_info->kernel_index];
       job.s = s = g_try_new (PiqSums, n_blocks);
     }
   else
     {
-      job.minmax = self->kernels.minmax[src_info->kernel_index];
+      job.minmax = self->kernels->minmax[src_info->kernel_index];
       job.mm = mm = g_try_new (PiqMinMax, n_blocks);
     }
   if (mm == NULL && s == NULL)
@@ -703,7 +718,7 @@ quantize_impl (PiqQuantizer  *self,
 
   si = piq_dtype_info (src_dtype);
   di = piq_dtype_info (piq_params_get_dtype (params));
-  job.quantize = self->kernels.quantize[si->kernel_index][di->kernel_index]
+  job.quantize = self->kernels->quantize[si->kernel_index][di->kernel_index]
                                        [piq_params_get_round_mode (params)];
   job.src = src;
   job.dst = dst;
@@ -910,7 +925,7 @@ piq_quantizer_dequantize_raw (PiqQuantizer  *self,
 
   si = piq_dtype_info (piq_params_get_dtype (params));
   di = piq_dtype_info (dst_dtype);
-  job.dequantize = self->kernels.dequantize[si->kernel_index][di->kernel_index][op];
+  job.dequantize = self->kernels->dequantize[si->kernel_index][di->kernel_index][op];
   job.src = src;
   job.dst = dst;
   job.src_bits = si->bits;
@@ -1058,7 +1073,7 @@ piq_quantizer_requantize_raw (PiqQuantizer  *self,
     return FALSE;
 
   fi = piq_dtype_info (dtype);
-  job.quantize = self->kernels.requantize[fi->kernel_index][piq_params_get_round_mode (params)][op];
+  job.quantize = self->kernels->requantize[fi->kernel_index][piq_params_get_round_mode (params)][op];
   job.src = src;
   job.dst = dst;
   job.src_bits = fi->bits;

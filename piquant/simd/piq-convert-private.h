@@ -92,6 +92,30 @@ piq_f32_to_f16 (float f)
   return sign | (uint16_t) (r >> 13);
 }
 
+/* Element i of a binary32-computed float buffer (f32, bf16, f16), widened exactly,
+ * and the store that rounds back (round to nearest even). */
+static inline __attribute__((always_inline)) float
+piq_load_f (const void *p, size_t i, int ft)
+{
+  switch (ft)
+    {
+    case PIQ_F_F32:  return ((const float *) p)[i];
+    case PIQ_F_BF16: return piq_bf16_to_f32 (((const uint16_t *) p)[i]);
+    default:         return piq_f16_to_f32 (((const uint16_t *) p)[i]);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+piq_store_f (void *p, size_t i, float v, int ft)
+{
+  switch (ft)
+    {
+    case PIQ_F_F32:  ((float *) p)[i] = v; break;
+    case PIQ_F_BF16: ((uint16_t *) p)[i] = piq_f32_to_bf16 (v); break;
+    default:         ((uint16_t *) p)[i] = piq_f32_to_f16 (v); break;
+    }
+}
+
 /* Stochastic rounding's counter hash (docs/numerics.md): a 32-bit bijective mixer
  * applied to the low word of the index and then, mixed with it, the high word. */
 static inline uint32_t

@@ -2,17 +2,48 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * A quantizer holds a merged table: the scalar reference overlaid, entry by entry,
- * by every built table that the CPU supports and the quantizer's level cap allows.
- * A SIMD table only fills the entries that pay; the rest stay scalar.
+ * A SIMD table only fills the entries that pay; the rest stay scalar. The best
+ * kernels (no cap) are reached through GNU ifunc symbols, one per kernel list entry,
+ * resolved once at load time; toolchains without ifunc build the same table once,
+ * under pthread_once. A quantizer capped below the best level holds its own merged
+ * table: the scalar reference overlaid, entry by entry, by every built table that
+ * the CPU supports and the cap allows.
  */
 #include "config.h"
 
 #include "piq-kernels-private.h"
 #include "piq-cpu-private.h"
 
+#include <pthread.h>
+
+#ifdef PIQ_HAVE_NEON
+PIQ_INTERNAL extern const PiqKernelTable piq_kernels_neon;
+#endif
+#ifdef PIQ_HAVE_SSE42
+PIQ_INTERNAL extern const PiqKernelTable piq_kernels_sse42;
+#endif
+#ifdef PIQ_HAVE_AVX2
+PIQ_INTERNAL extern const PiqKernelTable piq_kernels_avx2;
+#endif
+#ifdef PIQ_HAVE_AVX512
+PIQ_INTERNAL extern const PiqKernelTable piq_kernels_avx512;
+#endif
+
+/* In increasing level: the merge lets a later (better) table override an earlier one. */
 static const PiqKernelTable *const tables[] = {
   &piq_kernels_scalar,
+#ifdef PIQ_HAVE_NEON
+  &piq_kernels_neon,
+#endif
+#ifdef PIQ_HAVE_SSE42
+  &piq_kernels_sse42,
+#endif
+#ifdef PIQ_HAVE_AVX2
+  &piq_kernels_avx2,
+#endif
+#ifdef PIQ_HAVE_AVX512
+  &piq_kernels_avx512,
+#endif
 };
 
 const PiqKernelTable *const *
@@ -53,3 +84,68 @@ piq_hash_keys (uint64_t seed, uint32_t *key0, uint32_t *key1)
   *key0 = (uint32_t) z;
   *key1 = (uint32_t) (z >> 32);
 }
+
+/* The best supported kernel of one list entry: the highest table that fills it. */
+#define PIQ_BEST_SLOT(slot, features) \
+  do { \
+    for (size_t t_ = sizeof tables / sizeof tables[0]; t_-- > 1;) \
+      if (tables[t_]->slot != NULL && (tables[t_]->required & (features)) == tables[t_]->required) \
+        return tables[t_]->slot; \
+    return piq_kernels_scalar.slot; \
+  } while (0)
+
+#define PIQ_CAT_(a, b) a##b
+#define PIQ_CAT(a, b) PIQ_CAT_ (a, b)
+#define PIQ_STR_(x) #x
+#define PIQ_STR(x) PIQ_STR_ (x)
+
+#ifdef PIQ_HAVE_IFUNC
+
+/* Resolvers run while the dynamic loader relocates the library: they may call
+ * nothing from libc, and piq_cpu_features() calls only compiler builtins. */
+#define IFUNC_ENTRY(op, slot, ...) \
+  static __typeof__ (*piq_kernels_scalar.slot) * \
+  PIQ_CAT (resolve_, PIQ_KNAME_##op (__VA_ARGS__)) (void) \
+  { \
+    uint32_t features = piq_cpu_features (); \
+    PIQ_BEST_SLOT (slot, features); \
+  } \
+  __typeof__ (*piq_kernels_scalar.slot) PIQ_CAT (piq_ifunc_, PIQ_KNAME_##op (__VA_ARGS__)) \
+    __attribute__ ((ifunc (PIQ_STR (PIQ_CAT (resolve_, PIQ_KNAME_##op (__VA_ARGS__)))), \
+                    visibility ("hidden")));
+PIQ_KERNEL_LIST (IFUNC_ENTRY)
+#undef IFUNC_ENTRY
+
+static const PiqKernelTable best_table = {
+  .name = "ifunc",
+#define IFUNC_SLOT(op, slot, ...) .slot = PIQ_CAT (piq_ifunc_, PIQ_KNAME_##op (__VA_ARGS__)),
+  PIQ_KERNEL_LIST (IFUNC_SLOT)
+#undef IFUNC_SLOT
+};
+
+const PiqKernelTable *
+piq_kernels_best (void)
+{
+  return &best_table;
+}
+
+#else /* !PIQ_HAVE_IFUNC */
+
+static PiqKernelTable best_table;
+static pthread_once_t best_once = PTHREAD_ONCE_INIT;
+
+static void
+build_best (void)
+{
+  piq_kernels_merge (1 << 30, piq_cpu_features (), &best_table);
+  best_table.name = "once";
+}
+
+const PiqKernelTable *
+piq_kernels_best (void)
+{
+  pthread_once (&best_once, build_best);
+  return &best_table;
+}
+
+#endif

@@ -105,3 +105,10 @@ enum {
   PIQ_KL_PER_FLOAT_ (PIQ_KL_R_R_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_MM_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_SUM_, X)
+
+/* The identifier of an entry's function inside a kernel unit (each unit's are static). */
+#define PIQ_KNAME_quantize(f, i, r)   quantize_##f##_##i##_##r
+#define PIQ_KNAME_dequantize(i, f, o) dequantize_##i##_##f##_##o
+#define PIQ_KNAME_requantize(f, r, o) requantize_##f##_##r##_##o
+#define PIQ_KNAME_minmax(f)           minmax_##f
+#define PIQ_KNAME_sums(f)             sums_##f

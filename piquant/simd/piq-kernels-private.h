@@ -73,6 +73,11 @@ PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;
 /* Every table built into the library, scalar first, in increasing level. */
 PIQ_INTERNAL const PiqKernelTable *const *piq_kernel_tables (size_t *n_tables);
 
+/* The best kernel of every entry for this CPU, through GNU ifunc symbols where the
+ * toolchain has them, else a table built once. Its name is "ifunc" or "once"; its
+ * level field is not meaningful (piq_kernels_merge with no cap tells the level). */
+PIQ_INTERNAL const PiqKernelTable *piq_kernels_best (void);
+
 /* Fill @out with the scalar table overlaid by every table this CPU supports whose
  * level is at most @max_level, in increasing level; returns the highest level used. */
 PIQ_INTERNAL int piq_kernels_merge (int max_level, uint32_t cpu_features, PiqKernelTable *out);

@@ -19,27 +19,8 @@
 
 /* ---- element access by dtype index ---- */
 
-PIQ_ALWAYS_INLINE float
-load_f (const void *p, size_t i, int ft)
-{
-  switch (ft)
-    {
-    case PIQ_F_F32:  return ((const float *) p)[i];
-    case PIQ_F_BF16: return piq_bf16_to_f32 (((const uint16_t *) p)[i]);
-    default:         return piq_f16_to_f32 (((const uint16_t *) p)[i]);
-    }
-}
-
-PIQ_ALWAYS_INLINE void
-store_f (void *p, size_t i, float v, int ft)
-{
-  switch (ft)
-    {
-    case PIQ_F_F32:  ((float *) p)[i] = v; break;
-    case PIQ_F_BF16: ((uint16_t *) p)[i] = piq_f32_to_bf16 (v); break;
-    default:         ((uint16_t *) p)[i] = piq_f32_to_f16 (v); break;
-    }
-}
+#define load_f piq_load_f
+#define store_f piq_store_f
 
 /* Read element i of a packed integer buffer, sign-extended for signed types. */
 PIQ_ALWAYS_INLINE __int128
@@ -184,8 +165,10 @@ minmax_generic (const void *src, size_t n, PiqMinMax *out, int ft)
       lo = x < lo ? x : lo;
       hi = x > hi ? x : hi;
     }
-  out->min = lo;
-  out->max = hi;
+  /* + 0.0 turns −0 into +0: which zero wins a tie is order-dependent, and its sign
+   * means nothing to the parameters, so the reduction reports +0 in every table. */
+  out->min = lo + 0.0;
+  out->max = hi + 0.0;
   out->non_finite = bad;
 }
 
@@ -240,39 +223,33 @@ sums_generic (const void *src, size_t n, PiqSums *out, int ft)
 #define ADD_add 1
 
 #define DEF_quantize(f, i, r) \
-  static void quantize_##f##_##i##_##r (const void *src, void *dst, uint64_t index, size_t n, \
+  static void PIQ_KNAME_quantize (f, i, r) (const void *src, void *dst, uint64_t index, size_t n, \
                                         const PiqKernelArgs *a) \
   { quantize_generic (src, dst, index, n, a, FT_##f, BITS_##i, STOCH_##r); }
 #define DEF_dequantize(i, f, o) \
-  static void dequantize_##i##_##f##_##o (const void *src, void *dst, size_t n, \
+  static void PIQ_KNAME_dequantize (i, f, o) (const void *src, void *dst, size_t n, \
                                           const PiqKernelArgs *a) \
   { dequantize_generic (src, dst, n, a, BITS_##i, SIGNED_##i, FT_##f, ADD_##o); }
 #define DEF_requantize(f, r, o) \
-  static void requantize_##f##_##r##_##o (const void *src, void *dst, uint64_t index, size_t n, \
+  static void PIQ_KNAME_requantize (f, r, o) (const void *src, void *dst, uint64_t index, size_t n, \
                                           const PiqKernelArgs *a) \
   { requantize_generic (src, dst, index, n, a, FT_##f, STOCH_##r, ADD_##o); }
 #define DEF_minmax(f) \
-  static void minmax_##f (const void *src, size_t n, PiqMinMax *out) \
+  static void PIQ_KNAME_minmax (f) (const void *src, size_t n, PiqMinMax *out) \
   { minmax_generic (src, n, out, FT_##f); }
 #define DEF_sums(f) \
-  static void sums_##f (const void *src, size_t n, PiqSums *out) \
+  static void PIQ_KNAME_sums (f) (const void *src, size_t n, PiqSums *out) \
   { sums_generic (src, n, out, FT_##f); }
 
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)
 #undef DEFINE_ENTRY
 
-#define NAME_quantize(f, i, r)   quantize_##f##_##i##_##r
-#define NAME_dequantize(i, f, o) dequantize_##i##_##f##_##o
-#define NAME_requantize(f, r, o) requantize_##f##_##r##_##o
-#define NAME_minmax(f)           minmax_##f
-#define NAME_sums(f)             sums_##f
-
 const PiqKernelTable piq_kernels_scalar = {
   .name = "scalar",
   .level = 0,
   .required = 0,
-#define TABLE_ENTRY(op, slot, ...) .slot = NAME_##op (__VA_ARGS__),
+#define TABLE_ENTRY(op, slot, ...) .slot = PIQ_KNAME_##op (__VA_ARGS__),
   PIQ_KERNEL_LIST (TABLE_ENTRY)
 #undef TABLE_ENTRY
 };

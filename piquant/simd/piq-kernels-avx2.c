@@ -1,0 +1,26 @@
+/* piq-kernels-avx2.c: the vector kernels for x86-64 AVX2 + FMA + F16C (8 binary32 lanes)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Built with PIQ_AVX2_CFLAGS only. F16C converts binary16 in hardware, rounding to
+ * nearest even exactly as piq_f32_to_f16 does (immediate 0, MXCSR untouched).
+ */
+#include "config.h"
+
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__) || !defined(__BMI2__)
+#error "piq-kernels-avx2.c must be compiled with PIQ_AVX2_CFLAGS (-mavx2 -mfma -mf16c -mbmi2)"
+#endif
+
+#include <immintrin.h>
+
+#define PIQ_W 8
+#define PIQ_VEC_TABLE    piq_kernels_avx2
+#define PIQ_VEC_LABEL    "avx2"
+#define PIQ_VEC_LEVEL    30
+#define PIQ_VEC_REQUIRED PIQ_AVX2_REQUIRED
+
+#define PIQ_VEC_LOAD_F16(p)     ((vf) _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (p))))
+#define PIQ_VEC_LOAD_F16_8(p)   ((v8f) _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (p))))
+#define PIQ_VEC_STORE_F16(p, v) _mm_storeu_si128 ((__m128i *) (p), _mm256_cvtps_ph ((__m256) (v), _MM_FROUND_TO_NEAREST_INT))
+
+#include "piq-kernels-vec-body.h"

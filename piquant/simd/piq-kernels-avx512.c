@@ -1,0 +1,27 @@
+/* piq-kernels-avx512.c: the vector kernels for AVX-512 F/BW/VL/DQ (16 binary32 lanes)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Built with PIQ_AVX512_CFLAGS only. The AVX512-BF16 conversion (VCVTNEPS2BF16) is not
+ * used: it flushes subnormal inputs to zero, so it cannot give the reference bytes;
+ * the integer rounding sequence costs less than the memory traffic anyway.
+ */
+#include "config.h"
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VL__) || !defined(__AVX512DQ__) || !defined(__F16C__)
+#error "piq-kernels-avx512.c must be compiled with PIQ_AVX512_CFLAGS (-mavx512f -mavx512bw -mavx512vl -mavx512dq …)"
+#endif
+
+#include <immintrin.h>
+
+#define PIQ_W 16
+#define PIQ_VEC_TABLE    piq_kernels_avx512
+#define PIQ_VEC_LABEL    "avx512"
+#define PIQ_VEC_LEVEL    40
+#define PIQ_VEC_REQUIRED PIQ_AVX512_REQUIRED
+
+#define PIQ_VEC_LOAD_F16(p)     ((vf) _mm512_cvtph_ps (_mm256_loadu_si256 ((const __m256i *) (p))))
+#define PIQ_VEC_LOAD_F16_8(p)   ((v8f) _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (p))))
+#define PIQ_VEC_STORE_F16(p, v) _mm256_storeu_si256 ((__m256i *) (p), _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))
+
+#include "piq-kernels-vec-body.h"

@@ -1,0 +1,39 @@
+/* piq-kernels-neon.c: the vector kernels for AArch64 Advanced SIMD (4 binary32 lanes)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * NEON is baseline on AArch64: no extra flags. FCVTN/FCVTL convert binary16 with the
+ * FPCR default (round to nearest even, no flush-to-zero), as piq_f32_to_f16 does.
+ */
+#include "config.h"
+
+#if !defined(__aarch64__) || !defined(__ARM_NEON)
+#error "piq-kernels-neon.c is for AArch64 with Advanced SIMD"
+#endif
+
+#include <arm_neon.h>
+
+#define PIQ_W 4
+#define PIQ_VEC_TABLE    piq_kernels_neon
+#define PIQ_VEC_LABEL    "neon"
+#define PIQ_VEC_LEVEL    10
+#define PIQ_VEC_REQUIRED PIQ_NEON_REQUIRED
+
+#define PIQ_VEC_LOAD_F16(p)     ((vf) vcvt_f32_f16 (vld1_f16 ((const float16_t *) (p))))
+#define PIQ_VEC_STORE_F16(p, v) vst1_f16 ((float16_t *) (p), vcvt_f16_f32 ((float32x4_t) (v)))
+#define PIQ_VEC_LOAD_F16_8(p)   piq_neon_load_f16_8 ((const uint8_t *) (p))
+
+#include <stdint.h>
+typedef float piq_neon_v8f __attribute__ ((vector_size (32)));
+static inline piq_neon_v8f
+piq_neon_load_f16_8 (const uint8_t *p)
+{
+  float16x8_t h = vld1q_f16 ((const float16_t *) p);
+  float32x4_t lo = vcvt_f32_f16 (vget_low_f16 (h)), hi = vcvt_high_f32_f16 (h);
+  piq_neon_v8f v;
+  memcpy (&v, &lo, 16);
+  memcpy ((char *) &v + 16, &hi, 16);
+  return v;
+}
+
+#include "piq-kernels-vec-body.h"

@@ -1,0 +1,19 @@
+/* piq-kernels-sse42.c: the vector kernels for x86-64 SSE4.2 (4 binary32 lanes)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Built with PIQ_SSE42_CFLAGS only. No F16C here, so f16 entries stay scalar.
+ */
+#include "config.h"
+
+#if !defined(__SSE4_2__) || !defined(__POPCNT__)
+#error "piq-kernels-sse42.c must be compiled with PIQ_SSE42_CFLAGS (-msse4.2 -mpopcnt)"
+#endif
+
+#define PIQ_W 4
+#define PIQ_VEC_TABLE    piq_kernels_sse42
+#define PIQ_VEC_LABEL    "sse4.2"
+#define PIQ_VEC_LEVEL    20
+#define PIQ_VEC_REQUIRED PIQ_SSE42_REQUIRED
+
+#include "piq-kernels-vec-body.h"

@@ -1,0 +1,534 @@
+/* piq-kernels-vec-body.h: the vector kernels, written once for every ISA unit
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Included by piq-kernels-{sse42,avx2,avx512,neon}.c after they define
+ *   PIQ_W                      binary32 lanes of the unit's native vector (4, 8, 16)
+ *   PIQ_VEC_TABLE              the name of the unit's exported table
+ *   PIQ_VEC_LABEL, PIQ_VEC_LEVEL, PIQ_VEC_REQUIRED
+ * and, where the ISA converts binary16 in hardware,
+ *   PIQ_VEC_LOAD_F16(p)        PIQ_W f16 at p -> vf          (exact)
+ *   PIQ_VEC_STORE_F16(p, v)    vf -> PIQ_W f16 at p          (round to nearest even)
+ *   PIQ_VEC_LOAD_F16_8(p)      8 f16 at p -> v8f
+ *
+ * The bodies use GCC vector extensions, so the compiler lowers the same source to
+ * each ISA, and every operation is the IEEE operation the scalar reference does:
+ * the results are the same bytes (docs/numerics.md). Entries a unit does not
+ * accelerate stay NULL and the dispatch uses the scalar kernel.
+ *
+ * Structure: work goes in blocks of 64 elements (whole bytes of every packed type and
+ * a multiple of every PIQ_W); the tail of a call, < 64 elements, runs the scalar
+ * kernel. No alignment is assumed (loads and stores go through memcpy).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "piq-kernels-private.h"
+#include "piq-convert-private.h"
+#include "piq-cpu-private.h"
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#define VINLINE static inline __attribute__((always_inline))
+#define BLK 64
+
+typedef float    vf  __attribute__ ((vector_size (PIQ_W * 4)));
+typedef int32_t  vi  __attribute__ ((vector_size (PIQ_W * 4)));
+typedef uint32_t vu  __attribute__ ((vector_size (PIQ_W * 4)));
+typedef uint16_t vh  __attribute__ ((vector_size (PIQ_W * 2)));
+typedef uint8_t  vb  __attribute__ ((vector_size (PIQ_W)));
+typedef int8_t   vsb __attribute__ ((vector_size (PIQ_W)));
+typedef float    v8f __attribute__ ((vector_size (32)));
+typedef uint16_t v8h __attribute__ ((vector_size (16)));
+typedef uint32_t v8u __attribute__ ((vector_size (32)));
+typedef double   v8d __attribute__ ((vector_size (64)));
+typedef uint8_t  vb64 __attribute__ ((vector_size (64)));
+typedef uint8_t  vb32 __attribute__ ((vector_size (32)));
+typedef uint8_t  vb16 __attribute__ ((vector_size (16)));
+typedef uint16_t vh32 __attribute__ ((vector_size (64)));
+typedef uint16_t vh8  __attribute__ ((vector_size (16)));
+typedef uint32_t vu16 __attribute__ ((vector_size (64)));
+
+#ifdef PIQ_VEC_LOAD_F16
+# define HAVE_F16 1
+#else
+# define HAVE_F16 0
+#endif
+
+/* ---- lane helpers ---- */
+
+VINLINE vf
+vsel (vi mask, vf a, vf b)              /* mask ? a : b, per lane */
+{
+  return (vf) (((vi) a & mask) | ((vi) b & ~mask));
+}
+
+VINLINE vf vmin (vf a, vf b) { return vsel (a < b, a, b); }
+VINLINE vf vmax (vf a, vf b) { return vsel (a > b, a, b); }
+
+VINLINE vf
+vsplat (float x)
+{
+  return (vf) { 0 } + x;
+}
+
+VINLINE vu
+viota (uint32_t base)
+{
+  vu v;
+  for (int k = 0; k < PIQ_W; k++)
+    v[k] = base + (uint32_t) k;
+  return v;
+}
+
+/* ---- float loads and stores (f32, bf16, f16), PIQ_W lanes ---- */
+
+VINLINE size_t
+fsize (int ft)
+{
+  return ft == PIQ_F_F32 ? 4 : 2;
+}
+
+VINLINE vf
+vload_f (const void *p, int ft)
+{
+  if (ft == PIQ_F_F32)
+    {
+      vf v;
+      memcpy (&v, p, sizeof v);
+      return v;
+    }
+  if (ft == PIQ_F_BF16)
+    {
+      vh h;
+      memcpy (&h, p, sizeof h);
+      return (vf) (__builtin_convertvector (h, vu) << 16);
+    }
+#if HAVE_F16
+  return PIQ_VEC_LOAD_F16 (p);
+#else
+  __builtin_unreachable ();
+#endif
+}
+
+/* bf16 rounding as piq_f32_to_bf16: nearest even, NaN kept quiet. */
+VINLINE vh
+vf_to_bf16 (vf v)
+{
+  vu u = (vu) v;
+  vi nan = (vi) ((u & 0x7fffffffu) > 0x7f800000u);
+  vu r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  vu q = (u >> 16) | 0x40u;
+  return __builtin_convertvector ((vu) (((vi) r & ~nan) | ((vi) q & nan)), vh);
+}
+
+VINLINE void
+vstore_f (void *p, vf v, int ft)
+{
+  if (ft == PIQ_F_F32)
+    memcpy (p, &v, sizeof v);
+  else if (ft == PIQ_F_BF16)
+    {
+      vh h = vf_to_bf16 (v);
+      memcpy (p, &h, sizeof h);
+    }
+  else
+    {
+#if HAVE_F16
+      PIQ_VEC_STORE_F16 (p, v);
+#else
+      __builtin_unreachable ();
+#endif
+    }
+}
+
+/* ---- quantize one vector ----
+ * With integer bounds L = qmin − zp and H = qmax − zp (|L|, |H| ≤ 2^22), clamping v
+ * first and rounding after gives clamp(round(v), L, H), the reference result: rounding
+ * is monotonic and leaves integers alone; NaN becomes 0, i.e. the zero point. In that
+ * range, (v + 1.5·2^23) − 1.5·2^23 is exactly nearbyint(v), ties to even. */
+
+typedef struct {
+  vf  inv, scale, lo, hi;
+  vi  zp;
+  vu  k0, k1;
+} VArgs;
+
+#define ROUND_MAGIC 12582912.0f   /* 1.5 · 2^23 */
+
+/* Returns 0 when the clamp bounds do not fit the rounding trick (types wider than 22
+ * bits of range): the caller then keeps the scalar path. */
+VINLINE int
+vargs_init (VArgs *va, const PiqKernelArgs *a)
+{
+  __int128 lo = a->qmin - a->zero_point, hi = a->qmax - a->zero_point;
+  int ok = lo >= -(1 << 22) && hi <= (1 << 22);
+
+  va->inv = vsplat (a->inv_f);
+  va->scale = vsplat (a->scale_f);
+  va->lo = vsplat (ok ? (float) lo : 0.0f);
+  va->hi = vsplat (ok ? (float) hi : 0.0f);
+  va->zp = (vi) { 0 } + (int32_t) a->zero_point;
+  va->k0 = (vu) { 0 } + a->key0;
+  va->k1 = (vu) { 0 } + a->key1;
+  return ok;
+}
+
+VINLINE vu
+vmix32 (vu x)
+{
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+/* The rounded, clamped value r = q − zp of PIQ_W elements starting at index. */
+VINLINE vf
+vround (vf x, const VArgs *va, uint64_t index, int stochastic)
+{
+  const vf magic = vsplat (ROUND_MAGIC), one = vsplat (1.0f);
+  vf v = x * va->inv;
+  vf r;
+
+  v = (vf) ((vi) v & (v == v));                 /* NaN -> 0 */
+  v = vmin (vmax (v, va->lo), va->hi);
+  r = (v + magic) - magic;
+  if (stochastic)
+    {
+      /* floor from nearest, then up with probability frac (same u as piq_uniform24) */
+      vf fl = r - (vf) ((vi) one & (r > v));
+      vf frac = v - fl;
+      vu h = vmix32 (vmix32 (viota ((uint32_t) index) ^ va->k0) ^ ((uint32_t) (index >> 32) ^ va->k1));
+      vf u = __builtin_convertvector ((vi) (h >> 8), vf) * 0x1p-24f;
+      r = fl + (vf) ((vi) one & (u < frac));
+    }
+  return r;
+}
+
+/* 64 codes (low bits significant) from 64 source elements. */
+VINLINE void
+quant_block (const uint8_t *src, vb64 *codes, uint64_t index, const VArgs *va, int ft, int stochastic)
+{
+  uint8_t c[BLK];
+
+  for (int j = 0; j < BLK; j += PIQ_W)
+    {
+      vi q = __builtin_convertvector (vround (vload_f (src + j * fsize (ft), ft), va, index + j, stochastic), vi) + va->zp;
+      vb b = __builtin_convertvector (q, vb);
+      memcpy (c + j, &b, sizeof b);
+    }
+  memcpy (codes, c, sizeof c);
+}
+
+/* Pack 64 codes into 64·bits/8 bytes: element 2k in the low nibble of byte k, element
+ * 4k+i at bits 2i. Higher bits of each code (sign extension) are masked off. */
+VINLINE void
+pack_store (uint8_t *dst, vb64 c, int bits)
+{
+  if (bits == 8)
+    memcpy (dst, &c, 64);
+  else if (bits == 4)
+    {
+      vh32 w = (vh32) c;
+      vb32 out = __builtin_convertvector ((w & 0x0f) | ((w >> 4) & 0xf0), vb32);
+      memcpy (dst, &out, 32);
+    }
+  else
+    {
+      vu16 w = (vu16) c;
+      vb16 out = __builtin_convertvector ((w & 3u) | ((w >> 6) & 0xcu) | ((w >> 12) & 0x30u) | ((w >> 18) & 0xc0u), vb16);
+      memcpy (dst, &out, 16);
+    }
+}
+
+VINLINE void
+vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernelArgs *a,
+           int ft, int ii, int bits, int stochastic)
+{
+  const uint8_t *s = src;
+  uint8_t *d = dst;
+  VArgs va;
+  size_t i = 0;
+
+  if (vargs_init (&va, a))     /* always true for the ≤ 8-bit types this is used for */
+    for (; i + BLK <= n; i += BLK)
+      {
+        vb64 c;
+        quant_block (s + i * fsize (ft), &c, index + i, &va, ft, stochastic);
+        pack_store (d + i * bits / 8, c, bits);
+      }
+  if (i < n)
+    piq_kernels_scalar.quantize[ft][ii][stochastic] (s + i * fsize (ft), d + i * bits / 8, index + i, n - i, a);
+}
+
+/* ---- dequantize ---- */
+
+/* 64 codes, sign-extended to bytes for signed types, from 64·bits/8 packed bytes. */
+VINLINE vb64
+unpack_load (const uint8_t *src, int bits, int is_signed)
+{
+  vb64 c;
+
+  if (bits == 8)
+    memcpy (&c, src, 64);
+  else if (bits == 4)
+    {
+      vb32 b, lo, hi, c0, c1;
+      memcpy (&b, src, 32);
+      lo = b & 0x0f;
+      hi = b >> 4;
+      c0 = __builtin_shuffle (lo, hi, (vb32) { 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                               8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47 });
+      c1 = __builtin_shuffle (lo, hi, (vb32) { 16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                               24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63 });
+      memcpy ((uint8_t *) &c, &c0, 32);
+      memcpy ((uint8_t *) &c + 32, &c1, 32);
+      if (is_signed)
+        c = (c ^ 8) - 8;
+    }
+  else
+    {
+      const vb16 lo8 = { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 };
+      const vb16 hi8 = { 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31 };
+      const vh8 lo16 = { 0, 8, 1, 9, 2, 10, 3, 11 }, hi16 = { 4, 12, 5, 13, 6, 14, 7, 15 };
+      vb16 b, t0, t1, t2, t3, ab0, ab1, cd0, cd1;
+      vh8 o[4];
+
+      memcpy (&b, src, 16);
+      t0 = b & 3;
+      t1 = (b >> 2) & 3;
+      t2 = (b >> 4) & 3;
+      t3 = b >> 6;
+      ab0 = __builtin_shuffle (t0, t1, lo8);   /* t0[k], t1[k] for k < 8 */
+      ab1 = __builtin_shuffle (t0, t1, hi8);
+      cd0 = __builtin_shuffle (t2, t3, lo8);
+      cd1 = __builtin_shuffle (t2, t3, hi8);
+      o[0] = __builtin_shuffle ((vh8) ab0, (vh8) cd0, lo16);
+      o[1] = __builtin_shuffle ((vh8) ab0, (vh8) cd0, hi16);
+      o[2] = __builtin_shuffle ((vh8) ab1, (vh8) cd1, lo16);
+      o[3] = __builtin_shuffle ((vh8) ab1, (vh8) cd1, hi16);
+      memcpy (&c, o, 64);
+      if (is_signed)
+        c = (c ^ 2) - 2;
+    }
+  return c;
+}
+
+/* y = (q − zp) · scale for PIQ_W codes at c (bytes, signed or not). */
+VINLINE vf
+vdeq (const uint8_t *c, const VArgs *va, int is_signed)
+{
+  vi q;
+
+  if (is_signed)
+    {
+      vsb b;
+      memcpy (&b, c, sizeof b);
+      q = __builtin_convertvector (b, vi);
+    }
+  else
+    {
+      vb b;
+      memcpy (&b, c, sizeof b);
+      q = __builtin_convertvector (b, vi);
+    }
+  return __builtin_convertvector (q - va->zp, vf) * va->scale;
+}
+
+VINLINE void
+vstore_op (uint8_t *d, vf y, int ft, int add)
+{
+  if (add)
+    y = vload_f (d, ft) + y;
+  vstore_f (d, y, ft);
+}
+
+VINLINE void
+vdequantize (const void *src, void *dst, size_t n, const PiqKernelArgs *a,
+             int ii, int bits, int is_signed, int ft, int add)
+{
+  const uint8_t *s = src;
+  uint8_t *d = dst;
+  VArgs va;
+  size_t i = 0;
+
+  vargs_init (&va, a);
+  for (; i + BLK <= n; i += BLK)
+    {
+      vb64 c = unpack_load (s + i * bits / 8, bits, is_signed);
+      for (int j = 0; j < BLK; j += PIQ_W)
+        vstore_op (d + (i + j) * fsize (ft), vdeq ((const uint8_t *) &c + j, &va, is_signed), ft, add);
+    }
+  if (i < n)
+    piq_kernels_scalar.dequantize[ii][ft][add] (s + i * bits / 8, d + i * fsize (ft), n - i, a);
+}
+
+/* ---- requantize: r · scale, with r = q − zp as vround gives it ---- */
+
+VINLINE void
+vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernelArgs *a,
+             int ft, int stochastic, int add)
+{
+  const uint8_t *s = src;
+  uint8_t *d = dst;
+  VArgs va;
+  size_t i = 0;
+
+  /* Types wider than 22 bits of range keep the scalar path (exact int128 clamping). */
+  if (vargs_init (&va, a))
+    for (; i + PIQ_W <= n; i += PIQ_W)
+      vstore_op (d + i * fsize (ft),
+                 vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic) * va.scale,
+                 ft, add);
+  if (i < n)
+    piq_kernels_scalar.requantize[ft][stochastic][add] (s + i * fsize (ft), d + i * fsize (ft),
+                                                        index + i, n - i, a);
+}
+
+/* ---- reductions ---- */
+
+VINLINE void
+vminmax (const void *src, size_t n, PiqMinMax *out, int ft)
+{
+  const uint8_t *s = src;
+  const vf pinf = vsplat (INFINITY), ninf = vsplat (-INFINITY);
+  vf lo = pinf, hi = ninf;
+  vi bad = { 0 };
+  size_t i = 0;
+  PiqMinMax tail;
+
+  for (; i + PIQ_W <= n; i += PIQ_W)
+    {
+      vf x = vload_f (s + i * fsize (ft), ft);
+      vi fin = (x - x) == 0.0f;                  /* false for NaN and ±Inf */
+      bad |= ~fin;
+      lo = vmin (lo, vsel (fin, x, pinf));
+      hi = vmax (hi, vsel (fin, x, ninf));
+    }
+  piq_kernels_scalar.minmax[ft] (s + i * fsize (ft), n - i, &tail);
+  for (int k = 0; k < PIQ_W; k++)
+    {
+      tail.min = lo[k] < tail.min ? lo[k] : tail.min;
+      tail.max = hi[k] > tail.max ? hi[k] : tail.max;
+      tail.non_finite |= bad[k] != 0;
+    }
+  tail.min += 0.0;     /* +0, never −0, as the scalar reference */
+  tail.max += 0.0;
+  *out = tail;
+}
+
+VINLINE v8f
+vload8_f (const uint8_t *p, int ft)
+{
+  if (ft == PIQ_F_F32)
+    {
+      v8f v;
+      memcpy (&v, p, sizeof v);
+      return v;
+    }
+  if (ft == PIQ_F_BF16)
+    {
+      v8h h;
+      memcpy (&h, p, sizeof h);
+      return (v8f) (__builtin_convertvector (h, v8u) << 16);
+    }
+#if HAVE_F16
+  return PIQ_VEC_LOAD_F16_8 (p);
+#else
+  __builtin_unreachable ();
+#endif
+}
+
+/* 8 binary64 lanes, element i into lane i % 8, as the scalar reference: each lane
+ * sees the same additions in the same order. x·x of a widened binary32 is exact. */
+VINLINE void
+vsums (const void *src, size_t n, PiqSums *out, int ft)
+{
+  const uint8_t *s = src;
+  v8d sum = { 0 }, sq = { 0 };
+  size_t i = 0;
+
+  for (; i + 8 <= n; i += 8)
+    {
+      v8d x = __builtin_convertvector (vload8_f (s + i * fsize (ft), ft), v8d);
+      sum += x;
+      sq += x * x;
+    }
+  for (; i < n; i++)
+    {
+      double x = piq_load_f (s, i, ft);
+      sum[i & 7] += x;
+      sq[i & 7] += x * x;
+    }
+  out->sum = ((sum[0] + sum[4]) + (sum[2] + sum[6])) + ((sum[1] + sum[5]) + (sum[3] + sum[7]));
+  out->sum_sq = ((sq[0] + sq[4]) + (sq[2] + sq[6])) + ((sq[1] + sq[5]) + (sq[3] + sq[7]));
+}
+
+/* ---- instances ---- */
+
+#define VQ(f, F, i, I, BITS, r, R) \
+  static void PIQ_KNAME_quantize (f, i, r) (const void *src, void *dst, uint64_t index, size_t n, \
+                                            const PiqKernelArgs *a) \
+  { vquantize (src, dst, index, n, a, PIQ_F_##F, PIQ_I_##I, BITS, PIQ_R_##R); }
+#define VQ_R(f, F, i, I, BITS) VQ (f, F, i, I, BITS, nearest, NEAREST) VQ (f, F, i, I, BITS, stochastic, STOCHASTIC)
+#define VQ_I(f, F) \
+  VQ_R (f, F, uint2, UINT2, 2) VQ_R (f, F, int2, INT2, 2) VQ_R (f, F, uint4, UINT4, 4) \
+  VQ_R (f, F, int4, INT4, 4)   VQ_R (f, F, uint8, UINT8, 8) VQ_R (f, F, int8, INT8, 8)
+
+#define VD(i, I, BITS, SGN, f, F, o, O) \
+  static void PIQ_KNAME_dequantize (i, f, o) (const void *src, void *dst, size_t n, const PiqKernelArgs *a) \
+  { vdequantize (src, dst, n, a, PIQ_I_##I, BITS, SGN, PIQ_F_##F, PIQ_OP_##O); }
+#define VD_O(i, I, BITS, SGN, f, F) VD (i, I, BITS, SGN, f, F, set, SET) VD (i, I, BITS, SGN, f, F, add, ADD)
+#define VD_I(f, F) \
+  VD_O (uint2, UINT2, 2, 0, f, F) VD_O (int2, INT2, 2, 1, f, F) VD_O (uint4, UINT4, 4, 0, f, F) \
+  VD_O (int4, INT4, 4, 1, f, F)   VD_O (uint8, UINT8, 8, 0, f, F) VD_O (int8, INT8, 8, 1, f, F)
+
+#define VR(f, F, r, R, o, O) \
+  static void PIQ_KNAME_requantize (f, r, o) (const void *src, void *dst, uint64_t index, size_t n, \
+                                              const PiqKernelArgs *a) \
+  { vrequantize (src, dst, index, n, a, PIQ_F_##F, PIQ_R_##R, PIQ_OP_##O); }
+#define VR_ALL(f, F) \
+  VR (f, F, nearest, NEAREST, set, SET) VR (f, F, nearest, NEAREST, add, ADD) \
+  VR (f, F, stochastic, STOCHASTIC, set, SET) VR (f, F, stochastic, STOCHASTIC, add, ADD)
+
+#define VRED(f, F) \
+  static void PIQ_KNAME_minmax (f) (const void *src, size_t n, PiqMinMax *out) { vminmax (src, n, out, PIQ_F_##F); } \
+  static void PIQ_KNAME_sums (f) (const void *src, size_t n, PiqSums *out) { vsums (src, n, out, PIQ_F_##F); }
+
+#define VALL(f, F) VQ_I (f, F) VD_I (f, F) VR_ALL (f, F) VRED (f, F)
+
+VALL (f32, F32)
+VALL (bf16, BF16)
+#if HAVE_F16
+VALL (f16, F16)
+#endif
+
+/* Table slots filled here: the float sources/destinations above × the ≤ 8-bit types. */
+#define SLOT_Q(f, F, i, I) \
+  .quantize[PIQ_F_##F][PIQ_I_##I][PIQ_R_NEAREST] = PIQ_KNAME_quantize (f, i, nearest), \
+  .quantize[PIQ_F_##F][PIQ_I_##I][PIQ_R_STOCHASTIC] = PIQ_KNAME_quantize (f, i, stochastic), \
+  .dequantize[PIQ_I_##I][PIQ_F_##F][PIQ_OP_SET] = PIQ_KNAME_dequantize (i, f, set), \
+  .dequantize[PIQ_I_##I][PIQ_F_##F][PIQ_OP_ADD] = PIQ_KNAME_dequantize (i, f, add),
+#define SLOTS(f, F) \
+  SLOT_Q (f, F, uint2, UINT2) SLOT_Q (f, F, int2, INT2) SLOT_Q (f, F, uint4, UINT4) \
+  SLOT_Q (f, F, int4, INT4)   SLOT_Q (f, F, uint8, UINT8) SLOT_Q (f, F, int8, INT8) \
+  .requantize[PIQ_F_##F][PIQ_R_NEAREST][PIQ_OP_SET] = PIQ_KNAME_requantize (f, nearest, set), \
+  .requantize[PIQ_F_##F][PIQ_R_NEAREST][PIQ_OP_ADD] = PIQ_KNAME_requantize (f, nearest, add), \
+  .requantize[PIQ_F_##F][PIQ_R_STOCHASTIC][PIQ_OP_SET] = PIQ_KNAME_requantize (f, stochastic, set), \
+  .requantize[PIQ_F_##F][PIQ_R_STOCHASTIC][PIQ_OP_ADD] = PIQ_KNAME_requantize (f, stochastic, add), \
+  .minmax[PIQ_F_##F] = PIQ_KNAME_minmax (f), \
+  .sums[PIQ_F_##F] = PIQ_KNAME_sums (f),
+
+const PiqKernelTable PIQ_VEC_TABLE = {
+  .name = PIQ_VEC_LABEL,
+  .level = PIQ_VEC_LEVEL,
+  .required = PIQ_VEC_REQUIRED,
+  SLOTS (f32, F32)
+  SLOTS (bf16, BF16)
+#if HAVE_F16
+  SLOTS (f16, F16)
+#endif
+};

@@ -1,0 +1,534 @@
+-- test-bindings-lua.lua: piquant through lgi (Lua 5.1) and the typelib
+--
+-- SPDX-License-Identifier: LGPL-2.1-or-later
+--
+-- Every expected value is computed here in Lua from docs/numerics.md: binary32
+-- arithmetic is emulated with math.frexp/math.ldexp (fround below) and
+-- round-half-even is written out.  Prints TAP.
+
+local lgi = require 'lgi'
+local GLib = lgi.require('GLib', '2.0')
+local GObject = lgi.require('GObject', '2.0')
+local Piq = lgi.require('Piq', '1.0')
+
+local INF = math.huge
+local NAN = 0 / 0
+local EPS32 = 2 ^ -23
+
+local RANGES = { UINT4 = { 0, 15 }, INT4 = { -8, 7 }, UINT8 = { 0, 255 }, INT8 = { -128, 127 } }
+
+-- 37 elements (odd: a uint4 tensor ends in half a byte): ties for scale 0.5,
+-- values beyond the range, ±Inf, NaN and −0
+local DATA = { 0.0, 0.25, 0.75, 1.25, 1.75, -0.25, -0.75, -1.25, 2.5, -2.5, 1.0,
+  -1.0, 3.3, -7.1, 0.1, 2.2, 63.25, 63.75, -63.75, -64.25, 100.0, -100.0,
+  1e30, -1e30, INF, -INF, NAN, -1 / INF }
+for i = 0, 8 do DATA[#DATA + 1] = ((i * 7919) % 211 - 105) / 7.0 end
+
+local FINITE = {}
+for i = 0, 300 do FINITE[#FINITE + 1] = ((i * 104729) % 10007) / 10007.0 * 13.0 - 4.5 end
+
+-- ---------------------------------------------------------------- TAP ----
+
+local TESTS = {}
+local function test(name, fn) TESTS[#TESTS + 1] = { 'lua/' .. name, fn } end
+
+local function check(cond, msg)
+  if not cond then error(msg, 2) end
+end
+
+local function isnan(x) return x ~= x end
+
+local function float_eq(a, b) return (isnan(a) and isnan(b)) or a == b end
+
+local function check_list(got, want, what, cmp)
+  cmp = cmp or function(a, b) return a == b end
+  if #got ~= #want then
+    error(string.format('%s: %d elements, expected %d', what, #got, #want), 2)
+  end
+  local bad = {}
+  for i = 1, #want do
+    if not cmp(got[i], want[i]) then bad[#bad + 1] = i end
+  end
+  if #bad > 0 then
+    local lines = { string.format('%s: %d of %d differ', what, #bad, #want) }
+    for k = 1, math.min(#bad, 8) do
+      local i = bad[k]
+      lines[#lines + 1] = string.format('  [%d] got %.17g, expected %.17g', i - 1, got[i], want[i])
+    end
+    error(table.concat(lines, '\n'), 2)
+  end
+end
+
+-- an enum as lgi returns it (a nick string such as 'UINT8', or a number)
+local function enum_is(value, enum, name)
+  return value == name or value == enum[name]
+end
+
+-- lgi turns a GError into two results: a false/nil value and the GLib.Error
+local function expect_error(name, ok, err)
+  if ok then error('no error, expected Piq.Error.' .. name, 2) end
+  if not err then error('a false result without a GError', 2) end
+  if not (err.code == name or err.code == Piq.Error[name]) or not err:matches(Piq.Error, name) then
+    error(string.format('error %s:%s (%s), expected Piq.Error.%s',
+      tostring(err.domain), tostring(err.code), tostring(err.message), name), 2)
+  end
+  if GLib.quark_to_string(GLib.quark_from_string('piq-error-quark')) ~= 'piq-error-quark' then
+    error('quark', 2)
+  end
+  if not err.message or #err.message == 0 then error('empty message', 2) end
+  return err
+end
+
+local function main()
+  print('1..' .. #TESTS)
+  local failed = 0
+  for idx, t in ipairs(TESTS) do
+    local ok, msg = xpcall(t[2], debug.traceback)
+    if ok then
+      print(string.format('ok %d - %s', idx, t[1]))
+    else
+      failed = failed + 1
+      print(string.format('not ok %d - %s', idx, t[1]))
+      for line in (tostring(msg) .. '\n'):gmatch('(.-)\n') do print('# ' .. line) end
+    end
+  end
+  io.stdout:flush()
+  os.exit(failed > 0 and 1 or 0)
+end
+
+-- ------------------------------------------------------------- oracle ----
+
+local function round_half_even(v)
+  if isnan(v) or v == INF or v == -INF then return v end
+  local f = math.floor(v)
+  local d = v - f
+  if d > 0.5 then return f + 1 end
+  if d < 0.5 then return f end
+  if f % 2 == 0 then return f end
+  return f + 1
+end
+
+-- the binary32 value nearest to x (ties to even), as Math.fround
+local function fround(x)
+  if isnan(x) or x == 0 or x == INF or x == -INF then return x end
+  local m, e = math.frexp(x)          -- x = m · 2^e, 0.5 <= |m| < 1
+  local bits = 24
+  if e < -125 then bits = 24 - (-125 - e) end  -- subnormal binary32
+  if bits < 0 then return 0 * x end
+  local y = math.ldexp(round_half_even(m * 2 ^ bits), e - bits)
+  if y >= 2 ^ 128 then return INF end
+  if y <= -2 ^ 128 then return -INF end
+  return y
+end
+
+local function clamp_code(r, zp, qmin, qmax)
+  if isnan(r) then return zp end
+  local t = r + zp
+  if t > qmax then return qmax end
+  if t < qmin then return qmin end
+  return t
+end
+
+-- v = x · inv in binary32, inv = 1.0f / (float) scale
+local function scaled_f32(x, scale)
+  local inv = fround(1 / fround(scale))
+  return fround(fround(x) * inv)
+end
+
+local function quantize_nearest(xs, scale, zp, dtype, f64)
+  local qmin, qmax = RANGES[dtype][1], RANGES[dtype][2]
+  local out = {}
+  for i, x in ipairs(xs) do
+    local v = f64 and x * (1 / scale) or scaled_f32(x, scale)
+    out[i] = clamp_code(round_half_even(v), zp, qmin, qmax)
+  end
+  return out
+end
+
+local function dequantize_f32(codes, scale, zp)
+  local out = {}
+  for i, q in ipairs(codes) do out[i] = fround(fround(q - zp) * fround(scale)) end
+  return out
+end
+
+local function unpack_codes(s, n, bits)
+  local per = 8 / bits
+  local out = {}
+  for i = 0, n - 1 do
+    local byte = s:byte(math.floor(i / per) + 1)
+    local c = math.floor(byte / 2 ^ (bits * (i % per))) % 2 ^ bits
+    out[i + 1] = c
+  end
+  return out
+end
+
+local function pack_codes(codes, bits)
+  local per = 8 / bits
+  local bytes = {}
+  for i, c in ipairs(codes) do
+    local k = math.floor((i - 1) / per) + 1
+    bytes[k] = (bytes[k] or 0) + c * 2 ^ (bits * ((i - 1) % per))
+  end
+  local chars = {}
+  for k, b in ipairs(bytes) do chars[k] = string.char(b) end
+  return table.concat(chars)
+end
+
+-- the four little-endian bytes of a normal binary32 value (or zero)
+local function f32_bytes(x)
+  x = fround(x)
+  if x == 0 then return '\0\0\0\0' end
+  local sign = 0
+  if x < 0 then sign, x = 128, -x end
+  local m, e = math.frexp(x)
+  local biased = e + 126
+  local mant = (m * 2 - 1) * 2 ^ 23
+  return string.char(mant % 256, math.floor(mant / 256) % 256,
+    math.floor(mant / 65536) + (biased % 2) * 128, sign + math.floor(biased / 2))
+end
+
+local function minmax_params(xs, dtype, include_zero)
+  local qmin, qmax = RANGES[dtype][1], RANGES[dtype][2]
+  local lo, hi = INF, -INF
+  for _, x in ipairs(xs) do
+    lo = math.min(lo, fround(x))
+    hi = math.max(hi, fround(x))
+  end
+  if include_zero or lo == hi then
+    lo, hi = math.min(lo, 0), math.max(hi, 0)
+  end
+  local scale = math.max(fround(fround(hi - lo) / fround(qmax - qmin)), EPS32)
+  local zp = qmin - round_half_even(fround(lo / scale))
+  return scale, math.min(math.max(zp, qmin), qmax)
+end
+
+local function absmax_params(xs, dtype)
+  local qmin, qmax = RANGES[dtype][1], RANGES[dtype][2]
+  local a = 0
+  for _, x in ipairs(xs) do a = math.max(a, math.abs(fround(x))) end
+  local scale = math.max(fround(a / fround(fround(qmax - qmin) / 2)), EPS32)
+  local zp = 0
+  if qmin == 0 then zp = math.floor((qmin + qmax + 1) / 2) end
+  return scale, zp
+end
+
+-- ------------------------------------------------------------ helpers ----
+
+local function f32_tensor(values)
+  local t, err = Piq.Tensor.new_from_values(Piq.Dtype.F32, values)
+  assert(t, tostring(err))
+  return t
+end
+
+local function new_tensor(dtype, n)
+  local t, err = Piq.Tensor.new(Piq.Dtype[dtype] or dtype, n)
+  assert(t, tostring(err))
+  return t
+end
+
+local function params(dtype, scale, zp, extra)
+  local props = { dtype = Piq.Dtype[dtype], scale = scale, zero_point = zp }
+  for k, v in pairs(extra or {}) do props[k] = v end
+  return Piq.Params(props)
+end
+
+local function tensor_string(t) return t:get_bytes():get_data() end
+
+local function tensor_codes(t, n, bits) return unpack_codes(tensor_string(t), n, bits) end
+
+local function scaled_list(xs, f)
+  local out = {}
+  for i, v in ipairs(xs) do out[i] = f(v) end
+  return out
+end
+
+-- -------------------------------------------------------------- tests ----
+
+test('quantizer/new-and-default', function()
+  local q = Piq.Quantizer()
+  check(GObject.Object:is_type_of(q) and Piq.Quantizer:is_type_of(q), 'Piq.Quantizer() is not a Piq.Quantizer')
+  local q2 = Piq.Quantizer.new()
+  check(Piq.Quantizer:is_type_of(q2) and q2 ~= q, 'Piq.Quantizer.new()')
+  local d1, d2 = Piq.Quantizer.get_default(), Piq.Quantizer.get_default()
+  check(Piq.Quantizer:is_type_of(d1), 'get_default() is not a Piq.Quantizer')
+  check(d1 == d2, 'get_default() returned two different objects')
+  check(d1 ~= q, 'get_default() returned a fresh quantizer')
+end)
+
+test('quantizer/properties', function()
+  local q = Piq.Quantizer()
+  for _, n in ipairs({ 1, 3, 8 }) do
+    q.n_threads = n
+    check(q:get_n_threads() == n, string.format('n-threads %d read back as %s', n, tostring(q:get_n_threads())))
+  end
+  q:set_n_threads(2)
+  check(q.n_threads == 2, 'set_n_threads(2) read back as ' .. tostring(q.n_threads))
+  check(Piq.Quantizer { n_threads = 5 }.n_threads == 5, 'construct property n-threads')
+  local lvl = q.simd_level
+  local known = false
+  for _, name in ipairs({ 'SCALAR', 'NEON', 'SSE4_2', 'AVX2', 'AVX512', 'AVX512_BF16', 'AVX512_FP16' }) do
+    if enum_is(lvl, Piq.SimdLevel, name) then known = true end
+  end
+  check(known, 'simd-level is not a known level: ' .. tostring(lvl))
+  check(q:get_simd_level() == lvl, 'get_simd_level() differs from the property')
+  q.max_simd_level = Piq.SimdLevel.SCALAR
+  check(enum_is(q:get_max_simd_level(), Piq.SimdLevel, 'SCALAR'), 'max-simd-level read back as ' .. tostring(q:get_max_simd_level()))
+  check(enum_is(q.simd_level, Piq.SimdLevel, 'SCALAR'), 'capped at SCALAR, simd-level is ' .. tostring(q.simd_level))
+end)
+
+test('params/properties', function()
+  local p = Piq.Params { dtype = Piq.Dtype.UINT8, scale = 0.5, zero_point = 128 }
+  check(enum_is(p.dtype, Piq.Dtype, 'UINT8') and enum_is(p:get_dtype(), Piq.Dtype, 'UINT8'), 'dtype ' .. tostring(p.dtype))
+  check(p.scale == 0.5 and p:get_scale() == 0.5, 'scale ' .. tostring(p.scale))
+  check(p.zero_point == 128 and p:get_zero_point() == 128, 'zero-point ' .. tostring(p.zero_point))
+  check(enum_is(p.round_mode, Piq.RoundMode, 'NEAREST'), 'default round-mode ' .. tostring(p.round_mode))
+  check(p.seed == 0, 'default seed ' .. tostring(p.seed))
+  check(enum_is(p.scale_rule, Piq.ScaleRule, 'MIN_MAX'), 'default scale-rule ' .. tostring(p.scale_rule))
+  check(p.include_zero == true, 'default include-zero ' .. tostring(p.include_zero))
+  p.seed = 123456789
+  check(p:get_seed() == 123456789, 'seed read back as ' .. tostring(p:get_seed()))
+  p.zero_point = -5
+  check(p:get_zero_point() == -5, 'negative zero point')
+  local a = Piq.Params.new_affine(Piq.Dtype.UINT4, 0.25, 7)
+  check(enum_is(a.dtype, Piq.Dtype, 'UINT4') and a.scale == 0.25 and a.zero_point == 7, 'new_affine()')
+  check(a:validate() == true, 'validate() of valid parameters')
+end)
+
+test('tensor/new-from-values', function()
+  local t = f32_tensor(DATA)
+  check(enum_is(t:get_dtype(), Piq.Dtype, 'F32'), 'dtype ' .. tostring(t:get_dtype()))
+  check(t:get_n_elements() == #DATA, 'n-elements ' .. tostring(t:get_n_elements()))
+  check(t:get_n_bytes() == 4 * #DATA, 'n-bytes ' .. tostring(t:get_n_bytes()))
+  check_list(t:to_values(), scaled_list(DATA, fround), 'F32 to_values()', float_eq)
+  check(t:get_value(13) == fround(-7.1), 'get_value(13) = ' .. tostring(t:get_value(13)))
+  local t64 = Piq.Tensor.new_from_values(Piq.Dtype.F64, DATA)
+  check(t64:get_n_bytes() == 8 * #DATA, 'F64 n-bytes')
+  check_list(t64:to_values(), DATA, 'F64 to_values()', float_eq)
+end)
+
+test('tensor/new-from-data/lua-string', function()
+  local xs = { 1.0, -2.5, 0.1, 3.0e-3, 65504.0, -1.0e20 }
+  local chunks = {}
+  for i, x in ipairs(xs) do chunks[i] = f32_bytes(x) end
+  local s = table.concat(chunks)
+  local t, err = Piq.Tensor.new_from_data(Piq.Dtype.F32, #xs, s)
+  check(t, tostring(err))
+  check_list(t:to_values(), scaled_list(xs, fround), 'values from a string of bytes')
+  check(tensor_string(t) == s, 'get_bytes() gives back other bytes')
+  -- a string from one tensor makes another
+  local u = Piq.Tensor.new_from_data(Piq.Dtype.F32, #DATA, tensor_string(f32_tensor(DATA)))
+  check_list(u:to_values(), scaled_list(DATA, fround), 'round trip through get_bytes()', float_eq)
+end)
+
+test('quantize/f32/uint8/nearest', function()
+  local want = quantize_nearest(DATA, 0.5, 128, 'UINT8')
+  check(table.concat({ unpack(want, 2, 8) }, ',') == '128,130,130,132,128,126,126', 'oracle ties')
+  check(table.concat({ unpack(want, 25, 27) }, ',') == '255,0,128', 'oracle Inf/NaN')
+  local q = Piq.Quantizer()
+  local src = f32_tensor(DATA)
+  local dst = new_tensor('UINT8', #DATA)
+  for _, c in ipairs({ { 0.5, 128 }, { 0.1, 3 }, { 7.0, 255 } }) do
+    local ok, err = q:quantize(params('UINT8', c[1], c[2]), src, dst)
+    check(ok, tostring(err))
+    check_list(tensor_codes(dst, #DATA, 8), quantize_nearest(DATA, c[1], c[2], 'UINT8'),
+      string.format('codes, scale %g zp %d', c[1], c[2]))
+  end
+  local p = dst:get_params()
+  check(p and p.scale == 7.0 and p.zero_point == 255 and enum_is(p.dtype, Piq.Dtype, 'UINT8'), 'params attached to the output')
+end)
+
+test('dequantize/uint8/f32/set-then-add', function()
+  local q = Piq.Quantizer.get_default()
+  local qt = assert(q:quantize_new(params('UINT8', 0.1, 3), f32_tensor(DATA)))
+  local y = dequantize_f32(quantize_nearest(DATA, 0.1, 3, 'UINT8'), 0.1, 3)
+  local out = new_tensor('F32', #DATA)
+  local ok, err = q:dequantize(qt, out, Piq.ReduceOp.SET)
+  check(ok, tostring(err))
+  check_list(out:to_values(), y, 'SET')
+  ok, err = q:dequantize(qt, out, Piq.ReduceOp.ADD)
+  check(ok, tostring(err))
+  check_list(out:to_values(), scaled_list(y, function(v) return fround(v + v) end), 'SET then ADD')
+  out:fill(0.1)
+  q:dequantize(qt, out, Piq.ReduceOp.ADD)
+  check_list(out:to_values(), scaled_list(y, function(v) return fround(fround(0.1) + v) end), 'fill(0.1) then ADD')
+end)
+
+test('quantize/f32/uint4/nearest', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(DATA)
+  local dst = new_tensor('UINT4', #DATA)
+  check(dst:get_n_bytes() == 19, '37 uint4 take ' .. tostring(dst:get_n_bytes()) .. ' bytes')
+  for _, c in ipairs({ { 0.5, 7 }, { 9.0, 8 }, { 0.3, 0 }, { 0.25, 15 } }) do
+    assert(q:quantize(params('UINT4', c[1], c[2]), src, dst))
+    local codes = quantize_nearest(DATA, c[1], c[2], 'UINT4')
+    local s = tensor_string(dst)
+    check(math.floor(s:byte(19) / 16) == 0, 'the unused high nibble is not zero')
+    check_list(unpack_codes(s, #DATA, 4), codes, string.format('uint4 codes, scale %g zp %d', c[1], c[2]))
+    check(s == pack_codes(codes, 4), 'packed bytes differ')
+  end
+end)
+
+test('dequantize/uint4/f32/set-then-add', function()
+  local q = Piq.Quantizer()
+  local qt = assert(q:quantize_new(params('UINT4', 0.3, 6), f32_tensor(DATA)))
+  check(enum_is(qt:get_dtype(), Piq.Dtype, 'UINT4') and qt:get_n_elements() == #DATA, 'quantize_new() tensor')
+  local codes = quantize_nearest(DATA, 0.3, 6, 'UINT4')
+  check(tensor_string(qt) == pack_codes(codes, 4), 'quantize_new() bytes')
+  local y = dequantize_f32(codes, 0.3, 6)
+  local out = new_tensor('F32', #DATA)
+  assert(q:dequantize(qt, out, Piq.ReduceOp.SET))
+  check_list(out:to_values(), y, 'SET')
+  assert(q:dequantize(qt, out, Piq.ReduceOp.ADD))
+  check_list(out:to_values(), scaled_list(y, function(v) return fround(2 * v) end), 'SET then ADD')
+  local new = assert(q:dequantize_new(qt, Piq.Dtype.F32))
+  check_list(new:to_values(), y, 'dequantize_new()')
+end)
+
+test('quantize/f64/uint8/nearest', function()
+  local q = Piq.Quantizer()
+  local qt = assert(q:quantize_new(params('UINT8', 0.1, 3), Piq.Tensor.new_from_values(Piq.Dtype.F64, DATA)))
+  local codes = quantize_nearest(DATA, 0.1, 3, 'UINT8', true)
+  check_list(tensor_codes(qt, #DATA, 8), codes, 'codes (binary64)')
+  local out = new_tensor('F64', #DATA)
+  assert(q:dequantize(qt, out, Piq.ReduceOp.SET))
+  check_list(out:to_values(), scaled_list(codes, function(c) return (c - 3) * 0.1 end), 'dequantized to f64')
+end)
+
+test('compute-params/min-max', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  for _, dtype in ipairs({ 'UINT8', 'UINT4' }) do
+    local p = Piq.Params { dtype = Piq.Dtype[dtype] }
+    local ok, err = q:compute_params(p, src)
+    check(ok, tostring(err))
+    local scale, zp = minmax_params(FINITE, dtype, true)
+    check(p.scale == scale, string.format('%s: scale %.17g, expected %.17g', dtype, p.scale, scale))
+    check(p.zero_point == zp, string.format('%s: zero point %d, expected %d', dtype, p.zero_point, zp))
+    local qt = assert(q:quantize_new(p, src))
+    check_list(tensor_codes(qt, #FINITE, dtype == 'UINT4' and 4 or 8), quantize_nearest(FINITE, scale, zp, dtype), dtype .. ' codes')
+  end
+  local pos = scaled_list(FINITE, function(x) return math.abs(x) + 0.75 end)
+  for _, include_zero in ipairs({ true, false }) do
+    local p = Piq.Params { dtype = Piq.Dtype.UINT4, include_zero = include_zero }
+    assert(q:compute_params(p, f32_tensor(pos)))
+    local scale, zp = minmax_params(pos, 'UINT4', include_zero)
+    check(p.scale == scale and p.zero_point == zp, string.format('include-zero %s: %.17g/%d, expected %.17g/%d',
+      tostring(include_zero), p.scale, p.zero_point, scale, zp))
+  end
+end)
+
+test('compute-params/abs-max', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  for _, dtype in ipairs({ 'INT8', 'UINT8', 'INT4', 'UINT4' }) do
+    local p = Piq.Params { dtype = Piq.Dtype[dtype], scale_rule = Piq.ScaleRule.ABS_MAX }
+    assert(q:compute_params(p, src))
+    local scale, zp = absmax_params(FINITE, dtype)
+    check(p.scale == scale and p.zero_point == zp,
+      string.format('%s: %.17g/%d, expected %.17g/%d', dtype, p.scale, p.zero_point, scale, zp))
+  end
+end)
+
+test('quantize/stochastic/floor-or-ceil', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  for _, c in ipairs({ { 'UINT8', 8, 100 }, { 'UINT4', 4, 7 } }) do
+    local dtype, bits, zp = c[1], c[2], c[3]
+    local p = params(dtype, 0.37, zp, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 })
+    local got = tensor_codes(assert(q:quantize_new(p, src)), #FINITE, bits)
+    local qmin, qmax = RANGES[dtype][1], RANGES[dtype][2]
+    local bad = {}
+    for i, x in ipairs(FINITE) do
+      local v = scaled_f32(x, 0.37)
+      local lo = clamp_code(math.floor(v), zp, qmin, qmax)
+      local hi = clamp_code(math.ceil(v), zp, qmin, qmax)
+      if got[i] ~= lo and got[i] ~= hi then
+        bad[#bad + 1] = string.format('[%d] %d not in {%d, %d}', i - 1, got[i], lo, hi)
+      end
+    end
+    check(#bad == 0, dtype .. ': ' .. table.concat(bad, '; ', 1, math.min(#bad, 6)))
+  end
+end)
+
+test('quantize/stochastic/same-seed-identical', function()
+  local q = Piq.Quantizer()
+  local xs = {}
+  for k = 1, 8 do for _, x in ipairs(FINITE) do xs[#xs + 1] = x + k end end
+  local src = f32_tensor(xs)
+  local p = params('UINT8', 0.37, 100, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 987654321 })
+  local dst = new_tensor('UINT8', #xs)
+  assert(q:quantize(p, src, dst))
+  local a = tensor_string(dst)
+  assert(q:quantize(p, src, dst))
+  check(tensor_string(dst) == a, 'two calls with the same seed differ')
+  check(tensor_string(assert(Piq.Quantizer { n_threads = 4 }:quantize_new(p, src))) == a, '4 threads differ')
+  p.seed = 987654322
+  check(tensor_string(assert(q:quantize_new(p, src))) ~= a, 'seeds 987654321 and 987654322 gave the same bytes')
+  p.seed = 0
+  local r = assert(q:quantize_new(p, src))
+  local used = r:get_params().seed
+  check(used ~= 0, 'seed 0: the output records seed 0')
+  if used < 2 ^ 53 then
+    p.seed = used
+    check(tensor_string(assert(q:quantize_new(p, src))) == tensor_string(r), 'the recorded seed does not reproduce')
+  end
+end)
+
+test('error/size', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(DATA)
+  local small = new_tensor('UINT8', #DATA - 1)
+  assert(small:set_data(string.rep('\170', #DATA - 1)))
+  expect_error('SIZE', q:quantize(params('UINT8', 0.5, 128), src, small))
+  check(tensor_string(small) == string.rep('\170', #DATA - 1), 'the destination was written before the error')
+  expect_error('SIZE', q:quantize(params('UINT4', 1.0, 0), src, new_tensor('UINT4', 8)))
+  local qt = assert(q:quantize_new(params('UINT8', 0.5, 128), src))
+  expect_error('SIZE', q:dequantize(qt, new_tensor('F32', 3), Piq.ReduceOp.SET))
+  expect_error('SIZE', Piq.Tensor.new_from_data(Piq.Dtype.F32, 10, string.rep('\0', 39)))
+end)
+
+test('error/invalid-scale', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(DATA)
+  local dst = new_tensor('UINT8', #DATA)
+  -- the setter: GObject refuses NaN and ±Inf as the "scale" property (its pspec spans ±G_MAXDOUBLE)
+  for _, bad in ipairs({ 0, -0.5, INF, -INF, NAN, 1e-50, 1e39 }) do
+    local p = params('UINT8', 1.0, 128)
+    p:set_scale(bad)
+    expect_error('INVALID_SCALE', q:quantize(p, src, dst))
+  end
+  for _, bad in ipairs({ 0, -0.5, 1e-50, 1e39 }) do
+    local p = params('UINT8', 1.0, 128)
+    p.scale = bad
+    expect_error('INVALID_SCALE', q:quantize(p, src, dst))
+  end
+  expect_error('INVALID_SCALE', params('UINT8', 0, 128):validate())
+end)
+
+test('error/invalid-zero-point', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(DATA)
+  for _, c in ipairs({ { 'UINT8', 256 }, { 'UINT8', -1 }, { 'UINT4', 16 }, { 'INT8', 128 } }) do
+    expect_error('INVALID_ZERO_POINT', q:quantize(params(c[1], 1.0, c[2]), src, new_tensor(c[1], #DATA)))
+  end
+end)
+
+test('error/unsupported-no-params-non-finite-empty-read-only', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(DATA)
+  expect_error('UNSUPPORTED', q:quantize(params('F32', 1.0, 0), src, new_tensor('F32', #DATA)))
+  local qt = assert(q:quantize_new(params('UINT8', 0.5, 128), src))
+  expect_error('UNSUPPORTED', q:dequantize_new(qt, Piq.Dtype.UINT8))
+  expect_error('NO_PARAMS', q:dequantize(new_tensor('UINT8', 4), new_tensor('F32', 4), Piq.ReduceOp.SET))
+  local p = params('UINT8', 0.125, 9)
+  expect_error('NON_FINITE', q:compute_params(p, f32_tensor({ 1, 2, NAN, 3 })))
+  check(p.scale == 0.125 and p.zero_point == 9, 'params changed by a failed compute_params()')
+  expect_error('EMPTY', q:compute_params(Piq.Params { dtype = Piq.Dtype.UINT8 }, new_tensor('F32', 0)))
+  local wrapped = assert(Piq.Tensor.new_from_bytes(Piq.Dtype.UINT8, 4, GLib.Bytes('\1\2\3\4')))
+  check(not wrapped:is_writable(), 'a tensor wrapping GBytes is writable')
+  expect_error('READ_ONLY', q:quantize(params('UINT8', 0.5, 128), f32_tensor({ 1, 2, 3, 4 }), wrapped))
+  expect_error('READ_ONLY', wrapped:set_data('\0\0\0\0'))
+  check(tensor_string(wrapped) == '\1\2\3\4', 'the GBytes tensor changed')
+end)
+
+main()

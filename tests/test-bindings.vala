@@ -1,0 +1,520 @@
+/* test-bindings.vala: piquant through piquant-1.0.vapi
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Built and run by test-bindings-vala.sh. Every expected value is computed here
+ * in Vala, in binary32 (float) with a round-half-even written out, from
+ * docs/numerics.md. Prints TAP.
+ */
+
+errordomain TestError {
+    FAILED
+}
+
+delegate void TestFunc () throws GLib.Error;
+
+class TestCase {
+    public string name;
+    public TestFunc func;
+
+    public TestCase (string name, owned TestFunc func) {
+        this.name = name;
+        this.func = (owned) func;
+    }
+}
+
+const double EPS32 = 1.1920928955078125e-07; /* 2^-23 */
+
+/* 37 elements (odd: a uint4 tensor ends in half a byte): ties for scale 0.5,
+ * values beyond the range, ±Inf, NaN and −0 */
+float[] make_data () {
+    float[] d = {
+        0.0f, 0.25f, 0.75f, 1.25f, 1.75f, -0.25f, -0.75f, -1.25f, 2.5f, -2.5f, 1.0f,
+        -1.0f, 3.3f, -7.1f, 0.1f, 2.2f, 63.25f, 63.75f, -63.75f, -64.25f, 100.0f,
+        -100.0f, 1e30f, -1e30f, float.INFINITY, -float.INFINITY, float.NAN, -0.0f
+    };
+    for (int i = 0; i < 9; i++)
+        d += (float) (((i * 7919) % 211 - 105) / 7.0);
+    return d;
+}
+
+float[] make_finite () {
+    float[] d = {};
+    for (int64 i = 0; i < 301; i++)
+        d += (float) ((double) ((i * 2654435761) % 1000003) / 1000003.0 * 13.0 - 4.5);
+    return d;
+}
+
+/* ------------------------------------------------------------- helpers -- */
+
+void check (bool cond, string msg) throws TestError {
+    if (!cond)
+        throw new TestError.FAILED (msg);
+}
+
+bool float_eq (double a, double b) {
+    return (a.is_nan () && b.is_nan ()) || a == b;
+}
+
+void check_doubles (double[] got, double[] want, string what) throws TestError {
+    if (got.length != want.length)
+        throw new TestError.FAILED ("%s: %d elements, expected %d", what, got.length, want.length);
+    var msg = new StringBuilder ();
+    int bad = 0;
+    for (int i = 0; i < want.length; i++) {
+        if (!float_eq (got[i], want[i])) {
+            if (bad++ < 8)
+                msg.append_printf ("\n  [%d] got %.9g, expected %.9g", i, got[i], want[i]);
+        }
+    }
+    if (bad > 0)
+        throw new TestError.FAILED ("%s: %d of %d differ%s", what, bad, want.length, msg.str);
+}
+
+void check_codes (int64[] got, int64[] want, string what) throws TestError {
+    if (got.length != want.length)
+        throw new TestError.FAILED ("%s: %d elements, expected %d", what, got.length, want.length);
+    var msg = new StringBuilder ();
+    int bad = 0;
+    for (int i = 0; i < want.length; i++) {
+        if (got[i] != want[i]) {
+            if (bad++ < 8)
+                msg.append_printf ("\n  [%d] got %" + int64.FORMAT + ", expected %" + int64.FORMAT, i, got[i], want[i]);
+        }
+    }
+    if (bad > 0)
+        throw new TestError.FAILED ("%s: %d of %d differ%s", what, bad, want.length, msg.str);
+}
+
+void get_range (Piq.Dtype dtype, out int64 qmin, out int64 qmax) {
+    switch (dtype) {
+    case Piq.Dtype.UINT4: qmin = 0; qmax = 15; break;
+    case Piq.Dtype.INT4: qmin = -8; qmax = 7; break;
+    case Piq.Dtype.INT8: qmin = -128; qmax = 127; break;
+    default: qmin = 0; qmax = 255; break;
+    }
+}
+
+/* -------------------------------------------------------------- oracle -- */
+
+double round_half_even (double v) {
+    if (!v.is_finite ())
+        return v;
+    double f = Math.floor (v);
+    double d = v - f;
+    if (d > 0.5)
+        return f + 1;
+    if (d < 0.5)
+        return f;
+    return Math.fmod (f, 2.0) == 0 ? f : f + 1;
+}
+
+int64 clamp_code (double r, int64 zp, int64 qmin, int64 qmax) {
+    if (r.is_nan ())
+        return zp;
+    double t = r + zp;
+    if (t > qmax)
+        return qmax;
+    if (t < qmin)
+        return qmin;
+    return (int64) t;
+}
+
+/* v = x · inv in binary32, inv = 1.0f / (float) scale; volatile-free but every
+ * intermediate is stored in a float, which rounds it on x86-64 and aarch64 */
+float scaled_f32 (float x, double scale) {
+    float s = (float) scale;
+    float inv = 1.0f / s;
+    float v = x * inv;
+    return v;
+}
+
+int64[] quantize_nearest (float[] xs, double scale, int64 zp, Piq.Dtype dtype) {
+    int64 qmin, qmax;
+    get_range (dtype, out qmin, out qmax);
+    var out_codes = new int64[xs.length];
+    for (int i = 0; i < xs.length; i++)
+        out_codes[i] = clamp_code (round_half_even (scaled_f32 (xs[i], scale)), zp, qmin, qmax);
+    return out_codes;
+}
+
+double[] dequantize_f32 (int64[] codes, double scale, int64 zp) {
+    var y = new double[codes.length];
+    float s = (float) scale;
+    for (int i = 0; i < codes.length; i++) {
+        float v = (float) (codes[i] - zp) * s;
+        y[i] = v;
+    }
+    return y;
+}
+
+uint32 mix32 (uint32 x) {
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    return x;
+}
+
+int64[] quantize_stochastic (float[] xs, double scale, int64 zp, Piq.Dtype dtype, uint64 seed) {
+    int64 qmin, qmax;
+    get_range (dtype, out qmin, out qmax);
+    uint64 z = seed + 0x9E3779B97F4A7C15UL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    z ^= z >> 31;
+    uint32 k0 = (uint32) z, k1 = (uint32) (z >> 32);
+    var out_codes = new int64[xs.length];
+    for (int i = 0; i < xs.length; i++) {
+        uint64 idx = i;
+        float v = scaled_f32 (xs[i], scale);
+        float f = Math.floorf (v);
+        float frac = v - f;
+        uint32 h = mix32 (mix32 ((uint32) idx ^ k0) ^ (uint32) (idx >> 32) ^ k1);
+        float u = (float) (h >> 8) * (float) (1.0 / 16777216.0);
+        out_codes[i] = clamp_code (f + (u < frac ? 1 : 0), zp, qmin, qmax);
+    }
+    return out_codes;
+}
+
+void minmax_params (float[] xs, Piq.Dtype dtype, bool include_zero, out double scale, out int64 zp) {
+    int64 qmin, qmax;
+    get_range (dtype, out qmin, out qmax);
+    float lo = float.INFINITY, hi = -float.INFINITY;
+    foreach (float x in xs) {
+        lo = float.min (lo, x);
+        hi = float.max (hi, x);
+    }
+    if (include_zero || lo == hi) {
+        lo = float.min (lo, 0.0f);
+        hi = float.max (hi, 0.0f);
+    }
+    float range = hi - lo;
+    float s = range / (float) (qmax - qmin);
+    if (s < (float) EPS32)
+        s = (float) EPS32;
+    float ratio = lo / s;
+    double z = qmin - round_half_even (ratio);
+    zp = (int64) z.clamp (qmin, qmax);
+    scale = s;
+}
+
+/* --------------------------------------------------------- tensor glue -- */
+
+/* a float[] as the bytes new_from_data takes: a view, no copy here */
+Piq.Tensor f32_tensor (float[] xs) throws GLib.Error {
+    unowned uint8[] raw = (uint8[]) xs;
+    raw.length = xs.length * (int) sizeof (float);
+    return new Piq.Tensor.from_data (Piq.Dtype.F32, xs.length, raw);
+}
+
+int64[] tensor_codes (Piq.Tensor t) {
+    /* get_value() gives the code of a quantized tensor */
+    var codes = new int64[(int) t.get_n_elements ()];
+    for (int i = 0; i < codes.length; i++)
+        codes[i] = (int64) t.get_value (i);
+    return codes;
+}
+
+int64[] unpack (uint8[] data, int n, int bits) {
+    int per = 8 / bits;
+    var codes = new int64[n];
+    for (int i = 0; i < n; i++)
+        codes[i] = (data[i / per] >> (bits * (i % per))) & ((1 << bits) - 1);
+    return codes;
+}
+
+double[] as_doubles (float[] xs) {
+    var d = new double[xs.length];
+    for (int i = 0; i < xs.length; i++)
+        d[i] = xs[i];
+    return d;
+}
+
+/* --------------------------------------------------------------- tests -- */
+
+TestCase[] make_tests () {
+    TestCase[] tests = {};
+    float[] data = make_data ();
+    float[] finite = make_finite ();
+
+    tests += new TestCase ("vala/quantizer/new-and-default", () => {
+        var q = new Piq.Quantizer ();
+        check (q is Piq.Quantizer, "new Piq.Quantizer ()");
+        unowned Piq.Quantizer d1 = Piq.Quantizer.get_default ();
+        unowned Piq.Quantizer d2 = Piq.Quantizer.get_default ();
+        check (d1 != null && d1 == d2, "get_default () returned two different objects");
+        check (d1 != q, "get_default () returned a fresh quantizer");
+    });
+
+    tests += new TestCase ("vala/quantizer/properties", () => {
+        var q = new Piq.Quantizer ();
+        q.n_threads = 3;
+        check (q.get_n_threads () == 3, "n-threads 3 read back as %u".printf (q.get_n_threads ()));
+        q.set_n_threads (2);
+        check (q.n_threads == 2, "set_n_threads (2)");
+        Piq.SimdLevel lvl = q.simd_level;
+        var eclass = (EnumClass) typeof (Piq.SimdLevel).class_ref ();
+        check (eclass.get_value (lvl) != null, "simd-level %d is not a Piq.SimdLevel".printf (lvl));
+        check (q.get_simd_level () == lvl, "get_simd_level () differs from the property");
+        q.max_simd_level = Piq.SimdLevel.SCALAR;
+        check (q.get_max_simd_level () == Piq.SimdLevel.SCALAR, "max-simd-level");
+        check (q.simd_level == Piq.SimdLevel.SCALAR, "capped at SCALAR, simd-level is %s".printf (q.simd_level.to_string ()));
+    });
+
+    tests += new TestCase ("vala/params/properties", () => {
+        var p = new Piq.Params (Piq.Dtype.UINT8) { scale = 0.5, zero_point = 128 };
+        check (p.dtype == Piq.Dtype.UINT8 && p.scale == 0.5 && p.zero_point == 128, "construction");
+        check (p.round_mode == Piq.RoundMode.NEAREST && p.seed == 0 && p.scale_rule == Piq.ScaleRule.MIN_MAX
+               && p.include_zero, "defaults");
+        p.seed = 0xFEDCBA9876543210UL;
+        check (p.get_seed () == 0xFEDCBA9876543210UL, "64-bit seed");
+        var a = new Piq.Params.affine (Piq.Dtype.UINT4, 0.25, 7);
+        check (a.dtype == Piq.Dtype.UINT4 && a.scale == 0.25 && a.zero_point == 7, "Params.affine");
+        check (a.validate (), "validate ()");
+        int64 qmin;
+        uint64 qmax;
+        check (Piq.Dtype.UINT4.get_range (out qmin, out qmax) && qmin == 0 && qmax == 15, "Dtype.get_range (UINT4)");
+        check (Piq.Dtype.INT8.get_bits () == 8 && Piq.Dtype.UINT4.is_quantized () && Piq.Dtype.F32.is_float (),
+               "Dtype methods");
+    });
+
+    tests += new TestCase ("vala/tensor/from-data-and-values", () => {
+        var t = f32_tensor (data);
+        check (t.get_dtype () == Piq.Dtype.F32 && t.get_n_elements () == data.length
+               && t.get_n_bytes () == data.length * 4, "from_data shape");
+        check_doubles (t.to_values (), as_doubles (data), "from_data to_values ()");
+        unowned uint8[] raw = (uint8[]) data;
+        raw.length = data.length * 4;
+        var bytes = t.get_bytes ();
+        check (bytes.compare (new Bytes (raw)) == 0, "get_bytes () differs from the float[] bytes");
+        double[] dv = as_doubles (data);
+        var t2 = new Piq.Tensor.from_values (Piq.Dtype.F32, dv);
+        check_doubles (t2.to_values (), dv, "from_values to_values ()");
+        var t64 = new Piq.Tensor.from_values (Piq.Dtype.F64, { 0.1, -2.5, 1e300 });
+        check_doubles (t64.to_values (), { 0.1, -2.5, 1e300 }, "F64 to_values ()");
+    });
+
+    tests += new TestCase ("vala/quantize/f32/uint8/nearest", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var dst = new Piq.Tensor (Piq.Dtype.UINT8, data.length);
+        double[] scales = { 0.5, 0.1, 7.0 };
+        int64[] zps = { 128, 3, 255 };
+        for (int k = 0; k < scales.length; k++) {
+            var p = new Piq.Params (Piq.Dtype.UINT8) { scale = scales[k], zero_point = zps[k] };
+            check (q.quantize (p, src, dst), "quantize () returned false");
+            int64[] want = quantize_nearest (data, scales[k], zps[k], Piq.Dtype.UINT8);
+            check_codes (tensor_codes (dst), want, "codes, scale %g zp %d".printf (scales[k], (int) zps[k]));
+            check_codes (unpack (dst.get_bytes ().get_data (), data.length, 8), want, "bytes");
+        }
+        unowned Piq.Params? attached = dst.get_params ();
+        check (attached != null && attached.scale == 7.0 && attached.zero_point == 255, "params attached");
+    });
+
+    tests += new TestCase ("vala/dequantize/uint8/f32/set-then-add", () => {
+        var q = Piq.Quantizer.get_default ();
+        var p = new Piq.Params.affine (Piq.Dtype.UINT8, 0.1, 3);
+        var qt = q.quantize_new (p, f32_tensor (data));
+        double[] y = dequantize_f32 (quantize_nearest (data, 0.1, 3, Piq.Dtype.UINT8), 0.1, 3);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        check (q.dequantize (qt, out_t, Piq.ReduceOp.SET), "dequantize (SET)");
+        check_doubles (out_t.to_values (), y, "SET");
+        check (q.dequantize (qt, out_t, Piq.ReduceOp.ADD), "dequantize (ADD)");
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i];
+            float s = v + v;
+            y2[i] = s;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+    });
+
+    tests += new TestCase ("vala/quantize/f32/uint4/nearest", () => {
+        var q = new Piq.Quantizer ();
+        var p = new Piq.Params (Piq.Dtype.UINT4) { scale = 0.3, zero_point = 6 };
+        var qt = q.quantize_new (p, f32_tensor (data));
+        check (qt.get_n_bytes () == 19, "37 uint4 take %u bytes".printf ((uint) qt.get_n_bytes ()));
+        int64[] want = quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4);
+        unowned uint8[] raw = qt.get_bytes ().get_data ();
+        check ((raw[18] >> 4) == 0, "the unused high nibble is not zero");
+        check_codes (unpack (raw, data.length, 4), want, "packed codes");
+        check_codes (tensor_codes (qt), want, "get_value ()");
+        var y = dequantize_f32 (want, 0.3, 6);
+        var out_t = q.dequantize_new (qt, Piq.Dtype.F32);
+        check_doubles (out_t.to_values (), y, "dequantize_new ()");
+        q.dequantize (qt, out_t, Piq.ReduceOp.ADD);
+        for (int i = 0; i < y.length; i++)
+            y[i] = (float) (2 * y[i]);
+        check_doubles (out_t.to_values (), y, "ADD");
+    });
+
+    tests += new TestCase ("vala/raw/float-array", () => {
+        var q = new Piq.Quantizer ();
+        var p = new Piq.Params (Piq.Dtype.UINT4) { scale = 0.5, zero_point = 7 };
+        var packed = new uint8[(data.length + 1) / 2];
+        check (q.quantize_raw (p, Piq.Dtype.F32, (void*) data, data.length, (void*) packed, packed.length),
+               "quantize_raw ()");
+        int64[] want = quantize_nearest (data, 0.5, 7, Piq.Dtype.UINT4);
+        check_codes (unpack (packed, data.length, 4), want, "quantize_raw () codes");
+        var y = new float[data.length];
+        check (q.dequantize_raw (p, (void*) packed, packed.length, data.length, Piq.Dtype.F32,
+                                 (void*) y, y.length * sizeof (float), Piq.ReduceOp.SET), "dequantize_raw ()");
+        check_doubles (as_doubles (y), dequantize_f32 (want, 0.5, 7), "dequantize_raw () values");
+        var cp = new Piq.Params (Piq.Dtype.UINT8);
+        check (q.compute_params_raw (cp, Piq.Dtype.F32, (void*) finite, finite.length), "compute_params_raw ()");
+        double scale;
+        int64 zp;
+        minmax_params (finite, Piq.Dtype.UINT8, true, out scale, out zp);
+        check (cp.scale == scale && cp.zero_point == zp,
+               "compute_params_raw (): %.9g/%d, expected %.9g/%d".printf (cp.scale, (int) cp.zero_point, scale, (int) zp));
+        var small = new uint8[3];
+        try {
+            q.quantize_raw (p, Piq.Dtype.F32, (void*) data, data.length, (void*) small, small.length);
+            throw new TestError.FAILED ("quantize_raw () into 3 bytes did not fail");
+        } catch (Piq.Error.SIZE e) {
+        }
+    });
+
+    tests += new TestCase ("vala/compute-params/min-max", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        foreach (var dtype in new Piq.Dtype[] { Piq.Dtype.UINT8, Piq.Dtype.UINT4, Piq.Dtype.INT8 }) {
+            var p = new Piq.Params (dtype);
+            check (q.compute_params (p, src), "compute_params ()");
+            double scale;
+            int64 zp;
+            minmax_params (finite, dtype, true, out scale, out zp);
+            check (p.scale == scale && p.zero_point == zp, "%s: %.9g/%d, expected %.9g/%d".printf (
+                dtype.to_string (), p.scale, (int) p.zero_point, scale, (int) zp));
+            check_codes (tensor_codes (q.quantize_new (p, src)), quantize_nearest (finite, scale, zp, dtype),
+                         "%s codes".printf (dtype.to_string ()));
+        }
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var p = new Piq.Params (Piq.Dtype.UINT8) {
+            scale = 0.37, zero_point = 100, round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345
+        };
+        int64[] got = tensor_codes (q.quantize_new (p, src));
+        for (int i = 0; i < finite.length; i++) {
+            float v = scaled_f32 (finite[i], 0.37);
+            int64 lo = clamp_code (Math.floor (v), 100, 0, 255);
+            int64 hi = clamp_code (Math.ceil (v), 100, 0, 255);
+            check (got[i] == lo || got[i] == hi, "[%d] %d is neither floor nor ceil".printf (i, (int) got[i]));
+        }
+        check_codes (tensor_codes (q.quantize_new (p, src)), got, "the same seed twice");
+        check_codes (got, quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 12345), "counter hash, seed 12345");
+        p.seed = 0xFEDCBA9876543210UL;
+        check_codes (tensor_codes (q.quantize_new (p, src)),
+                     quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 0xFEDCBA9876543210UL),
+                     "counter hash, 64-bit seed");
+        p.seed = 0;
+        var r = q.quantize_new (p, src);
+        uint64 used = r.get_params ().seed;
+        check (used != 0, "seed 0 recorded as 0");
+        check_codes (tensor_codes (r), quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, used),
+                     "counter hash, recorded seed");
+    });
+
+    tests += new TestCase ("vala/error/size", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var p = new Piq.Params.affine (Piq.Dtype.UINT8, 0.5, 128);
+        var small = new Piq.Tensor (Piq.Dtype.UINT8, data.length - 1);
+        try {
+            q.quantize (p, src, small);
+            throw new TestError.FAILED ("quantize () into a tensor one element short did not fail");
+        } catch (Piq.Error.SIZE e) {
+            check (e.domain == Piq.Error.quark () && e.code == Piq.Error.SIZE, "domain/code");
+        }
+        try {
+            new Piq.Tensor.from_data (Piq.Dtype.F32, 10, new uint8[39]);
+            throw new TestError.FAILED ("from_data () with 39 bytes for 10 f32 did not fail");
+        } catch (Piq.Error.SIZE e) {
+        }
+    });
+
+    tests += new TestCase ("vala/error/invalid-scale", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var dst = new Piq.Tensor (Piq.Dtype.UINT8, data.length);
+        foreach (double bad in new double[] { 0.0, -0.5, double.INFINITY, double.NAN, 1e-50, 1e39 }) {
+            var p = new Piq.Params (Piq.Dtype.UINT8) { zero_point = 128 };
+            p.set_scale (bad);
+            try {
+                q.quantize (p, src, dst);
+                throw new TestError.FAILED ("scale %g accepted".printf (bad));
+            } catch (Piq.Error.INVALID_SCALE e) {
+            }
+        }
+        try {
+            new Piq.Params.affine (Piq.Dtype.UINT8, 0.0, 128).validate ();
+            throw new TestError.FAILED ("validate () accepted scale 0");
+        } catch (Piq.Error.INVALID_SCALE e) {
+        }
+    });
+
+    tests += new TestCase ("vala/error/other-codes", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        try {
+            q.quantize (new Piq.Params.affine (Piq.Dtype.UINT8, 1.0, 256), src, new Piq.Tensor (Piq.Dtype.UINT8, data.length));
+            throw new TestError.FAILED ("zero point 256 accepted");
+        } catch (Piq.Error.INVALID_ZERO_POINT e) {
+        }
+        try {
+            q.quantize (new Piq.Params.affine (Piq.Dtype.F32, 1.0, 0), src, new Piq.Tensor (Piq.Dtype.F32, data.length));
+            throw new TestError.FAILED ("quantize to F32 accepted");
+        } catch (Piq.Error.UNSUPPORTED e) {
+        }
+        try {
+            q.dequantize (new Piq.Tensor (Piq.Dtype.UINT8, 4), new Piq.Tensor (Piq.Dtype.F32, 4), Piq.ReduceOp.SET);
+            throw new TestError.FAILED ("dequantize without params accepted");
+        } catch (Piq.Error.NO_PARAMS e) {
+        }
+        try {
+            q.compute_params (new Piq.Params (Piq.Dtype.UINT8), f32_tensor ({ 1.0f, float.NAN }));
+            throw new TestError.FAILED ("compute_params () accepted NaN");
+        } catch (Piq.Error.NON_FINITE e) {
+        }
+        try {
+            q.compute_params (new Piq.Params (Piq.Dtype.UINT8), new Piq.Tensor (Piq.Dtype.F32, 0));
+            throw new TestError.FAILED ("compute_params () accepted an empty tensor");
+        } catch (Piq.Error.EMPTY e) {
+        }
+        var ro = new Piq.Tensor.from_bytes (Piq.Dtype.UINT8, data.length, new Bytes (new uint8[data.length]));
+        check (!ro.is_writable (), "a tensor from GBytes is writable");
+        try {
+            q.quantize (new Piq.Params.affine (Piq.Dtype.UINT8, 1.0, 0), src, ro);
+            throw new TestError.FAILED ("quantize into a read-only tensor accepted");
+        } catch (Piq.Error.READ_ONLY e) {
+        }
+    });
+
+    return tests;
+}
+
+int main (string[] args) {
+    TestCase[] tests = make_tests ();
+    print ("1..%d\n", tests.length);
+    int failed = 0;
+    for (int i = 0; i < tests.length; i++) {
+        try {
+            tests[i].func ();
+            print ("ok %d - %s\n", i + 1, tests[i].name);
+        } catch (GLib.Error e) {
+            failed++;
+            print ("not ok %d - %s\n", i + 1, tests[i].name);
+            string what = e.message;
+            if (!(e is TestError))
+                what = "unexpected GError %s:%d: %s".printf (e.domain.to_string (), e.code, e.message);
+            foreach (unowned string line in what.split ("\n"))
+                print ("# %s\n", line);
+        }
+    }
+    return failed > 0 ? 1 : 0;
+}

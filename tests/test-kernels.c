@@ -1,0 +1,401 @@
+/* test-kernels.c: every SIMD table the CPU can run, byte-identical to the scalar table
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Plain C on the kernel layer alone (no GLib), so the same program runs natively and,
+ * cross-built for AArch64, under qemu-user (test-kernels-neon.sh). It prints TAP:
+ * one test point per (table, kernel list entry), e.g.
+ *   ok 17 - /kernels/avx2/quantize/f32/uint4/stochastic
+ * each covering lengths that cross vector and packing boundaries, unaligned
+ * pointers, several scales and zero points (range ends included), indices on both
+ * sides of 2^32, and data with ties, near-ties, NaN, ±Inf, −0 and subnormals.
+ * Tables the CPU cannot run are reported as skipped.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "piq-kernels-private.h"
+#include "piq-convert-private.h"
+#include "piq-cpu-private.h"
+
+static const size_t lengths[] = { 0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 1023, 4099 };
+#define MAX_N 4099
+#define GUARD 64
+
+static const uint64_t indices[] = { 0, 1000003, 0xffffffffull - MAX_N, 0x100000007ull };
+static const double scales[] = { 0.0173, 0.5, 1.0, 3.1e-3, 96.0 };
+
+static const int int_bits[] = {
+#define BITS_(N, n, i, bits, sgn) [i] = bits,
+  PIQ_INT_TYPES (BITS_)
+#undef BITS_
+};
+static const int int_signed[] = {
+#define SGN_(N, n, i, bits, sgn) [i] = sgn,
+  PIQ_INT_TYPES (SGN_)
+#undef SGN_
+};
+static const int float_bytes[] = { 4, 8, 2, 2 };
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+rnd (void)
+{
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* A value of the kinds that tell rounding paths apart, for a given scale. */
+static double
+interesting (double scale)
+{
+  uint64_t r = rnd ();
+  double k = (double) ((int64_t) (r >> 40) % 600 - 300);
+
+  switch (r % 16)
+    {
+    case 0:  return (k + 0.5) * scale;                 /* exact tie (when representable) */
+    case 1:  return nextafter ((k + 0.5) * scale, INFINITY);
+    case 2:  return nextafter ((k + 0.5) * scale, -INFINITY);
+    case 3:  return k * scale;
+    case 4:  return NAN;
+    case 5:  return (r >> 8) & 1 ? INFINITY : -INFINITY;
+    case 6:  return -0.0;
+    case 7:  return ldexp ((double) (r >> 44), -149 + (int) ((r >> 4) & 7)); /* subnormal f32 */
+    case 8:  return (r >> 8) & 1 ? 3.0e38 : -1.0e30;
+    default: return ((double) (int64_t) (r >> 11) / 9007199254740992.0) * 300.0 * scale;
+    }
+}
+
+static void
+fill_float (uint8_t *p, size_t n, int ft, double scale)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      double v = interesting (scale);
+      if (rnd () % 32 == 0)        /* raw bit patterns: NaN payloads, odd encodings */
+        {
+          uint64_t bits = rnd ();
+          memcpy (p + i * float_bytes[ft], &bits, float_bytes[ft]);
+          continue;
+        }
+      switch (ft)
+        {
+        case PIQ_F_F32: { float f = (float) v; memcpy (p + 4 * i, &f, 4); } break;
+        case PIQ_F_F64: memcpy (p + 8 * i, &v, 8); break;
+        case PIQ_F_BF16: { uint16_t h = piq_f32_to_bf16 ((float) v); memcpy (p + 2 * i, &h, 2); } break;
+        default: { uint16_t h = piq_f32_to_f16 ((float) v); memcpy (p + 2 * i, &h, 2); } break;
+        }
+    }
+}
+
+static void
+fill_random (uint8_t *p, size_t bytes)
+{
+  for (size_t i = 0; i < bytes; i++)
+    p[i] = (uint8_t) rnd ();
+}
+
+/* Kernel arguments as the library prepares them (piq-quantizer.c prepare_args). */
+static PiqKernelArgs
+make_args (double scale, int ii, int zp_kind)
+{
+  PiqKernelArgs a;
+  int bits = int_bits[ii], sgn = int_signed[ii];
+  __int128 qmin = sgn ? -((__int128) 1 << (bits - 1)) : 0;
+  __int128 qmax = sgn ? ((__int128) 1 << (bits - 1)) - 1 : ((__int128) 1 << bits) - 1;
+  __int128 zp_max = qmax > INT64_MAX ? INT64_MAX : qmax;
+
+  memset (&a, 0, sizeof a);
+  a.scale_d = scale;
+  a.inv_d = 1.0 / scale;
+  a.scale_f = (float) scale;
+  a.inv_f = 1.0f / a.scale_f;
+  a.qmin = qmin;
+  a.qmax = qmax;
+  switch (zp_kind)
+    {
+    case 0:  a.zero_point = sgn ? 0 : (int64_t) ((qmax + 1) / 2); break;
+    case 1:  a.zero_point = (int64_t) qmin; break;
+    case 2:  a.zero_point = (int64_t) zp_max; break;
+    default: a.zero_point = (int64_t) (qmin + (__int128) (rnd () % (uint64_t) ((zp_max - qmin) > 1000 ? 1000 : (zp_max - qmin + 1)))); break;
+    }
+  a.key0 = (uint32_t) rnd ();
+  a.key1 = (uint32_t) rnd ();
+  return a;
+}
+
+static size_t
+packed_bytes (int ii, size_t n)
+{
+  return (n * (size_t) int_bits[ii] + 7) / 8;
+}
+
+static int n_test = 0, n_failed = 0;
+static char diag[512];
+
+static void
+report (int ok, const char *table, const char *entry, const char *skip)
+{
+  n_test++;
+  if (skip != NULL)
+    printf ("ok %d - /kernels/%s/%s # SKIP %s\n", n_test, table, entry, skip);
+  else if (ok)
+    printf ("ok %d - /kernels/%s/%s\n", n_test, table, entry);
+  else
+    {
+      n_failed++;
+      printf ("not ok %d - /kernels/%s/%s\n# %s\n", n_test, table, entry, diag);
+    }
+  fflush (stdout);
+}
+
+/* Compare two output buffers of `bytes` plus guard; describe the first difference. */
+static int
+same (const uint8_t *want, const uint8_t *got, size_t bytes, size_t n, size_t off, uint64_t index,
+      double scale, int64_t zp)
+{
+  for (size_t i = 0; i < bytes + GUARD; i++)
+    if (want[i] != got[i])
+      {
+        snprintf (diag, sizeof diag, "n=%zu offset=%zu index=%llu scale=%g zp=%lld: byte %zu%s is %02x, scalar wrote %02x",
+                  n, off, (unsigned long long) index, scale, (long long) zp, i,
+                  i >= bytes ? " (past the end)" : "", got[i], want[i]);
+        return 0;
+      }
+  return 1;
+}
+
+static uint8_t src_buf[MAX_N * 8 + GUARD + 16], want_buf[MAX_N * 8 + GUARD + 16], got_buf[MAX_N * 8 + GUARD + 16];
+static uint8_t init_buf[MAX_N * 8 + GUARD + 16];
+
+static int
+check_quantize (PiqQuantizeFn ref, PiqQuantizeFn fn, int ft, int ii, int is_requantize)
+{
+  for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++)
+    for (int zk = 0; zk < 4; zk++)
+      for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+        for (size_t off = 0; off < 2; off++)
+          {
+            size_t n = lengths[li];
+            uint64_t index = indices[(li + s + zk) % 4];
+            PiqKernelArgs a = make_args (scales[s], ii, zk);
+            size_t out = is_requantize ? n * float_bytes[ft] : packed_bytes (ii, n);
+            uint8_t *src = src_buf + off * float_bytes[ft];
+
+            fill_float (src, n, ft, scales[s]);
+            fill_random (init_buf, out + GUARD);
+            if (is_requantize)      /* ADD reads the destination: give it finite values */
+              fill_float (init_buf, n, ft, scales[s]);
+            memcpy (want_buf, init_buf, out + GUARD);
+            memcpy (got_buf + off, init_buf, out + GUARD);
+            ref (src, want_buf, index, n, &a);
+            fn (src, got_buf + off, index, n, &a);
+            if (!same (want_buf, got_buf + off, out, n, off, index, scales[s], a.zero_point))
+              return 0;
+          }
+  return 1;
+}
+
+static int
+check_dequantize (PiqDequantizeFn ref, PiqDequantizeFn fn, int ii, int ft)
+{
+  for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++)
+    for (int zk = 0; zk < 4; zk++)
+      for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+        for (size_t off = 0; off < 2; off++)
+          {
+            size_t n = lengths[li];
+            PiqKernelArgs a = make_args (scales[s], ii, zk);
+            size_t out = n * float_bytes[ft];
+            uint8_t *src = src_buf + off;
+
+            fill_random (src, packed_bytes (ii, n));
+            fill_random (init_buf, out + GUARD);
+            fill_float (init_buf, n, ft, scales[s] * 16);
+            memcpy (want_buf, init_buf, out + GUARD);
+            memcpy (got_buf + off * float_bytes[ft], init_buf, out + GUARD);
+            ref (src, want_buf, n, &a);
+            fn (src, got_buf + off * float_bytes[ft], n, &a);
+            if (!same (want_buf, got_buf + off * float_bytes[ft], out, n, off, 0, scales[s], a.zero_point))
+              return 0;
+          }
+  return 1;
+}
+
+static int
+check_reduce (PiqMinMaxFn ref_mm, PiqMinMaxFn mm, PiqSumsFn ref_s, PiqSumsFn sm, int ft)
+{
+  static const size_t rlen[] = { 0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4099 };
+
+  for (int rep = 0; rep < 24; rep++)
+    for (size_t li = 0; li < sizeof rlen / sizeof rlen[0]; li++)
+      for (size_t off = 0; off < 2; off++)
+        {
+          size_t n = rlen[li];
+          uint8_t *src = src_buf + off * float_bytes[ft];
+          int finite_only = rep % 2;
+
+          fill_float (src, n, ft, 0.01 * (rep + 1));
+          if (finite_only)        /* sums of finite data are what compute_params uses */
+            for (size_t i = 0; i < n; i++)
+              if (!isfinite (piq_load_f (src, i, ft == PIQ_F_F64 ? PIQ_F_F32 : ft)) || ft == PIQ_F_F64)
+                {
+                  if (ft == PIQ_F_F64)
+                    {
+                      double v = (double) (int64_t) (rnd () >> 20) * 1e-9;
+                      memcpy (src + 8 * i, &v, 8);
+                    }
+                  else
+                    piq_store_f (src, i, (float) (int64_t) (rnd () >> 40) * 0.03f, ft);
+                }
+          if (mm != NULL)
+            {
+              PiqMinMax w, g;
+              ref_mm (src, n, &w);
+              mm (src, n, &g);
+              if (memcmp (&w.min, &g.min, 8) || memcmp (&w.max, &g.max, 8) || w.non_finite != g.non_finite)
+                {
+                  snprintf (diag, sizeof diag, "minmax n=%zu: scalar (%a, %a, %d) vector (%a, %a, %d)",
+                            n, w.min, w.max, w.non_finite, g.min, g.max, g.non_finite);
+                  return 0;
+                }
+            }
+          if (sm != NULL && finite_only)
+            {
+              PiqSums w, g;
+              ref_s (src, n, &w);
+              sm (src, n, &g);
+              if (memcmp (&w.sum, &g.sum, 8) || memcmp (&w.sum_sq, &g.sum_sq, 8))
+                {
+                  snprintf (diag, sizeof diag, "sums n=%zu: scalar (%a, %a) vector (%a, %a)",
+                            n, w.sum, w.sum_sq, g.sum, g.sum_sq);
+                  return 0;
+                }
+            }
+        }
+  return 1;
+}
+
+/* Float index of a name part ("f32"), integer index ("uint4"), etc. */
+static int
+float_index (const char *name)
+{
+  static const char *const names[] = { "f32", "f64", "bf16", "f16" };
+  for (int i = 0; i < 4; i++)
+    if (strcmp (names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+static int
+int_index (const char *name)
+{
+  static const char *const names[] = {
+#define NAME_(N, n, i, bits, sgn) [i] = #n,
+    PIQ_INT_TYPES (NAME_)
+#undef NAME_
+  };
+  for (int i = 0; i < PIQ_N_INT; i++)
+    if (strcmp (names[i], name) == 0)
+      return i;
+  return -1;
+}
+
+/* One runner per op, called from the list expansion below. */
+static void
+run_quantize (const PiqKernelTable *t, PiqQuantizeFn fn, PiqQuantizeFn ref, const char *f, const char *i,
+              const char *r, const char *skip)
+{
+  char entry[128];
+  snprintf (entry, sizeof entry, "quantize/%s/%s/%s", f, i, r);
+  report (skip != NULL || check_quantize (ref, fn, float_index (f), int_index (i), 0), t->name, entry, skip);
+}
+
+static void
+run_dequantize (const PiqKernelTable *t, PiqDequantizeFn fn, PiqDequantizeFn ref, const char *i,
+                const char *f, const char *o, const char *skip)
+{
+  char entry[128];
+  snprintf (entry, sizeof entry, "dequantize/%s/%s/%s", i, f, o);
+  report (skip != NULL || check_dequantize (ref, fn, int_index (i), float_index (f)), t->name, entry, skip);
+}
+
+static void
+run_requantize (const PiqKernelTable *t, PiqRequantizeFn fn, PiqRequantizeFn ref, const char *f,
+                const char *r, const char *o, const char *skip)
+{
+  char entry[128];
+  int ok = 1;
+
+  snprintf (entry, sizeof entry, "requantize/%s/%s/%s", f, r, o);
+  /* requantize's range comes from the arguments: try every integer type's */
+  for (int ii = 0; ii < PIQ_N_INT && ok && skip == NULL; ii++)
+    ok = check_quantize (ref, fn, float_index (f), ii, 1);
+  report (ok, t->name, entry, skip);
+}
+
+static void
+run_minmax (const PiqKernelTable *t, PiqMinMaxFn fn, PiqMinMaxFn ref, const char *f, const char *skip)
+{
+  char entry[128];
+  snprintf (entry, sizeof entry, "minmax/%s", f);
+  report (skip != NULL || check_reduce (ref, fn, NULL, NULL, float_index (f)), t->name, entry, skip);
+}
+
+static void
+run_sums (const PiqKernelTable *t, PiqSumsFn fn, PiqSumsFn ref, const char *f, const char *skip)
+{
+  char entry[128];
+  snprintf (entry, sizeof entry, "sums/%s", f);
+  report (skip != NULL || check_reduce (NULL, NULL, ref, fn, float_index (f)), t->name, entry, skip);
+}
+
+#define STR_(x) #x
+#define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
+#define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
+#define RUN_requantize(t, slot, f, r, o) run_requantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (r), STR_ (o), skip);
+#define RUN_minmax(t, slot, f)           run_minmax (t, t->slot, piq_kernels_scalar.slot, STR_ (f), skip);
+#define RUN_sums(t, slot, f)             run_sums (t, t->slot, piq_kernels_scalar.slot, STR_ (f), skip);
+#define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
+
+int
+main (void)
+{
+  size_t n_tables;
+  const PiqKernelTable *const *tables = piq_kernel_tables (&n_tables);
+  uint32_t cpu = piq_cpu_features ();
+  PiqKernelTable merged;
+
+  /* The tables and the merge: a scalar-capped merge is the scalar table. */
+  piq_kernels_merge (0, cpu, &merged);
+  n_test++;
+  printf ("%s %d - /kernels/merge/scalar-cap\n",
+          merged.level == 0 && merged.quantize[0][4][0] == piq_kernels_scalar.quantize[0][4][0] ? "ok" : "not ok",
+          n_test);
+
+  /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
+   * built once without ifunc): every entry of the latter is checked. */
+  for (size_t k = 1; k <= n_tables; k++)
+    {
+      const PiqKernelTable *t = k < n_tables ? tables[k] : piq_kernels_best ();
+      const char *skip = (t->required & cpu) == t->required ? NULL : "this CPU lacks the table's features";
+      int before = n_test;
+
+      PIQ_KERNEL_LIST (RUN_ENTRY)
+      if (n_test == before)
+        {
+          snprintf (diag, sizeof diag, "table %s fills no entry", t->name);
+          report (0, t->name, "entries", NULL);
+        }
+    }
+  printf ("1..%d\n", n_test);
+  return n_failed != 0;
+}
