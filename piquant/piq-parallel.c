@@ -4,72 +4,78 @@
  */
 #include "config.h"
 
-#include "piq-parallel-private.h"
-
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "piq-parallel-private.h"
 
 #ifdef _OPENMP
 # include <omp.h>
 #endif
 
+#define PIQ_MIN(a, b) ((a) < (b) ? (a) : (b))
+
 /* libgomp's thread pool does not survive fork(): a child of a process that already
  * ran a parallel region deadlocks in its next one. The child handler switches the
  * child to serial execution for good (it has one thread left anyway). */
-static volatile gboolean forked_child = FALSE;
+static volatile int forked_child = 0;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void
 on_fork_child (void)
 {
-  forked_child = TRUE;
+  forked_child = 1;
 }
 
 static void
 install_atfork (void)
 {
-  static gsize done = 0;
-
-  if (g_once_init_enter (&done))
-    {
-      pthread_atfork (NULL, NULL, on_fork_child);
-      g_once_init_leave (&done, 1);
-    }
+  pthread_atfork (NULL, NULL, on_fork_child);
 }
 
-guint
+unsigned
 piq_parallel_max_threads (void)
 {
-  return MAX (g_get_num_processors (), 1);
+  cpu_set_t set;
+  long n;
+
+  if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
+    return (unsigned) CPU_COUNT (&set);
+  n = sysconf (_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned) n : 1;
 }
 
 /* Run [start, end) on this thread, split where the element index crosses 2^32. */
 static void
-run_range (PiqRangeFunc func, gpointer data, guint64 start, guint64 end)
+run_range (PiqRangeFunc func, void *data, uint64_t start, uint64_t end)
 {
   while (start < end)
     {
-      guint64 stop = MIN (end, (start | G_GUINT64_CONSTANT (0xffffffff)) + 1);
+      uint64_t stop = PIQ_MIN (end, (start | UINT64_C (0xffffffff)) + 1);
       func (data, start, stop - start);
       start = stop;
     }
 }
 
 void
-piq_parallel_run (guint         n_threads,
-                  guint64       n_total,
-                  guint64       grain,
-                  guint64       min_parallel,
+piq_parallel_run (unsigned      n_threads,
+                  uint64_t      n_total,
+                  uint64_t      grain,
+                  uint64_t      min_parallel,
                   PiqRangeFunc  func,
-                  gpointer      data)
+                  void         *data)
 {
-  guint64 n_grains;
+  uint64_t n_grains;
 
   if (n_total == 0)
     return;
-  install_atfork ();
+  pthread_once (&atfork_once, install_atfork);
   n_grains = (n_total + grain - 1) / grain;
   if (n_threads == 0)
     n_threads = piq_parallel_max_threads ();
-  n_threads = (guint) MIN ((guint64) n_threads, n_grains);
+  n_threads = (unsigned) PIQ_MIN ((uint64_t) n_threads, n_grains);
 
 #ifdef _OPENMP
   if (n_threads > 1 && n_total >= min_parallel && !forked_child)
@@ -77,11 +83,11 @@ piq_parallel_run (guint         n_threads,
 #pragma omp parallel num_threads (n_threads)
       {
         /* The runtime may give fewer threads than asked: split by the real team. */
-        guint64 team = (guint64) omp_get_num_threads ();
-        guint64 me = (guint64) omp_get_thread_num ();
-        guint64 per = (n_grains + team - 1) / team;
-        guint64 start = MIN (me * per * grain, n_total);
-        guint64 end = MIN ((me + 1) * per * grain, n_total);
+        uint64_t team = (uint64_t) omp_get_num_threads ();
+        uint64_t me = (uint64_t) omp_get_thread_num ();
+        uint64_t per = (n_grains + team - 1) / team;
+        uint64_t start = PIQ_MIN (me * per * grain, n_total);
+        uint64_t end = PIQ_MIN ((me + 1) * per * grain, n_total);
 
         run_range (func, data, start, end);
       }

@@ -422,9 +422,9 @@ typedef struct {
 } ElementJob;
 
 static void
-element_range (gpointer data,
-               guint64  start,
-               guint64  n)
+element_range (void     *data,
+               uint64_t  start,
+               uint64_t  n)
 {
   const ElementJob *job = data;
   const guint8 *src = job->src + start * job->src_bits / 8;
@@ -458,9 +458,9 @@ typedef struct {
 } ReduceJob;
 
 static void
-reduce_range (gpointer data,
-              guint64  start,
-              guint64  n)
+reduce_range (void     *data,
+              uint64_t  start,
+              uint64_t  n)
 {
   const ReduceJob *job = data;
 
