@@ -22,9 +22,10 @@
 #define load_f piq_load_f
 #define store_f piq_store_f
 
-/* Read element i of a packed integer buffer, sign-extended for signed types. */
-PIQ_ALWAYS_INLINE __int128
-load_q (const void *p, size_t i, int bits, int is_signed)
+/* Read element i of a packed integer buffer, sign-extended for signed types
+ * (branch-free: half the codes of a centred distribution are negative). */
+PIQ_ALWAYS_INLINE int64_t
+load_q_small (const void *p, size_t i, int bits, int is_signed)
 {
   const uint8_t *b = p;
   uint64_t u;
@@ -35,31 +36,89 @@ load_q (const void *p, size_t i, int bits, int is_signed)
     case 4:  u = (b[i >> 1] >> ((i & 1) * 4)) & 15u; break;
     case 8:  u = b[i]; break;
     case 16: u = ((const uint16_t *) p)[i]; break;
-    case 32: u = ((const uint32_t *) p)[i]; break;
-    default: u = ((const uint64_t *) p)[i]; break;
+    default: u = ((const uint32_t *) p)[i]; break;
     }
-  if (is_signed && bits < 64 && (u >> (bits - 1)) & 1u)
-    return (__int128) u - ((__int128) 1 << bits);
-  if (is_signed && bits == 64)
-    return (int64_t) u;
-  return u;
+  if (is_signed)
+    return (int64_t) (u << (64 - bits)) >> (64 - bits);
+  return (int64_t) u;
+}
+
+/* q − zero_point, exact. Up to 32 bits it fits an int64 (|zp| ≤ 2^32 after
+ * validation), so only the 64-bit types pay for 128-bit arithmetic. */
+PIQ_ALWAYS_INLINE float
+centred_f (const void *p, size_t i, int bits, int is_signed, const PiqKernelArgs *a)
+{
+  if (bits < 64)
+    return (float) (load_q_small (p, i, bits, is_signed) - a->zero_point);
+  {
+    uint64_t u = ((const uint64_t *) p)[i];
+    __int128 q = is_signed ? (__int128) (int64_t) u : (__int128) u;
+    return (float) (q - a->zero_point);
+  }
+}
+
+PIQ_ALWAYS_INLINE double
+centred_d (const void *p, size_t i, int bits, int is_signed, const PiqKernelArgs *a)
+{
+  if (bits < 64)
+    return (double) (load_q_small (p, i, bits, is_signed) - a->zero_point);
+  {
+    uint64_t u = ((const uint64_t *) p)[i];
+    __int128 q = is_signed ? (__int128) (int64_t) u : (__int128) u;
+    return (double) (q - a->zero_point);
+  }
 }
 
 /* ---- quantize ---- */
 
+/* The clamp bounds of r = q − zp as doubles, when they are exact (ranges of up to 32
+ * bits): the common case avoids 128-bit arithmetic per element. */
+typedef struct {
+  int    small;
+  double lo, hi;
+} Bounds;
+
+PIQ_ALWAYS_INLINE Bounds
+bounds_of (const PiqKernelArgs *a)
+{
+  Bounds b = { 0, 0.0, 0.0 };
+  __int128 lo = a->qmin - a->zero_point, hi = a->qmax - a->zero_point;
+
+  if (lo >= -((__int128) 1 << 40) && hi <= ((__int128) 1 << 40))
+    {
+      b.small = 1;
+      b.lo = (double) lo;
+      b.hi = (double) hi;
+    }
+  return b;
+}
+
+/* clamp(r + zp, qmin, qmax) for the rounded r, NaN giving zp (piq_clamp_q). */
+PIQ_ALWAYS_INLINE __int128
+clamp_rounded (double r, const PiqKernelArgs *a, const Bounds *b)
+{
+  if (b->small)
+    {
+      r = r == r ? r : 0.0;
+      r = r < b->lo ? b->lo : r > b->hi ? b->hi : r;
+      return (int64_t) r + a->zero_point;
+    }
+  return piq_clamp_q (r, a);
+}
+
 PIQ_ALWAYS_INLINE __int128
 quantize_one (const void *src, size_t i, uint64_t index, const PiqKernelArgs *a,
-              int ft, int stochastic)
+              const Bounds *b, int ft, int stochastic)
 {
   if (ft == PIQ_F_F64)
     {
       double v = ((const double *) src)[i] * a->inv_d;
-      return piq_clamp_q (piq_round_d (v, stochastic, a, index + i), a);
+      return clamp_rounded (piq_round_d (v, stochastic, a, index + i), a, b);
     }
   else
     {
       float v = load_f (src, i, ft) * a->inv_f;
-      return piq_clamp_q (piq_round_f (v, stochastic, a, index + i), a);
+      return clamp_rounded (piq_round_f (v, stochastic, a, index + i), a, b);
     }
 }
 
@@ -68,6 +127,7 @@ quantize_generic (const void *src, void *dst, uint64_t index, size_t n,
                   const PiqKernelArgs *a, int ft, int bits, int stochastic)
 {
   uint8_t *d = dst;
+  const Bounds b = bounds_of (a);
 
   if (bits < 8)
     {
@@ -76,14 +136,14 @@ quantize_generic (const void *src, void *dst, uint64_t index, size_t n,
         {
           unsigned byte = 0;
           for (unsigned k = 0; k < per && i + k < n; k++)
-            byte |= ((unsigned) quantize_one (src, i + k, index, a, ft, stochastic) & mask) << (k * bits);
+            byte |= ((unsigned) quantize_one (src, i + k, index, a, &b, ft, stochastic) & mask) << (k * bits);
           d[i / per] = (uint8_t) byte;
         }
       return;
     }
   for (size_t i = 0; i < n; i++)
     {
-      __int128 q = quantize_one (src, i, index, a, ft, stochastic);
+      __int128 q = quantize_one (src, i, index, a, &b, ft, stochastic);
       switch (bits)
         {
         case 8:  d[i] = (uint8_t) q; break;
@@ -102,16 +162,15 @@ dequantize_generic (const void *src, void *dst, size_t n, const PiqKernelArgs *a
 {
   for (size_t i = 0; i < n; i++)
     {
-      __int128 d = load_q (src, i, bits, is_signed) - a->zero_point;
       if (ft == PIQ_F_F64)
         {
-          double y = (double) d * a->scale_d;
+          double y = centred_d (src, i, bits, is_signed, a) * a->scale_d;
           double *o = dst;
           o[i] = add ? o[i] + y : y;
         }
       else
         {
-          float y = (float) d * a->scale_f;
+          float y = centred_f (src, i, bits, is_signed, a) * a->scale_f;
           store_f (dst, i, add ? load_f (dst, i, ft) + y : y, ft);
         }
     }
@@ -123,18 +182,21 @@ PIQ_ALWAYS_INLINE void
 requantize_generic (const void *src, void *dst, uint64_t index, size_t n,
                     const PiqKernelArgs *a, int ft, int stochastic, int add)
 {
+  const Bounds b = bounds_of (a);
+
   for (size_t i = 0; i < n; i++)
     {
-      __int128 d = quantize_one (src, i, index, a, ft, stochastic) - a->zero_point;
+      __int128 d = quantize_one (src, i, index, a, &b, ft, stochastic) - a->zero_point;
+      /* d fits an int64 for ranges up to 2^40: convert without 128-bit helpers */
       if (ft == PIQ_F_F64)
         {
-          double y = (double) d * a->scale_d;
+          double y = (b.small ? (double) (int64_t) d : (double) d) * a->scale_d;
           double *o = dst;
           o[i] = add ? o[i] + y : y;
         }
       else
         {
-          float y = (float) d * a->scale_f;
+          float y = (b.small ? (float) (int64_t) d : (float) d) * a->scale_f;
           store_f (dst, i, add ? load_f (dst, i, ft) + y : y, ft);
         }
     }
