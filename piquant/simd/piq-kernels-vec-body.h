@@ -16,9 +16,9 @@
  * the results are the same bytes (docs/numerics.md). Entries a unit does not
  * accelerate stay NULL and the dispatch uses the scalar kernel.
  *
- * Structure: work goes in blocks of 64 elements (whole bytes of every packed type and
- * a multiple of every PIQ_W); the tail of a call, < 64 elements, runs the scalar
- * kernel. No alignment is assumed (loads and stores go through memcpy).
+ * Structure: packed types go in blocks of 64 elements (whole bytes of every packed
+ * type and a multiple of every PIQ_W), 16-bit types a vector at a time; the tail of
+ * a call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
  */
 #include <stdint.h>
 #include <string.h>
@@ -253,7 +253,16 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
   VArgs va;
   size_t i = 0;
 
-  if (vargs_init (&va, a))     /* always true for the ≤ 8-bit types this is used for */
+  if (!vargs_init (&va, a))    /* never for the ≤ 16-bit types this is used for */
+    ;
+  else if (bits == 16)
+    for (; i + PIQ_W <= n; i += PIQ_W)
+      {
+        vi q = __builtin_convertvector (vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic), vi) + va.zp;
+        vh h = __builtin_convertvector (q, vh);
+        memcpy (d + 2 * i, &h, sizeof h);
+      }
+  else
     for (; i + BLK <= n; i += BLK)
       {
         vb64 c;
@@ -338,6 +347,18 @@ vdeq (const uint8_t *c, const VArgs *va, int is_signed)
   return __builtin_convertvector (q - va->zp, vf) * va->scale;
 }
 
+/* The same for PIQ_W 16-bit codes. */
+VINLINE vf
+vdeq16 (const uint8_t *p, const VArgs *va, int is_signed)
+{
+  vh h;
+  vi q;
+
+  memcpy (&h, p, sizeof h);
+  q = is_signed ? (vi) ((__builtin_convertvector (h, vu) << 16)) >> 16 : (vi) __builtin_convertvector (h, vu);
+  return __builtin_convertvector (q - va->zp, vf) * va->scale;
+}
+
 VINLINE void
 vstore_op (uint8_t *d, vf y, int ft, int add)
 {
@@ -356,12 +377,16 @@ vdequantize (const void *src, void *dst, size_t n, const PiqKernelArgs *a,
   size_t i = 0;
 
   vargs_init (&va, a);
-  for (; i + BLK <= n; i += BLK)
-    {
-      vb64 c = unpack_load (s + i * bits / 8, bits, is_signed);
-      for (int j = 0; j < BLK; j += PIQ_W)
-        vstore_op (d + (i + j) * fsize (ft), vdeq ((const uint8_t *) &c + j, &va, is_signed), ft, add);
-    }
+  if (bits == 16)
+    for (; i + PIQ_W <= n; i += PIQ_W)
+      vstore_op (d + i * fsize (ft), vdeq16 (s + 2 * i, &va, is_signed), ft, add);
+  else
+    for (; i + BLK <= n; i += BLK)
+      {
+        vb64 c = unpack_load (s + i * bits / 8, bits, is_signed);
+        for (int j = 0; j < BLK; j += PIQ_W)
+          vstore_op (d + (i + j) * fsize (ft), vdeq ((const uint8_t *) &c + j, &va, is_signed), ft, add);
+      }
   if (i < n)
     piq_kernels_scalar.dequantize[ii][ft][add] (s + i * bits / 8, d + i * fsize (ft), n - i, a);
 }
@@ -476,7 +501,8 @@ vsums (const void *src, size_t n, PiqSums *out, int ft)
 #define VQ_R(f, F, i, I, BITS) VQ (f, F, i, I, BITS, nearest, NEAREST) VQ (f, F, i, I, BITS, stochastic, STOCHASTIC)
 #define VQ_I(f, F) \
   VQ_R (f, F, uint2, UINT2, 2) VQ_R (f, F, int2, INT2, 2) VQ_R (f, F, uint4, UINT4, 4) \
-  VQ_R (f, F, int4, INT4, 4)   VQ_R (f, F, uint8, UINT8, 8) VQ_R (f, F, int8, INT8, 8)
+  VQ_R (f, F, int4, INT4, 4)   VQ_R (f, F, uint8, UINT8, 8) VQ_R (f, F, int8, INT8, 8) \
+  VQ_R (f, F, uint16, UINT16, 16) VQ_R (f, F, int16, INT16, 16)
 
 #define VD(i, I, BITS, SGN, f, F, o, O) \
   static void PIQ_KNAME_dequantize (i, f, o) (const void *src, void *dst, size_t n, const PiqKernelArgs *a) \
@@ -484,7 +510,8 @@ vsums (const void *src, size_t n, PiqSums *out, int ft)
 #define VD_O(i, I, BITS, SGN, f, F) VD (i, I, BITS, SGN, f, F, set, SET) VD (i, I, BITS, SGN, f, F, add, ADD)
 #define VD_I(f, F) \
   VD_O (uint2, UINT2, 2, 0, f, F) VD_O (int2, INT2, 2, 1, f, F) VD_O (uint4, UINT4, 4, 0, f, F) \
-  VD_O (int4, INT4, 4, 1, f, F)   VD_O (uint8, UINT8, 8, 0, f, F) VD_O (int8, INT8, 8, 1, f, F)
+  VD_O (int4, INT4, 4, 1, f, F)   VD_O (uint8, UINT8, 8, 0, f, F) VD_O (int8, INT8, 8, 1, f, F) \
+  VD_O (uint16, UINT16, 16, 0, f, F) VD_O (int16, INT16, 16, 1, f, F)
 
 #define VR(f, F, r, R, o, O) \
   static void PIQ_KNAME_requantize (f, r, o) (const void *src, void *dst, uint64_t index, size_t n, \
@@ -506,7 +533,7 @@ VALL (bf16, BF16)
 VALL (f16, F16)
 #endif
 
-/* Table slots filled here: the float sources/destinations above × the ≤ 8-bit types. */
+/* Table slots filled here: the float sources/destinations above × the ≤ 16-bit types. */
 #define SLOT_Q(f, F, i, I) \
   .quantize[PIQ_F_##F][PIQ_I_##I][PIQ_R_NEAREST] = PIQ_KNAME_quantize (f, i, nearest), \
   .quantize[PIQ_F_##F][PIQ_I_##I][PIQ_R_STOCHASTIC] = PIQ_KNAME_quantize (f, i, stochastic), \
@@ -515,6 +542,7 @@ VALL (f16, F16)
 #define SLOTS(f, F) \
   SLOT_Q (f, F, uint2, UINT2) SLOT_Q (f, F, int2, INT2) SLOT_Q (f, F, uint4, UINT4) \
   SLOT_Q (f, F, int4, INT4)   SLOT_Q (f, F, uint8, UINT8) SLOT_Q (f, F, int8, INT8) \
+  SLOT_Q (f, F, uint16, UINT16) SLOT_Q (f, F, int16, INT16) \
   .requantize[PIQ_F_##F][PIQ_R_NEAREST][PIQ_OP_SET] = PIQ_KNAME_requantize (f, nearest, set), \
   .requantize[PIQ_F_##F][PIQ_R_NEAREST][PIQ_OP_ADD] = PIQ_KNAME_requantize (f, nearest, add), \
   .requantize[PIQ_F_##F][PIQ_R_STOCHASTIC][PIQ_OP_SET] = PIQ_KNAME_requantize (f, stochastic, set), \
