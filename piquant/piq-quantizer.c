@@ -651,7 +651,8 @@ piq_quantizer_compute_params_raw (PiqQuantizer  *self,
           lo = MIN (lo, mm[b].min);
           hi = MAX (hi, mm[b].max);
         }
-      return params_from_minmax (params, info, src_dtype != PIQ_DTYPE_F64, lo, hi, error);
+      /* binary32 for every source, f64 too, as torch's observers keep min/max */
+      return params_from_minmax (params, info, TRUE, (float) lo, (float) hi, error);
     }
 
 non_finite:

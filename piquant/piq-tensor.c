@@ -740,10 +740,12 @@ piq_tensor_fill (PiqTensor  *self,
 
   if (!check_writable (self, error) || self->n_elements == 0)
     return self->writable;
-  /* Element 0 validates the value; the others cannot fail after it. */
+  /* Element 0 validates the value (an error leaves it unchanged); then the whole
+   * buffer is cleared so that a sub-byte tensor's padding bits end up zero. */
   if (!store_value (self, 0, value, error))
     return FALSE;
-  for (guint64 i = 1; i < self->n_elements; i++)
+  memset (self->data, 0, self->n_bytes);
+  for (guint64 i = 0; i < self->n_elements; i++)
     store_value (self, i, value, NULL);
   return TRUE;
 }
