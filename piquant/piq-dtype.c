@@ -119,7 +119,7 @@ piq_dtype_get_name (PiqDtype dtype)
 
 /**
  * piq_dtype_from_name:
- * @name: a dtype name, as returned by piq_dtype_get_name()
+ * @name: a dtype name, as returned by [func@Piq.Dtype.get_name]
  * @dtype: (out): the dtype
  *
  * Looks up a dtype by its short name.

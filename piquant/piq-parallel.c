@@ -35,16 +35,27 @@ install_atfork (void)
   pthread_atfork (NULL, NULL, on_fork_child);
 }
 
-unsigned
-piq_parallel_max_threads (void)
+static unsigned max_threads;
+static pthread_once_t max_threads_once = PTHREAD_ONCE_INIT;
+
+static void
+count_cpus (void)
 {
   cpu_set_t set;
   long n;
 
   if (sched_getaffinity (0, sizeof set, &set) == 0 && CPU_COUNT (&set) > 0)
-    return (unsigned) CPU_COUNT (&set);
-  n = sysconf (_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned) n : 1;
+    max_threads = (unsigned) CPU_COUNT (&set);
+  else
+    max_threads = (n = sysconf (_SC_NPROCESSORS_ONLN)) > 0 ? (unsigned) n : 1;
+}
+
+/* Counted once: sched_getaffinity costs ~170 ns, more than a small kernel call. */
+unsigned
+piq_parallel_max_threads (void)
+{
+  pthread_once (&max_threads_once, count_cpus);
+  return max_threads;
 }
 
 /* Run [start, end) on this thread, split where the element index crosses 2^32. */
@@ -71,8 +82,13 @@ piq_parallel_run (unsigned      n_threads,
 
   if (n_total == 0)
     return;
-  pthread_once (&atfork_once, install_atfork);
   n_grains = (n_total + grain - 1) / grain;
+  if (n_total < min_parallel || n_grains < 2 || n_threads == 1)
+    {
+      run_range (func, data, 0, n_total);   /* small: no team, no thread count */
+      return;
+    }
+  pthread_once (&atfork_once, install_atfork);
   if (n_threads == 0)
     n_threads = piq_parallel_max_threads ();
   n_threads = (unsigned) PIQ_MIN ((uint64_t) n_threads, n_grains);

@@ -295,6 +295,8 @@ piq_params_copy (PiqParams *self)
  * piq_params_get_dtype:
  * @self: parameters
  *
+ * Gets [property@Piq.Params:dtype].
+ *
  * Returns: the quantized dtype
  *
  * Since: 1.0
@@ -314,6 +316,8 @@ PIQ_PARAMS_SETTER (dtype, PiqDtype, PROP_DTYPE, piq_dtype_info (dtype) != NULL)
 /**
  * piq_params_get_scale:
  * @self: parameters
+ *
+ * Gets [property@Piq.Params:scale].
  *
  * Returns: the scale
  *
@@ -335,6 +339,8 @@ PIQ_PARAMS_SETTER (scale, double, PROP_SCALE, TRUE)
  * piq_params_get_zero_point:
  * @self: parameters
  *
+ * Gets [property@Piq.Params:zero-point].
+ *
  * Returns: the zero point
  *
  * Since: 1.0
@@ -354,6 +360,8 @@ PIQ_PARAMS_SETTER (zero_point, gint64, PROP_ZERO_POINT, TRUE)
 /**
  * piq_params_get_round_mode:
  * @self: parameters
+ *
+ * Gets [property@Piq.Params:round-mode].
  *
  * Returns: the rounding mode
  *
@@ -375,6 +383,8 @@ PIQ_PARAMS_SETTER (round_mode, PiqRoundMode, PROP_ROUND_MODE,
  * piq_params_get_seed:
  * @self: parameters
  *
+ * Gets [property@Piq.Params:seed].
+ *
  * Returns: the stochastic-rounding seed, 0 if unset
  *
  * Since: 1.0
@@ -393,6 +403,8 @@ PIQ_PARAMS_SETTER (seed, guint64, PROP_SEED, TRUE)
 /**
  * piq_params_get_scale_rule:
  * @self: parameters
+ *
+ * Gets [property@Piq.Params:scale-rule].
  *
  * Returns: the rule that derives the scale from data
  *
@@ -413,6 +425,8 @@ PIQ_PARAMS_SETTER (scale_rule, PiqScaleRule, PROP_SCALE_RULE,
 /**
  * piq_params_get_include_zero:
  * @self: parameters
+ *
+ * Gets [property@Piq.Params:include-zero].
  *
  * Returns: whether the min/max rule includes 0 in the range
  *

@@ -64,6 +64,11 @@ static guint32 cpu_features;
 static PiqSimdLevel best_level;      /* of this CPU and build, no cap */
 static PiqSimdLevel default_max_level = PIQ_SIMD_LEVEL_AVX512_FP16;
 
+/* SET outputs at least this large are written with non-temporal stores where the
+ * kernels have them: they would evict the caches anyway, and skipping the
+ * read-for-ownership halves their write traffic (measured: docs/performance.md). */
+#define PIQ_STREAM_MIN_BYTES (8u << 20)
+
 /* Elements per scheduling unit: a multiple of 8 (whole bytes of every packed type),
  * of 64 bytes of every dtype, and of the reduction block. */
 #define PIQ_GRAIN PIQ_REDUCE_BLOCK
@@ -226,6 +231,8 @@ piq_quantizer_get_default (void)
  * piq_quantizer_get_n_threads:
  * @self: a quantizer
  *
+ * Gets [property@Piq.Quantizer:n-threads].
+ *
  * Returns: the thread count, 0 for all cores
  *
  * Since: 1.0
@@ -263,6 +270,8 @@ piq_quantizer_set_n_threads (PiqQuantizer *self,
  * piq_quantizer_get_simd_level:
  * @self: a quantizer
  *
+ * Gets [property@Piq.Quantizer:simd-level].
+ *
  * Returns: the kernel family in use
  *
  * Since: 1.0
@@ -277,6 +286,8 @@ piq_quantizer_get_simd_level (PiqQuantizer *self)
 /**
  * piq_quantizer_get_max_simd_level:
  * @self: a quantizer
+ *
+ * Gets [property@Piq.Quantizer:max-simd-level].
  *
  * Returns: the cap on the kernel family
  *
@@ -797,8 +808,8 @@ check_pair (PiqTensor   *src,
  * @error: return location for a #GError
  *
  * Quantizes `q = clamp(round(x / scale) + zero_point, qmin, qmax)` with the
- * rounding mode of @params (see docs/numerics.md for the exact arithmetic, NaN
- * and ±Inf). On success @dst carries a copy of @params, with the seed that was
+ * rounding mode of @params (see [Numerics](numerics.html) for the exact
+ * arithmetic, NaN and ±Inf). On success @dst carries a copy of @params, with the seed that was
  * used when stochastic rounding drew one.
  *
  * Returns: %TRUE on success; on failure @dst is unchanged
@@ -927,6 +938,7 @@ piq_quantizer_dequantize_raw (PiqQuantizer  *self,
   si = piq_dtype_info (piq_params_get_dtype (params));
   di = piq_dtype_info (dst_dtype);
   job.dequantize = self->kernels->dequantize[si->kernel_index][di->kernel_index][op];
+  job.args.stream = op == PIQ_REDUCE_SET && dst_size >= PIQ_STREAM_MIN_BYTES;
   job.src = src;
   job.dst = dst;
   job.src_bits = si->bits;
@@ -1075,6 +1087,7 @@ piq_quantizer_requantize_raw (PiqQuantizer  *self,
 
   fi = piq_dtype_info (dtype);
   job.quantize = self->kernels->requantize[fi->kernel_index][piq_params_get_round_mode (params)][op];
+  job.args.stream = op == PIQ_REDUCE_SET && dst_size >= PIQ_STREAM_MIN_BYTES;
   job.src = src;
   job.dst = dst;
   job.src_bits = fi->bits;

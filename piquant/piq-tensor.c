@@ -465,6 +465,8 @@ piq_tensor_new_for_address (PiqDtype   dtype,
  * piq_tensor_get_dtype:
  * @self: a tensor
  *
+ * Gets [property@Piq.Tensor:dtype].
+ *
  * Returns: the element type
  *
  * Since: 1.0
@@ -479,6 +481,8 @@ piq_tensor_get_dtype (PiqTensor *self)
 /**
  * piq_tensor_get_n_elements:
  * @self: a tensor
+ *
+ * Gets [property@Piq.Tensor:n-elements].
  *
  * Returns: the number of elements
  *
@@ -495,6 +499,8 @@ piq_tensor_get_n_elements (PiqTensor *self)
  * piq_tensor_get_n_bytes:
  * @self: a tensor
  *
+ * Gets [property@Piq.Tensor:n-bytes].
+ *
  * Returns: the size of the data in bytes
  *
  * Since: 1.0
@@ -509,6 +515,8 @@ piq_tensor_get_n_bytes (PiqTensor *self)
 /**
  * piq_tensor_is_writable:
  * @self: a tensor
+ *
+ * Gets [property@Piq.Tensor:writable].
  *
  * Returns: whether the tensor can be written
  *
@@ -753,6 +761,8 @@ piq_tensor_fill (PiqTensor  *self,
 /**
  * piq_tensor_get_params:
  * @self: a tensor
+ *
+ * Gets [property@Piq.Tensor:params].
  *
  * Returns: (transfer none) (nullable): the parameters of quantized data
  *

@@ -129,6 +129,7 @@ make_args (double scale, int ii, int zp_kind)
     }
   a.key0 = (uint32_t) rnd ();
   a.key1 = (uint32_t) rnd ();
+  a.stream = (int) (rnd () & 1);      /* non-temporal stores: same bytes */
   return a;
 }
 
@@ -173,8 +174,10 @@ same (const uint8_t *want, const uint8_t *got, size_t bytes, size_t n, size_t of
   return 1;
 }
 
-static uint8_t src_buf[MAX_N * 8 + GUARD + 16], want_buf[MAX_N * 8 + GUARD + 16], got_buf[MAX_N * 8 + GUARD + 16];
-static uint8_t init_buf[MAX_N * 8 + GUARD + 16];
+/* 64-byte aligned, so offset 0 takes the streaming (aligned) store path */
+#define BUF_ALIGNED __attribute__ ((aligned (64)))
+static uint8_t src_buf[MAX_N * 8 + GUARD + 16] BUF_ALIGNED, want_buf[MAX_N * 8 + GUARD + 16] BUF_ALIGNED;
+static uint8_t got_buf[MAX_N * 8 + GUARD + 16] BUF_ALIGNED, init_buf[MAX_N * 8 + GUARD + 16] BUF_ALIGNED;
 
 static int
 check_quantize (PiqQuantizeFn ref, PiqQuantizeFn fn, int ft, int ii, int is_requantize)

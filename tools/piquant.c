@@ -18,6 +18,8 @@
 #include <glib.h>
 #include <piquant/piquant.h>
 
+#include "piq-bench.h"
+
 enum {
   EXIT_OK      = 0,
   EXIT_RUNTIME = 1,
@@ -723,6 +725,189 @@ cmd_demo (const Command *command, int argc, char **argv)
   return EXIT_OK;
 }
 
+/* ---- piquant bench ---- */
+
+/* The options go straight into the GLib-free core's PiqBenchOptions
+ * (piq-bench.h); this command adds the public-API column of the per-call
+ * overhead, which needs the GLib library. */
+typedef struct {
+  PiqBenchOptions  bench;
+  char            *op;
+} BenchCommand;
+
+typedef struct {
+  PiqQuantizer *quantizer;
+  PiqParams    *params;
+} BenchApi;
+
+static gboolean
+parse_bench_elements (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  BenchCommand *cmd = data;
+
+  if (piq_bench_parse_list (value, 1, G_GUINT64_CONSTANT (1) << 40,
+                            cmd->bench.elements, &cmd->bench.n_elements) == 0)
+    return TRUE;
+  g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+               "%s needs whole numbers from 1 to 2^40, comma-separated (%d at most), not “%s”",
+               option_name, PIQ_BENCH_MAX_LIST, value);
+  return FALSE;
+}
+
+static gboolean
+parse_bench_threads (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  BenchCommand *cmd = data;
+  guint64 threads[PIQ_BENCH_MAX_LIST];
+  gsize n = 0;
+
+  if (piq_bench_parse_list (value, 1, PIQ_BENCH_MAX_THREADS, threads, &n) != 0 ||
+      cmd->bench.n_threads + n > PIQ_BENCH_MAX_LIST)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s needs whole numbers from 1 to %d, comma-separated, not “%s”",
+                   option_name, PIQ_BENCH_MAX_THREADS, value);
+      return FALSE;
+    }
+  for (gsize i = 0; i < n; i++)
+    cmd->bench.threads[cmd->bench.n_threads++] = (unsigned) threads[i];
+  return TRUE;
+}
+
+static gboolean
+parse_bench_repeat (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  BenchCommand *cmd = data;
+  guint64 repeat;
+
+  if (!parse_unsigned_option (option_name, value, PIQ_BENCH_MIN_REPEAT, 100000, &repeat, error))
+    return FALSE;
+  cmd->bench.repeat = (unsigned) repeat;
+  return TRUE;
+}
+
+static gboolean
+parse_bench_json (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  ((BenchCommand *) data)->bench.json = 1;
+  return TRUE;
+}
+
+static gboolean
+parse_bench_no_overhead (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  ((BenchCommand *) data)->bench.skip_overhead = 1;
+  return TRUE;
+}
+
+static gboolean
+parse_bench_op (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  BenchCommand *cmd = data;
+
+  g_free (cmd->op);
+  cmd->op = g_strdup (value);
+  cmd->bench.op_filter = cmd->op;
+  return TRUE;
+}
+
+/* A PiqSimdLevel nick, as `piquant info` prints it and PIQUANT_SIMD_LEVEL takes. */
+static gboolean
+parse_bench_simd_level (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  BenchCommand *cmd = data;
+  g_autoptr(GEnumClass) klass = g_type_class_ref (PIQ_TYPE_SIMD_LEVEL);
+  GEnumValue *level = g_enum_get_value_by_nick (klass, value);
+  g_autoptr(GString) names = NULL;
+
+  if (level != NULL)
+    {
+      cmd->bench.max_level = level->value;
+      return TRUE;
+    }
+  names = g_string_new (NULL);
+  for (guint i = 0; i < klass->n_values; i++)
+    g_string_append_printf (names, "%s%s", i > 0 ? ", " : "", klass->values[i].value_nick);
+  g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+               "%s must be one of %s, not “%s”", option_name, names->str, value);
+  return FALSE;
+}
+
+static const GOptionEntry bench_entries[] = {
+  { "elements", 'n', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_elements,
+    "Element counts, repeatable or comma-separated (default 27264000,1000000)", "N[,N…]" },
+  { "threads", 't', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_threads,
+    "Thread counts, comma-separated (default 1, 2, 4, … and every core)", "T[,T…]" },
+  { "repeat", 'r', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_repeat,
+    "Timed runs per row, at least " G_STRINGIFY (PIQ_BENCH_MIN_REPEAT)
+    " (default " G_STRINGIFY (PIQ_BENCH_DEFAULT_REPEAT) ")", "R" },
+  { "op", 'o', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_op,
+    "Only the ops whose name contains TEXT, e.g. “f32->u8 nearest”", "TEXT" },
+  { "json", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_json,
+    "Print one JSON document instead of the tables", NULL },
+  { "simd-level", 's', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_simd_level,
+    "Cap the kernels at LEVEL (scalar, sse4-2, avx2, avx512, …; default: the best)", "LEVEL" },
+  { "no-overhead", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_no_overhead,
+    "Skip the per-call overhead and the crossover", NULL },
+  G_OPTION_ENTRY_NULL
+};
+
+static int
+bench_api_setup (void *user_data, double scale, int64_t zero_point)
+{
+  BenchApi *api = user_data;
+
+  g_clear_object (&api->params);
+  api->params = piq_params_new_affine (PIQ_DTYPE_UINT8, scale, zero_point);
+  return api->params != NULL ? 0 : -1;
+}
+
+/* One public call, as an application makes it: checks, parameter validation,
+ * kernel selection and piq_parallel_run(). */
+static int
+bench_api_quantize_u8 (void *user_data, const float *src, size_t n, uint8_t *dst)
+{
+  BenchApi *api = user_data;
+
+  return piq_quantizer_quantize_raw (api->quantizer, api->params, PIQ_DTYPE_F32, src, n,
+                                     dst, n, NULL) ? 0 : -1;
+}
+
+static int
+cmd_bench (const Command *command, int argc, char **argv)
+{
+  BenchCommand cmd = { .op = NULL };
+  GOptionGroup *group = g_option_group_new (command->name, command->summary, NULL, &cmd, NULL);
+  g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
+  BenchApi api_data = { .quantizer = quantizer };
+  PiqBenchApi api = {
+    .name = "piq_quantizer_quantize_raw",
+    .setup = bench_api_setup,
+    .quantize_u8 = bench_api_quantize_u8,
+    .user_data = &api_data,
+  };
+  g_autofree char *ops = NULL;
+  int status;
+
+  piq_bench_options_init (&cmd.bench);
+  g_option_group_add_entries (group, bench_entries);
+  if (!parse_command_options (command, group, &argc, &argv))
+    {
+      g_free (cmd.op);
+      return EXIT_USAGE;
+    }
+
+  /* The API column runs the same kernels as the rows. */
+  if (cmd.bench.max_level >= 0)
+    piq_quantizer_set_max_simd_level (quantizer, cmd.bench.max_level);
+  cmd.bench.api = &api;
+  cmd.bench.program_name = g_get_prgname ();
+  status = piq_bench_run (&cmd.bench, stdout);
+  g_clear_object (&api_data.params);
+  g_free (cmd.op);
+  return status == 0 ? EXIT_OK : status == 2 ? EXIT_USAGE : EXIT_RUNTIME;
+}
+
 /* ---- the command table and main ---- */
 
 static int cmd_help (const Command *command, int argc, char **argv);
@@ -732,6 +917,8 @@ static const Command commands[] = {
     "Show the library version, the CPU, its SIMD features and the kernels in use", cmd_info },
   { "demo", NULL, 0,
     "Quantize normally distributed data to every integer type; report speed and error", cmd_demo },
+  { "bench", NULL, 0,
+    "Time the hot kernels against this machine's memory limit for their byte mix", cmd_bench },
   { "help", "[COMMAND]", 1,
     "Show the help of the tool or of a command", cmd_help },
 };

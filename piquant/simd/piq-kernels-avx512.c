@@ -24,4 +24,11 @@
 #define PIQ_VEC_LOAD_F16_8(p)   ((v8f) _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (p))))
 #define PIQ_VEC_STORE_F16(p, v) _mm256_storeu_si256 ((__m256i *) (p), _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))
 
+#define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm512_cvtepu8_epi32 ((__m128i) (c)))
+#define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm512_cvtepi8_epi32 ((__m128i) (c)))
+#define PIQ_VEC_F16_BITS(v)       ((vh) _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))
+#define PIQ_VEC_STREAM(p, v)      _mm512_stream_ps ((float *) (p), (__m512) (v))
+#define PIQ_VEC_STREAM_HALF(p, h) _mm256_stream_si256 ((__m256i *) (p), (__m256i) (h))
+#define PIQ_VEC_STREAM_FENCE()    _mm_sfence ()
+
 #include "piq-kernels-vec-body.h"

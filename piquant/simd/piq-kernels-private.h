@@ -25,10 +25,11 @@ typedef struct {
   int64_t  zero_point;
   __int128 qmin, qmax;   /* range of the quantized type */
   uint32_t key0, key1;   /* stochastic rounding keys, from the seed (piq_hash_keys) */
+  int      stream;       /* SET outputs may bypass the caches (large calls): same bytes */
 } PiqKernelArgs;
 
 typedef struct {
-  double   min, max;     /* over finite elements; +Inf/-Inf when there are none */
+  double   min, max;     /* +Inf/-Inf when empty; NaN when non_finite; never −0 */
   int      non_finite;   /* 1 if any element is NaN or ±Inf */
 } PiqMinMax;
 

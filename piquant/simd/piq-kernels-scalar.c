@@ -229,8 +229,8 @@ minmax_generic (const void *src, size_t n, PiqMinMax *out, int ft)
     }
   /* + 0.0 turns −0 into +0: which zero wins a tie is order-dependent, and its sign
    * means nothing to the parameters, so the reduction reports +0 in every table. */
-  out->min = lo + 0.0;
-  out->max = hi + 0.0;
+  out->min = bad ? NAN : lo + 0.0;
+  out->max = bad ? NAN : hi + 0.0;
   out->non_finite = bad;
 }
 

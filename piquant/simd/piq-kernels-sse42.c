@@ -10,10 +10,18 @@
 #error "piq-kernels-sse42.c must be compiled with PIQ_SSE42_CFLAGS (-msse4.2 -mpopcnt)"
 #endif
 
+#include <immintrin.h>
+
 #define PIQ_W 4
 #define PIQ_VEC_TABLE    piq_kernels_sse42
 #define PIQ_VEC_LABEL    "sse4.2"
 #define PIQ_VEC_LEVEL    20
 #define PIQ_VEC_REQUIRED PIQ_SSE42_REQUIRED
+
+#define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm_cvtepu8_epi32 ((__m128i) (c)))
+#define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm_cvtepi8_epi32 ((__m128i) (c)))
+#define PIQ_VEC_STREAM(p, v)      _mm_stream_ps ((float *) (p), (__m128) (v))
+#define PIQ_VEC_STREAM_HALF(p, h) _mm_stream_si64 ((long long *) (p), (long long) (h))
+#define PIQ_VEC_STREAM_FENCE()    _mm_sfence ()
 
 #include "piq-kernels-vec-body.h"

@@ -6,19 +6,28 @@
  *   PIQ_W                      binary32 lanes of the unit's native vector (4, 8, 16)
  *   PIQ_VEC_TABLE              the name of the unit's exported table
  *   PIQ_VEC_LABEL, PIQ_VEC_LEVEL, PIQ_VEC_REQUIRED
- * and, where the ISA converts binary16 in hardware,
+ *   PIQ_VEC_U8_TO_I32(c), PIQ_VEC_S8_TO_I32(c)
+ *                              the low PIQ_W bytes of a vb16, zero-/sign-extended to vi
+ *                              (the ISA's widening instruction: the compiler does not
+ *                              find it from generic code)
+ * where the ISA converts binary16 in hardware,
  *   PIQ_VEC_LOAD_F16(p)        PIQ_W f16 at p -> vf          (exact)
  *   PIQ_VEC_STORE_F16(p, v)    vf -> PIQ_W f16 at p          (round to nearest even)
+ *   PIQ_VEC_F16_BITS(v)        vf -> vh of f16 bits          (round to nearest even)
  *   PIQ_VEC_LOAD_F16_8(p)      8 f16 at p -> v8f
+ * and where the ISA has non-temporal stores (used for large SET outputs),
+ *   PIQ_VEC_STREAM(p, v)       store vf v at vector-aligned p, bypassing the caches
+ *   PIQ_VEC_STREAM_HALF(p, h)  the same for a vh
+ *   PIQ_VEC_STREAM_FENCE()     order the streamed stores before later ones
  *
  * The bodies use GCC vector extensions, so the compiler lowers the same source to
  * each ISA, and every operation is the IEEE operation the scalar reference does:
  * the results are the same bytes (docs/numerics.md). Entries a unit does not
  * accelerate stay NULL and the dispatch uses the scalar kernel.
  *
- * Structure: packed types go in blocks of 64 elements (whole bytes of every packed
- * type and a multiple of every PIQ_W), 16-bit types a vector at a time; the tail of
- * a call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
+ * Structure: a vector of PIQ_W elements at a time, packed and unpacked in registers
+ * (PIQ_W·bits/8 is a whole number of bytes for every packed type); the tail of a
+ * call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
  */
 #include <stdint.h>
 #include <string.h>
@@ -30,7 +39,6 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #define VINLINE static inline __attribute__((always_inline))
-#define BLK 64
 
 typedef float    vf  __attribute__ ((vector_size (PIQ_W * 4)));
 typedef int32_t  vi  __attribute__ ((vector_size (PIQ_W * 4)));
@@ -42,12 +50,11 @@ typedef float    v8f __attribute__ ((vector_size (32)));
 typedef uint16_t v8h __attribute__ ((vector_size (16)));
 typedef uint32_t v8u __attribute__ ((vector_size (32)));
 typedef double   v8d __attribute__ ((vector_size (64)));
-typedef uint8_t  vb64 __attribute__ ((vector_size (64)));
-typedef uint8_t  vb32 __attribute__ ((vector_size (32)));
 typedef uint8_t  vb16 __attribute__ ((vector_size (16)));
-typedef uint16_t vh32 __attribute__ ((vector_size (64)));
 typedef uint16_t vh8  __attribute__ ((vector_size (16)));
-typedef uint32_t vu16 __attribute__ ((vector_size (64)));
+typedef uint32_t vu4  __attribute__ ((vector_size (16)));
+typedef uint8_t  vb8  __attribute__ ((vector_size (8)));
+typedef uint8_t  vb4  __attribute__ ((vector_size (4)));
 
 #ifdef PIQ_VEC_LOAD_F16
 # define HAVE_F16 1
@@ -208,41 +215,64 @@ vround (vf x, const VArgs *va, uint64_t index, int stochastic)
   return r;
 }
 
-/* 64 codes (low bits significant) from 64 source elements. */
-VINLINE void
-quant_block (const uint8_t *src, vb64 *codes, uint64_t index, const VArgs *va, int ft, int stochastic)
-{
-  uint8_t c[BLK];
+/* ---- packing, in registers ----
+ * A vector of PIQ_W codes is narrowed to bytes (low PIQ_W bytes of a 16-byte vector),
+ * then packed: element 2k in the low nibble of byte k, element 4k+i at bits 2i.
+ * Higher bits of a code (sign extension) are masked off. */
 
-  for (int j = 0; j < BLK; j += PIQ_W)
-    {
-      vi q = __builtin_convertvector (vround (vload_f (src + j * fsize (ft), ft), va, index + j, stochastic), vi) + va->zp;
-      vb b = __builtin_convertvector (q, vb);
-      memcpy (c + j, &b, sizeof b);
-    }
-  memcpy (codes, c, sizeof c);
+VINLINE vb16
+codes_to_bytes (vi q)
+{
+  vb b = __builtin_convertvector (q, vb);   /* truncation: two's complement low byte */
+  vb16 c = { 0 };
+  memcpy (&c, &b, sizeof b);
+  return c;
 }
 
-/* Pack 64 codes into 64·bits/8 bytes: element 2k in the low nibble of byte k, element
- * 4k+i at bits 2i. Higher bits of each code (sign extension) are masked off. */
 VINLINE void
-pack_store (uint8_t *dst, vb64 c, int bits)
+pack_store_w (uint8_t *dst, vb16 c, int bits)
 {
   if (bits == 8)
-    memcpy (dst, &c, 64);
+    memcpy (dst, &c, PIQ_W);
   else if (bits == 4)
     {
-      vh32 w = (vh32) c;
-      vb32 out = __builtin_convertvector ((w & 0x0f) | ((w >> 4) & 0xf0), vb32);
-      memcpy (dst, &out, 32);
+      vh8 w = (vh8) c;
+      vb8 out = __builtin_convertvector ((w & 0x0f) | ((w >> 4) & 0xf0), vb8);
+      memcpy (dst, &out, PIQ_W / 2);
     }
   else
     {
-      vu16 w = (vu16) c;
-      vb16 out = __builtin_convertvector ((w & 3u) | ((w >> 6) & 0xcu) | ((w >> 12) & 0x30u) | ((w >> 18) & 0xc0u), vb16);
-      memcpy (dst, &out, 16);
+      vu4 w = (vu4) c;
+      vb4 out = __builtin_convertvector ((w & 3u) | ((w >> 6) & 0xcu) | ((w >> 12) & 0x30u) | ((w >> 18) & 0xc0u), vb4);
+      memcpy (dst, &out, PIQ_W / 4);
     }
 }
+
+/* PIQ_W codes from PIQ_W·bits/8 packed bytes, as bytes (sign-extended for signed
+ * types) in the low PIQ_W bytes of a 16-byte vector. */
+VINLINE vb16
+unpack_w (const uint8_t *src, int bits, int is_signed)
+{
+  vb16 b = { 0 }, c;
+
+  memcpy (&b, src, PIQ_W * bits / 8);
+  if (bits == 8)
+    return b;
+  if (bits == 4)
+    {
+      c = __builtin_shuffle (b & 0x0f, b >> 4, (vb16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 });
+      return is_signed ? (c ^ 8) - 8 : c;
+    }
+  {
+    const vb16 lo8 = { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 };
+    vb16 ab = __builtin_shuffle (b & 3, (b >> 2) & 3, lo8);     /* t0[k], t1[k] */
+    vb16 cd = __builtin_shuffle ((b >> 4) & 3, b >> 6, lo8);    /* t2[k], t3[k] */
+    c = (vb16) __builtin_shuffle ((vh8) ab, (vh8) cd, (vh8) { 0, 8, 1, 9, 2, 10, 3, 11 });
+    return is_signed ? (c ^ 2) - 2 : c;
+  }
+}
+
+/* ---- quantize ---- */
 
 VINLINE void
 vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernelArgs *a,
@@ -253,21 +283,17 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
   VArgs va;
   size_t i = 0;
 
-  if (!vargs_init (&va, a))    /* never for the ≤ 16-bit types this is used for */
-    ;
-  else if (bits == 16)
+  if (vargs_init (&va, a))     /* always, for the ≤ 16-bit types this is used for */
     for (; i + PIQ_W <= n; i += PIQ_W)
       {
         vi q = __builtin_convertvector (vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic), vi) + va.zp;
-        vh h = __builtin_convertvector (q, vh);
-        memcpy (d + 2 * i, &h, sizeof h);
-      }
-  else
-    for (; i + BLK <= n; i += BLK)
-      {
-        vb64 c;
-        quant_block (s + i * fsize (ft), &c, index + i, &va, ft, stochastic);
-        pack_store (d + i * bits / 8, c, bits);
+        if (bits == 16)
+          {
+            vh h = __builtin_convertvector (q, vh);
+            memcpy (d + 2 * i, &h, sizeof h);
+          }
+        else
+          pack_store_w (d + i * bits / 8, codes_to_bytes (q), bits);
       }
   if (i < n)
     piq_kernels_scalar.quantize[ft][ii][stochastic] (s + i * fsize (ft), d + i * bits / 8, index + i, n - i, a);
@@ -275,75 +301,11 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
 
 /* ---- dequantize ---- */
 
-/* 64 codes, sign-extended to bytes for signed types, from 64·bits/8 packed bytes. */
-VINLINE vb64
-unpack_load (const uint8_t *src, int bits, int is_signed)
-{
-  vb64 c;
-
-  if (bits == 8)
-    memcpy (&c, src, 64);
-  else if (bits == 4)
-    {
-      vb32 b, lo, hi, c0, c1;
-      memcpy (&b, src, 32);
-      lo = b & 0x0f;
-      hi = b >> 4;
-      c0 = __builtin_shuffle (lo, hi, (vb32) { 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
-                                               8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47 });
-      c1 = __builtin_shuffle (lo, hi, (vb32) { 16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-                                               24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63 });
-      memcpy ((uint8_t *) &c, &c0, 32);
-      memcpy ((uint8_t *) &c + 32, &c1, 32);
-      if (is_signed)
-        c = (c ^ 8) - 8;
-    }
-  else
-    {
-      const vb16 lo8 = { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 };
-      const vb16 hi8 = { 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31 };
-      const vh8 lo16 = { 0, 8, 1, 9, 2, 10, 3, 11 }, hi16 = { 4, 12, 5, 13, 6, 14, 7, 15 };
-      vb16 b, t0, t1, t2, t3, ab0, ab1, cd0, cd1;
-      vh8 o[4];
-
-      memcpy (&b, src, 16);
-      t0 = b & 3;
-      t1 = (b >> 2) & 3;
-      t2 = (b >> 4) & 3;
-      t3 = b >> 6;
-      ab0 = __builtin_shuffle (t0, t1, lo8);   /* t0[k], t1[k] for k < 8 */
-      ab1 = __builtin_shuffle (t0, t1, hi8);
-      cd0 = __builtin_shuffle (t2, t3, lo8);
-      cd1 = __builtin_shuffle (t2, t3, hi8);
-      o[0] = __builtin_shuffle ((vh8) ab0, (vh8) cd0, lo16);
-      o[1] = __builtin_shuffle ((vh8) ab0, (vh8) cd0, hi16);
-      o[2] = __builtin_shuffle ((vh8) ab1, (vh8) cd1, lo16);
-      o[3] = __builtin_shuffle ((vh8) ab1, (vh8) cd1, hi16);
-      memcpy (&c, o, 64);
-      if (is_signed)
-        c = (c ^ 2) - 2;
-    }
-  return c;
-}
-
-/* y = (q − zp) · scale for PIQ_W codes at c (bytes, signed or not). */
+/* y = (q − zp) · scale for PIQ_W codes held as bytes in c. */
 VINLINE vf
-vdeq (const uint8_t *c, const VArgs *va, int is_signed)
+vdeq (vb16 c, const VArgs *va, int is_signed)
 {
-  vi q;
-
-  if (is_signed)
-    {
-      vsb b;
-      memcpy (&b, c, sizeof b);
-      q = __builtin_convertvector (b, vi);
-    }
-  else
-    {
-      vb b;
-      memcpy (&b, c, sizeof b);
-      q = __builtin_convertvector (b, vi);
-    }
+  vi q = is_signed ? PIQ_VEC_S8_TO_I32 (c) : PIQ_VEC_U8_TO_I32 (c);
   return __builtin_convertvector (q - va->zp, vf) * va->scale;
 }
 
@@ -359,12 +321,56 @@ vdeq16 (const uint8_t *p, const VArgs *va, int is_signed)
   return __builtin_convertvector (q - va->zp, vf) * va->scale;
 }
 
+/* Store, add-store, or (large SET outputs, aligned) stream past the caches: the
+ * bytes are the same, only the cache policy differs. */
 VINLINE void
-vstore_op (uint8_t *d, vf y, int ft, int add)
+vstore_op (uint8_t *d, vf y, int ft, int add, int stream)
 {
   if (add)
     y = vload_f (d, ft) + y;
+#ifdef PIQ_VEC_STREAM
+  if (stream)
+    {
+      vh h;
+
+      if (ft == PIQ_F_F32)
+        {
+          PIQ_VEC_STREAM (d, y);
+          return;
+        }
+      h = vf_to_bf16 (y);
+# if HAVE_F16
+      if (ft == PIQ_F_F16)
+        h = PIQ_VEC_F16_BITS (y);
+# endif
+      PIQ_VEC_STREAM_HALF (d, h);
+      return;
+    }
+#endif
   vstore_f (d, y, ft);
+}
+
+VINLINE int
+want_stream (const void *dst, const PiqKernelArgs *a, int ft, int add)
+{
+#ifdef PIQ_VEC_STREAM
+  /* every vector store lands on a vector boundary only if the first one does */
+  return a->stream && !add && ((uintptr_t) dst % (PIQ_W * fsize (ft))) == 0;
+#else
+  (void) dst; (void) a; (void) ft; (void) add;
+  return 0;
+#endif
+}
+
+VINLINE void
+stream_fence (int stream)
+{
+#ifdef PIQ_VEC_STREAM
+  if (stream)
+    PIQ_VEC_STREAM_FENCE ();   /* streamed stores are weakly ordered: publish them */
+#else
+  (void) stream;
+#endif
 }
 
 VINLINE void
@@ -375,18 +381,15 @@ vdequantize (const void *src, void *dst, size_t n, const PiqKernelArgs *a,
   uint8_t *d = dst;
   VArgs va;
   size_t i = 0;
+  int stream = want_stream (dst, a, ft, add);
 
   vargs_init (&va, a);
-  if (bits == 16)
-    for (; i + PIQ_W <= n; i += PIQ_W)
-      vstore_op (d + i * fsize (ft), vdeq16 (s + 2 * i, &va, is_signed), ft, add);
-  else
-    for (; i + BLK <= n; i += BLK)
-      {
-        vb64 c = unpack_load (s + i * bits / 8, bits, is_signed);
-        for (int j = 0; j < BLK; j += PIQ_W)
-          vstore_op (d + (i + j) * fsize (ft), vdeq ((const uint8_t *) &c + j, &va, is_signed), ft, add);
-      }
+  for (; i + PIQ_W <= n; i += PIQ_W)
+    vstore_op (d + i * fsize (ft),
+               bits == 16 ? vdeq16 (s + 2 * i, &va, is_signed)
+                          : vdeq (unpack_w (s + i * bits / 8, bits, is_signed), &va, is_signed),
+               ft, add, stream);
+  stream_fence (stream);
   if (i < n)
     piq_kernels_scalar.dequantize[ii][ft][add] (s + i * bits / 8, d + i * fsize (ft), n - i, a);
 }
@@ -402,12 +405,15 @@ vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKern
   VArgs va;
   size_t i = 0;
 
+  int stream = want_stream (dst, a, ft, add);
+
   /* Types wider than 22 bits of range keep the scalar path (exact int128 clamping). */
   if (vargs_init (&va, a))
     for (; i + PIQ_W <= n; i += PIQ_W)
       vstore_op (d + i * fsize (ft),
                  vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic) * va.scale,
-                 ft, add);
+                 ft, add, stream);
+  stream_fence (stream);
   if (i < n)
     piq_kernels_scalar.requantize[ft][stochastic][add] (s + i * fsize (ft), d + i * fsize (ft),
                                                         index + i, n - i, a);
@@ -415,31 +421,46 @@ vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKern
 
 /* ---- reductions ---- */
 
+/* Four independent accumulators per bound keep the min/max chains off the critical
+ * path; finiteness is one integer max of |x|'s bits (≥ 0x7f800000: Inf or NaN). With
+ * a non-finite element the bounds are NaN, as in the scalar reference. */
 VINLINE void
 vminmax (const void *src, size_t n, PiqMinMax *out, int ft)
 {
   const uint8_t *s = src;
   const vf pinf = vsplat (INFINITY), ninf = vsplat (-INFINITY);
-  vf lo = pinf, hi = ninf;
-  vi bad = { 0 };
+  vf lo[4] = { pinf, pinf, pinf, pinf }, hi[4] = { ninf, ninf, ninf, ninf };
+  vu bits[4] = { { 0 }, { 0 }, { 0 }, { 0 } };
   size_t i = 0;
   PiqMinMax tail;
 
+  for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W)
+    for (int k = 0; k < 4; k++)
+      {
+        vf x = vload_f (s + (i + k * PIQ_W) * fsize (ft), ft);
+        vu b = (vu) x & 0x7fffffffu;
+        lo[k] = vmin (lo[k], x);
+        hi[k] = vmax (hi[k], x);
+        bits[k] = (vu) vsel ((vi) (b > bits[k]), (vf) b, (vf) bits[k]);
+      }
   for (; i + PIQ_W <= n; i += PIQ_W)
     {
       vf x = vload_f (s + i * fsize (ft), ft);
-      vi fin = (x - x) == 0.0f;                  /* false for NaN and ±Inf */
-      bad |= ~fin;
-      lo = vmin (lo, vsel (fin, x, pinf));
-      hi = vmax (hi, vsel (fin, x, ninf));
+      vu b = (vu) x & 0x7fffffffu;
+      lo[0] = vmin (lo[0], x);
+      hi[0] = vmax (hi[0], x);
+      bits[0] = (vu) vsel ((vi) (b > bits[0]), (vf) b, (vf) bits[0]);
     }
   piq_kernels_scalar.minmax[ft] (s + i * fsize (ft), n - i, &tail);
-  for (int k = 0; k < PIQ_W; k++)
-    {
-      tail.min = lo[k] < tail.min ? lo[k] : tail.min;
-      tail.max = hi[k] > tail.max ? hi[k] : tail.max;
-      tail.non_finite |= bad[k] != 0;
-    }
+  for (int k = 0; k < 4; k++)
+    for (int j = 0; j < PIQ_W; j++)
+      {
+        tail.non_finite |= bits[k][j] >= 0x7f800000u;
+        tail.min = lo[k][j] < tail.min ? lo[k][j] : tail.min;
+        tail.max = hi[k][j] > tail.max ? hi[k][j] : tail.max;
+      }
+  if (tail.non_finite)
+    tail.min = tail.max = NAN;
   tail.min += 0.0;     /* +0, never −0, as the scalar reference */
   tail.max += 0.0;
   *out = tail;
