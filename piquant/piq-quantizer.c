@@ -64,11 +64,6 @@ static guint32 cpu_features;
 static PiqSimdLevel best_level;      /* of this CPU and build, no cap */
 static PiqSimdLevel default_max_level = PIQ_SIMD_LEVEL_AVX512_FP16;
 
-/* SET outputs at least this large are written with non-temporal stores where the
- * kernels have them: they would evict the caches anyway, and skipping the
- * read-for-ownership halves their write traffic (measured: docs/performance.md). */
-#define PIQ_STREAM_MIN_BYTES (8u << 20)
-
 /* Elements per scheduling unit: a multiple of 8 (whole bytes of every packed type),
  * of 64 bytes of every dtype, and of the reduction block. */
 #define PIQ_GRAIN PIQ_REDUCE_BLOCK
@@ -732,6 +727,7 @@ quantize_impl (PiqQuantizer  *self,
   di = piq_dtype_info (piq_params_get_dtype (params));
   job.quantize = self->kernels->quantize[si->kernel_index][di->kernel_index]
                                        [piq_params_get_round_mode (params)];
+  job.args.stream = (guint64) n * (si->bits + di->bits) / 8 >= PIQ_STREAM_MIN_BYTES;
   job.src = src;
   job.dst = dst;
   job.src_bits = si->bits;
@@ -938,7 +934,8 @@ piq_quantizer_dequantize_raw (PiqQuantizer  *self,
   si = piq_dtype_info (piq_params_get_dtype (params));
   di = piq_dtype_info (dst_dtype);
   job.dequantize = self->kernels->dequantize[si->kernel_index][di->kernel_index][op];
-  job.args.stream = op == PIQ_REDUCE_SET && dst_size >= PIQ_STREAM_MIN_BYTES;
+  job.args.stream = op == PIQ_REDUCE_SET &&
+                    (guint64) n_elements * (si->bits + di->bits) / 8 >= PIQ_STREAM_MIN_BYTES;
   job.src = src;
   job.dst = dst;
   job.src_bits = si->bits;
@@ -1087,7 +1084,7 @@ piq_quantizer_requantize_raw (PiqQuantizer  *self,
 
   fi = piq_dtype_info (dtype);
   job.quantize = self->kernels->requantize[fi->kernel_index][piq_params_get_round_mode (params)][op];
-  job.args.stream = op == PIQ_REDUCE_SET && dst_size >= PIQ_STREAM_MIN_BYTES;
+  job.args.stream = op == PIQ_REDUCE_SET && (guint64) n_elements * fi->bits / 4 >= PIQ_STREAM_MIN_BYTES;
   job.src = src;
   job.dst = dst;
   job.src_bits = fi->bits;

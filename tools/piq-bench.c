@@ -296,6 +296,7 @@ typedef struct {
   unsigned         dst_bits;
   PiqKernelArgs    args;
   PiqMinMax       *mm;           /* one per PIQ_REDUCE_BLOCK */
+  int              set_output;   /* a SET destination: streamed when large, as the library does */
 } OpJob;
 
 static void
@@ -721,12 +722,15 @@ prepare_op (const Bench *b, const HotOp *op, OpJob *job)
     {
     case KIND_QUANTIZE:
       job->quantize = b->kernels->quantize[op->ft][op->it][op->round];
+      job->set_output = 1;
       break;
     case KIND_DEQUANTIZE:
       job->dequantize = b->kernels->dequantize[op->it][op->ft][op->store_op];
+      job->set_output = op->store_op == PIQ_OP_SET;
       break;
     case KIND_REQUANTIZE:
       job->quantize = b->kernels->requantize[op->ft][op->round][op->store_op];
+      job->set_output = op->store_op == PIQ_OP_SET;
       break;
     case KIND_MINMAX:
       job->minmax = b->kernels->minmax[op->ft];
@@ -737,7 +741,11 @@ prepare_op (const Bench *b, const HotOp *op, OpJob *job)
 static double
 time_op (unsigned threads, uint64_t n, OpJob *job)
 {
-  double t0 = now_s ();
+  double t0;
+
+  /* the library's rule (piq-quantizer.c) */
+  job->args.stream = job->set_output && n * (job->src_bits + job->dst_bits) / 8 >= PIQ_STREAM_MIN_BYTES;
+  t0 = now_s ();
 
   piq_parallel_run (threads, n, GRAIN, PIQ_PARALLEL_MIN_ELEMENTS, op_range, job);
   return now_s () - t0;

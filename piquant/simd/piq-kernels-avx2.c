@@ -23,11 +23,17 @@
 #define PIQ_VEC_LOAD_F16_8(p)   ((v8f) _mm256_cvtph_ps (_mm_loadu_si128 ((const __m128i *) (p))))
 #define PIQ_VEC_STORE_F16(p, v) _mm_storeu_si128 ((__m128i *) (p), _mm256_cvtps_ph ((__m256) (v), _MM_FROUND_TO_NEAREST_INT))
 
+#define PIQ_VEC_MIN(a, b)         ((vf) _mm256_min_ps ((__m256) (a), (__m256) (b)))
+#define PIQ_VEC_MAX(a, b)         ((vf) _mm256_max_ps ((__m256) (a), (__m256) (b)))
+#define PIQ_VEC_MAXU32(a, b)      _mm256_max_epu32 ((__m256i) (a), (__m256i) (b))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm256_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm256_cvtepi8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_F16_BITS(v)       ((vh) _mm256_cvtps_ph ((__m256) (v), _MM_FROUND_TO_NEAREST_INT))
 #define PIQ_VEC_STREAM(p, v)      _mm256_stream_ps ((float *) (p), (__m256) (v))
 #define PIQ_VEC_STREAM_HALF(p, h) _mm_stream_si128 ((__m128i *) (p), (__m128i) (h))
+#define PIQ_VEC_STREAM_16(p, c)   _mm_stream_si128 ((__m128i *) (p), (__m128i) (c))
+#define PIQ_VEC_STREAM_8(p, x)    _mm_stream_si64 ((long long *) (p), (long long) (x))
+#define PIQ_VEC_STREAM_4(p, x)    _mm_stream_si32 ((int *) (p), (int) (x))
 #define PIQ_VEC_STREAM_FENCE()    _mm_sfence ()
 
 #include "piq-kernels-vec-body.h"

@@ -37,6 +37,12 @@ typedef struct {
   double   sum, sum_sq;
 } PiqSums;
 
+/* Calls that touch at least this many bytes (source + destination) write their SET
+ * outputs with non-temporal stores where the kernels have them (PiqKernelArgs.stream):
+ * the data would evict the caches anyway, and skipping the read-for-ownership cuts
+ * the write traffic (docs/performance.md). */
+#define PIQ_STREAM_MIN_BYTES (8u << 20)
+
 /* Contract shared by every kernel:
  * - `src`/`dst` point at the first element of the range (sub-byte: at a byte
  *   boundary; the caller only starts ranges at multiples of 8 elements);

@@ -18,10 +18,16 @@
 #define PIQ_VEC_LEVEL    20
 #define PIQ_VEC_REQUIRED PIQ_SSE42_REQUIRED
 
+#define PIQ_VEC_MIN(a, b)         ((vf) _mm_min_ps ((__m128) (a), (__m128) (b)))
+#define PIQ_VEC_MAX(a, b)         ((vf) _mm_max_ps ((__m128) (a), (__m128) (b)))
+#define PIQ_VEC_MAXU32(a, b)      _mm_max_epu32 ((__m128i) (a), (__m128i) (b))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm_cvtepi8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_STREAM(p, v)      _mm_stream_ps ((float *) (p), (__m128) (v))
 #define PIQ_VEC_STREAM_HALF(p, h) _mm_stream_si64 ((long long *) (p), (long long) (h))
+#define PIQ_VEC_STREAM_16(p, c)   _mm_stream_si128 ((__m128i *) (p), (__m128i) (c))
+#define PIQ_VEC_STREAM_8(p, x)    _mm_stream_si64 ((long long *) (p), (long long) (x))
+#define PIQ_VEC_STREAM_4(p, x)    _mm_stream_si32 ((int *) (p), (int) (x))
 #define PIQ_VEC_STREAM_FENCE()    _mm_sfence ()
 
 #include "piq-kernels-vec-body.h"

@@ -6,6 +6,8 @@
  *   PIQ_W                      binary32 lanes of the unit's native vector (4, 8, 16)
  *   PIQ_VEC_TABLE              the name of the unit's exported table
  *   PIQ_VEC_LABEL, PIQ_VEC_LEVEL, PIQ_VEC_REQUIRED
+ *   PIQ_VEC_MIN(a, b), PIQ_VEC_MAX(a, b)   (optional) a < b ? a : b, a > b ? a : b
+ *   PIQ_VEC_MAXU32(a, b)       (optional) unsigned 32-bit lane max
  *   PIQ_VEC_U8_TO_I32(c), PIQ_VEC_S8_TO_I32(c)
  *                              the low PIQ_W bytes of a vb16, zero-/sign-extended to vi
  *                              (the ISA's widening instruction: the compiler does not
@@ -18,6 +20,7 @@
  * and where the ISA has non-temporal stores (used for large SET outputs),
  *   PIQ_VEC_STREAM(p, v)       store vf v at vector-aligned p, bypassing the caches
  *   PIQ_VEC_STREAM_HALF(p, h)  the same for a vh
+ *   PIQ_VEC_STREAM_16/8/4(p, x) 16 bytes of a vb16, 8 bytes of a uint64, 4 of a uint32
  *   PIQ_VEC_STREAM_FENCE()     order the streamed stores before later ones
  *
  * The bodies use GCC vector extensions, so the compiler lowers the same source to
@@ -53,6 +56,7 @@ typedef double   v8d __attribute__ ((vector_size (64)));
 typedef uint8_t  vb16 __attribute__ ((vector_size (16)));
 typedef uint16_t vh8  __attribute__ ((vector_size (16)));
 typedef uint32_t vu4  __attribute__ ((vector_size (16)));
+typedef uint64_t v2q  __attribute__ ((vector_size (16)));
 typedef uint8_t  vb8  __attribute__ ((vector_size (8)));
 typedef uint8_t  vb4  __attribute__ ((vector_size (4)));
 
@@ -70,8 +74,16 @@ vsel (vi mask, vf a, vf b)              /* mask ? a : b, per lane */
   return (vf) (((vi) a & mask) | ((vi) b & ~mask));
 }
 
+/* a < b ? a : b and a > b ? a : b: exactly the x86 MINPS/MAXPS operand order. Only
+ * called where a NaN operand's result does not matter (NaN was replaced, or makes
+ * the whole reduction NaN). */
+#ifdef PIQ_VEC_MIN
+VINLINE vf vmin (vf a, vf b) { return PIQ_VEC_MIN (a, b); }
+VINLINE vf vmax (vf a, vf b) { return PIQ_VEC_MAX (a, b); }
+#else
 VINLINE vf vmin (vf a, vf b) { return vsel (a < b, a, b); }
 VINLINE vf vmax (vf a, vf b) { return vsel (a > b, a, b); }
+#endif
 
 VINLINE vf
 vsplat (float x)
@@ -79,12 +91,47 @@ vsplat (float x)
   return (vf) { 0 } + x;
 }
 
+/* base + {0, 1, …, PIQ_W − 1}: a constant plus a broadcast (a lane-by-lane build
+ * would cost PIQ_W inserts per vector). */
 VINLINE vu
 viota (uint32_t base)
 {
+  static const uint32_t lanes[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
   vu v;
-  for (int k = 0; k < PIQ_W; k++)
-    v[k] = base + (uint32_t) k;
+  memcpy (&v, lanes, sizeof v);
+  return v + base;
+}
+
+/* The first `bytes` bytes at p (16, 8, 4, 2 or 1, a compile-time constant) in the
+ * low bytes of a vector, loaded in registers: a narrow store followed by a wide
+ * reload of the same bytes would stall on store forwarding. */
+VINLINE vb16
+bytes16 (const void *p, size_t bytes)
+{
+  vb16 v;
+
+  if (bytes == 16)
+    memcpy (&v, p, 16);
+  else if (bytes == 8)
+    {
+      uint64_t x;
+      memcpy (&x, p, 8);
+      v = (vb16) (v2q) { x, 0 };
+    }
+  else if (bytes == 4)
+    {
+      uint32_t x;
+      memcpy (&x, p, 4);
+      v = (vb16) (vu4) { x, 0, 0, 0 };
+    }
+  else if (bytes == 2)
+    {
+      uint16_t x;
+      memcpy (&x, p, 2);
+      v = (vb16) (vh8) { x, 0, 0, 0, 0, 0, 0, 0 };
+    }
+  else
+    v = (vb16) { *(const uint8_t *) p };
   return v;
 }
 
@@ -224,28 +271,55 @@ VINLINE vb16
 codes_to_bytes (vi q)
 {
   vb b = __builtin_convertvector (q, vb);   /* truncation: two's complement low byte */
-  vb16 c = { 0 };
-  memcpy (&c, &b, sizeof b);
-  return c;
+  return bytes16 (&b, sizeof b);
 }
 
+/* Store the low `bytes` bytes of c; streamed past the caches when asked and the
+ * ISA has a non-temporal store of that size (dst is then `bytes`-aligned). */
 VINLINE void
-pack_store_w (uint8_t *dst, vb16 c, int bits)
+store_bytes (uint8_t *dst, vb16 c, size_t bytes, int stream)
 {
-  if (bits == 8)
-    memcpy (dst, &c, PIQ_W);
-  else if (bits == 4)
+#ifdef PIQ_VEC_STREAM
+  if (stream && bytes == 16)
+    {
+      PIQ_VEC_STREAM_16 (dst, c);
+      return;
+    }
+  if (stream && bytes == 8)
+    {
+      PIQ_VEC_STREAM_8 (dst, ((v2q) c)[0]);
+      return;
+    }
+  if (stream && bytes == 4)
+    {
+      PIQ_VEC_STREAM_4 (dst, ((vu4) c)[0]);
+      return;
+    }
+#else
+  (void) stream;
+#endif
+  memcpy (dst, &c, bytes);
+}
+
+/* Packs the codes (whole bytes of the output: PIQ_W·bits/8 of them) and stores them. */
+VINLINE void
+pack_store_w (uint8_t *dst, vb16 c, int bits, int stream)
+{
+  vb16 out = c;
+
+  if (bits == 4)
     {
       vh8 w = (vh8) c;
-      vb8 out = __builtin_convertvector ((w & 0x0f) | ((w >> 4) & 0xf0), vb8);
-      memcpy (dst, &out, PIQ_W / 2);
+      vb8 p = __builtin_convertvector ((w & 0x0f) | ((w >> 4) & 0xf0), vb8);
+      out = bytes16 (&p, sizeof p);
     }
-  else
+  else if (bits == 2)
     {
       vu4 w = (vu4) c;
-      vb4 out = __builtin_convertvector ((w & 3u) | ((w >> 6) & 0xcu) | ((w >> 12) & 0x30u) | ((w >> 18) & 0xc0u), vb4);
-      memcpy (dst, &out, PIQ_W / 4);
+      vb4 p = __builtin_convertvector ((w & 3u) | ((w >> 6) & 0xcu) | ((w >> 12) & 0x30u) | ((w >> 18) & 0xc0u), vb4);
+      out = bytes16 (&p, sizeof p);
     }
+  store_bytes (dst, out, PIQ_W * bits / 8, stream);
 }
 
 /* PIQ_W codes from PIQ_W·bits/8 packed bytes, as bytes (sign-extended for signed
@@ -253,9 +327,8 @@ pack_store_w (uint8_t *dst, vb16 c, int bits)
 VINLINE vb16
 unpack_w (const uint8_t *src, int bits, int is_signed)
 {
-  vb16 b = { 0 }, c;
+  vb16 b = bytes16 (src, PIQ_W * bits / 8), c;
 
-  memcpy (&b, src, PIQ_W * bits / 8);
   if (bits == 8)
     return b;
   if (bits == 4)
@@ -275,6 +348,18 @@ unpack_w (const uint8_t *src, int bits, int is_signed)
 /* ---- quantize ---- */
 
 VINLINE void
+stream_fence (int stream)
+{
+#ifdef PIQ_VEC_STREAM
+  if (stream)
+    PIQ_VEC_STREAM_FENCE ();   /* streamed stores are weakly ordered: publish them */
+#else
+  (void) stream;
+#endif
+}
+
+
+VINLINE void
 vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernelArgs *a,
            int ft, int ii, int bits, int stochastic)
 {
@@ -282,7 +367,11 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
   uint8_t *d = dst;
   VArgs va;
   size_t i = 0;
+  int stream = 0;
 
+#ifdef PIQ_VEC_STREAM
+  stream = a->stream && (uintptr_t) dst % 64 == 0;
+#endif
   if (vargs_init (&va, a))     /* always, for the ≤ 16-bit types this is used for */
     for (; i + PIQ_W <= n; i += PIQ_W)
       {
@@ -290,11 +379,17 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
         if (bits == 16)
           {
             vh h = __builtin_convertvector (q, vh);
-            memcpy (d + 2 * i, &h, sizeof h);
+#ifdef PIQ_VEC_STREAM
+            if (stream)
+              PIQ_VEC_STREAM_HALF (d + 2 * i, h);
+            else
+#endif
+              memcpy (d + 2 * i, &h, sizeof h);
           }
         else
-          pack_store_w (d + i * bits / 8, codes_to_bytes (q), bits);
+          pack_store_w (d + i * bits / 8, codes_to_bytes (q), bits, stream);
       }
+  stream_fence (stream);
   if (i < n)
     piq_kernels_scalar.quantize[ft][ii][stochastic] (s + i * fsize (ft), d + i * bits / 8, index + i, n - i, a);
 }
@@ -363,17 +458,6 @@ want_stream (const void *dst, const PiqKernelArgs *a, int ft, int add)
 }
 
 VINLINE void
-stream_fence (int stream)
-{
-#ifdef PIQ_VEC_STREAM
-  if (stream)
-    PIQ_VEC_STREAM_FENCE ();   /* streamed stores are weakly ordered: publish them */
-#else
-  (void) stream;
-#endif
-}
-
-VINLINE void
 vdequantize (const void *src, void *dst, size_t n, const PiqKernelArgs *a,
              int ii, int bits, int is_signed, int ft, int add)
 {
@@ -424,41 +508,57 @@ vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKern
 /* Four independent accumulators per bound keep the min/max chains off the critical
  * path; finiteness is one integer max of |x|'s bits (≥ 0x7f800000: Inf or NaN). With
  * a non-finite element the bounds are NaN, as in the scalar reference. */
+/* max of unsigned lanes */
+#ifdef PIQ_VEC_MAXU32
+# define vmaxu(a, b) ((vu) PIQ_VEC_MAXU32 (a, b))
+#else
+# define vmaxu(a, b) ((vu) vsel ((vi) ((a) > (b)), (vf) (a), (vf) (b)))
+#endif
+
+#define MINMAX_STEP(x_, lo_, hi_, bits_) \
+  do { \
+    vf x__ = (x_); \
+    lo_ = vmin (lo_, x__); \
+    hi_ = vmax (hi_, x__); \
+    bits_ = vmaxu (bits_, (vu) x__ & 0x7fffffffu); \
+  } while (0)
+
+/* Four independent accumulators per bound (named variables: an array of vectors
+ * indexed in a loop ended up on the stack) keep the chains off the critical path;
+ * finiteness is an unsigned max of |x|'s bits (≥ 0x7f800000: Inf or NaN). With a
+ * non-finite element the bounds are NaN, as in the scalar reference. */
 VINLINE void
 vminmax (const void *src, size_t n, PiqMinMax *out, int ft)
 {
   const uint8_t *s = src;
+  const size_t step = PIQ_W * fsize (ft);
   const vf pinf = vsplat (INFINITY), ninf = vsplat (-INFINITY);
-  vf lo[4] = { pinf, pinf, pinf, pinf }, hi[4] = { ninf, ninf, ninf, ninf };
-  vu bits[4] = { { 0 }, { 0 }, { 0 }, { 0 } };
+  vf lo0 = pinf, lo1 = pinf, lo2 = pinf, lo3 = pinf;
+  vf hi0 = ninf, hi1 = ninf, hi2 = ninf, hi3 = ninf;
+  vu b0 = { 0 }, b1 = { 0 }, b2 = { 0 }, b3 = { 0 };
   size_t i = 0;
   PiqMinMax tail;
 
   for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W)
-    for (int k = 0; k < 4; k++)
-      {
-        vf x = vload_f (s + (i + k * PIQ_W) * fsize (ft), ft);
-        vu b = (vu) x & 0x7fffffffu;
-        lo[k] = vmin (lo[k], x);
-        hi[k] = vmax (hi[k], x);
-        bits[k] = (vu) vsel ((vi) (b > bits[k]), (vf) b, (vf) bits[k]);
-      }
-  for (; i + PIQ_W <= n; i += PIQ_W)
     {
-      vf x = vload_f (s + i * fsize (ft), ft);
-      vu b = (vu) x & 0x7fffffffu;
-      lo[0] = vmin (lo[0], x);
-      hi[0] = vmax (hi[0], x);
-      bits[0] = (vu) vsel ((vi) (b > bits[0]), (vf) b, (vf) bits[0]);
+      const uint8_t *p = s + i * fsize (ft);
+      MINMAX_STEP (vload_f (p, ft), lo0, hi0, b0);
+      MINMAX_STEP (vload_f (p + step, ft), lo1, hi1, b1);
+      MINMAX_STEP (vload_f (p + 2 * step, ft), lo2, hi2, b2);
+      MINMAX_STEP (vload_f (p + 3 * step, ft), lo3, hi3, b3);
     }
+  for (; i + PIQ_W <= n; i += PIQ_W)
+    MINMAX_STEP (vload_f (s + i * fsize (ft), ft), lo0, hi0, b0);
+  lo0 = vmin (vmin (lo0, lo1), vmin (lo2, lo3));
+  hi0 = vmax (vmax (hi0, hi1), vmax (hi2, hi3));
+  b0 = vmaxu (vmaxu (b0, b1), vmaxu (b2, b3));
   piq_kernels_scalar.minmax[ft] (s + i * fsize (ft), n - i, &tail);
-  for (int k = 0; k < 4; k++)
-    for (int j = 0; j < PIQ_W; j++)
-      {
-        tail.non_finite |= bits[k][j] >= 0x7f800000u;
-        tail.min = lo[k][j] < tail.min ? lo[k][j] : tail.min;
-        tail.max = hi[k][j] > tail.max ? hi[k][j] : tail.max;
-      }
+  for (int j = 0; j < PIQ_W; j++)
+    {
+      tail.non_finite |= b0[j] >= 0x7f800000u;
+      tail.min = lo0[j] < tail.min ? lo0[j] : tail.min;
+      tail.max = hi0[j] > tail.max ? hi0[j] : tail.max;
+    }
   if (tail.non_finite)
     tail.min = tail.max = NAN;
   tail.min += 0.0;     /* +0, never −0, as the scalar reference */
