@@ -42,6 +42,11 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 #define VINLINE static inline __attribute__((always_inline))
+/* Source elements to prefetch ahead in the streaming loops: the hardware prefetcher
+ * alone left quantize at ~60% of the bandwidth limit (measured with piquant bench). */
+#ifndef PIQ_PREFETCH
+# define PIQ_PREFETCH 2048
+#endif
 
 typedef float    vf  __attribute__ ((vector_size (PIQ_W * 4)));
 typedef int32_t  vi  __attribute__ ((vector_size (PIQ_W * 4)));
@@ -373,8 +378,10 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
   stream = a->stream && (uintptr_t) dst % 64 == 0;
 #endif
   if (vargs_init (&va, a))     /* always, for the ≤ 16-bit types this is used for */
+#pragma GCC unroll 4
     for (; i + PIQ_W <= n; i += PIQ_W)
       {
+        __builtin_prefetch (s + (i + PIQ_PREFETCH) * fsize (ft));
         vi q = __builtin_convertvector (vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic), vi) + va.zp;
         if (bits == 16)
           {
@@ -493,10 +500,14 @@ vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKern
 
   /* Types wider than 22 bits of range keep the scalar path (exact int128 clamping). */
   if (vargs_init (&va, a))
+#pragma GCC unroll 4
     for (; i + PIQ_W <= n; i += PIQ_W)
-      vstore_op (d + i * fsize (ft),
+      {
+        __builtin_prefetch (s + (i + PIQ_PREFETCH) * fsize (ft));
+        vstore_op (d + i * fsize (ft),
                  vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic) * va.scale,
                  ft, add, stream);
+      }
   stream_fence (stream);
   if (i < n)
     piq_kernels_scalar.requantize[ft][stochastic][add] (s + i * fsize (ft), d + i * fsize (ft),
@@ -542,6 +553,7 @@ vminmax (const void *src, size_t n, PiqMinMax *out, int ft)
   for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W)
     {
       const uint8_t *p = s + i * fsize (ft);
+      __builtin_prefetch (p + PIQ_PREFETCH * fsize (ft));
       MINMAX_STEP (vload_f (p, ft), lo0, hi0, b0);
       MINMAX_STEP (vload_f (p + step, ft), lo1, hi1, b1);
       MINMAX_STEP (vload_f (p + 2 * step, ft), lo2, hi2, b2);
