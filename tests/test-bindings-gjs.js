@@ -192,7 +192,7 @@ function quantizeStochastic(xs, scale, zp, dtype, seed) {
         const v = scaledF32(x, scale);
         const f = Math.floor(v);
         const frac = f32(v - f);
-        const h = mix32((mix32((i ^ k0) >>> 0) ^ 0 /* hi32(i) */ ^ k1) >>> 0);
+        const h = mix32((i ^ k0 ^ mix32((0 /* hi32(i) */ ^ k1) >>> 0)) >>> 0);
         const u = (h >>> 8) * 2 ** -24;
         return clampCode(f + (u < frac ? 1 : 0), zp, qmin, qmax);
     });

@@ -255,7 +255,7 @@ def quantize_stochastic(xs, scale, zp, dtype, seed):
         v = np.float32(scaled_f32(x, scale))
         f = np.float32(math.floor(v))
         frac = float(v - f)  # binary32 subtraction, exact here
-        h = mix32(mix32((i & M32) ^ k0) ^ (i >> 32) ^ k1)
+        h = mix32((i & M32) ^ k0 ^ mix32((i >> 32) ^ k1))
         u = (h >> 8) * 2.0 ** -24
         r = float(f) + (1 if u < frac else 0)
         out.append(clamp_code(r, zp, qmin, qmax))

@@ -171,7 +171,7 @@ int64[] quantize_stochastic (float[] xs, double scale, int64 zp, Piq.Dtype dtype
         float v = scaled_f32 (xs[i], scale);
         float f = Math.floorf (v);
         float frac = v - f;
-        uint32 h = mix32 (mix32 ((uint32) idx ^ k0) ^ (uint32) (idx >> 32) ^ k1);
+        uint32 h = mix32 ((uint32) idx ^ k0 ^ mix32 ((uint32) (idx >> 32) ^ k1));
         float u = (float) (h >> 8) * (float) (1.0 / 16777216.0);
         out_codes[i] = clamp_code (f + (u < frac ? 1 : 0), zp, qmin, qmax);
     }

@@ -332,7 +332,7 @@ o_mix32 (guint32 x)
 static inline guint32
 o_hash (guint32 k0, guint32 k1, guint64 i)
 {
-  return o_mix32 (o_mix32 ((guint32) i ^ k0) ^ (guint32) (i >> 32) ^ k1);
+  return o_mix32 ((guint32) i ^ k0 ^ o_mix32 ((guint32) (i >> 32) ^ k1));
 }
 
 /* ---- quantize / dequantize of one element ---- */

@@ -210,7 +210,8 @@ vstore_f (void *p, vf v, int ft)
 typedef struct {
   vf  inv, scale, lo, hi;
   vi  zp;
-  vu  k0, k1;
+  vu  k0;
+  uint32_t k1;
 } VArgs;
 
 #define ROUND_MAGIC 12582912.0f   /* 1.5 · 2^23 */
@@ -229,7 +230,7 @@ vargs_init (VArgs *va, const PiqKernelArgs *a)
   va->hi = vsplat (ok ? (float) hi : 0.0f);
   va->zp = (vi) { 0 } + (int32_t) a->zero_point;
   va->k0 = (vu) { 0 } + a->key0;
-  va->k1 = (vu) { 0 } + a->key1;
+  va->k1 = a->key1;
   return ok;
 }
 
@@ -260,7 +261,7 @@ vround (vf x, const VArgs *va, uint64_t index, int stochastic)
       /* floor from nearest, then up with probability frac (same u as piq_uniform24) */
       vf fl = r - (vf) ((vi) one & (r > v));
       vf frac = v - fl;
-      vu h = vmix32 (vmix32 (viota ((uint32_t) index) ^ va->k0) ^ ((uint32_t) (index >> 32) ^ va->k1));
+      vu h = vmix32 (viota ((uint32_t) index) ^ (va->k0 ^ piq_mix32 ((uint32_t) (index >> 32) ^ va->k1)));
       vf u = __builtin_convertvector ((vi) (h >> 8), vf) * 0x1p-24f;
       r = fl + (vf) ((vi) one & (u < frac));
     }
