@@ -8,6 +8,7 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <errno.h>
 #include <string.h>
 
 #include "piq-npy.h"

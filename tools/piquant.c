@@ -4,21 +4,29 @@
  * `piquant --help` lists the commands and `piquant <command> --help` lists
  * that command's options.
  *
- * Exit status: 0 on success, 1 when the library reports an error, 2 for a
- * usage error (unknown command or option, bad value).
+ * Exit status: 0 on success, 1 when the library or a file reports an error
+ * (missing, unreadable, malformed, too short), 2 for a usage error (unknown
+ * command or option, bad value, an option that a file turns out to need).
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <piquant/piquant.h>
 
 #include "piq-bench.h"
+#include "piq-npy.h"
 
 enum {
   EXIT_OK      = 0,
@@ -908,6 +916,1390 @@ cmd_bench (const Command *command, int argc, char **argv)
   return status == 0 ? EXIT_OK : status == 2 ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
+/* ---- files: what quantize and dequantize share ---- */
+
+/* The container that `piquant quantize` writes (".piqt"), version 1. All
+ * numbers are little-endian; the tool refuses to run on big-endian hosts
+ * rather than write or read the packed data in the wrong order.
+ *
+ *   offset 0   4 bytes   magic "PIQT"
+ *   offset 4   u32       format version, 1
+ *   offset 8   u32       H, the byte length of the header text that follows,
+ *                        padding included; 12 + H is a multiple of 64
+ *   offset 12  H bytes   UTF-8 text, one KEY=VALUE per line, each line ending
+ *                        in '\n'; padded with spaces and a final '\n'
+ *   12 + H               the packed elements exactly as piquant lays them out
+ *                        (see PiqDtype), data_bytes of them, to the end of
+ *                        the file
+ *
+ * Keys (readers ignore blank lines and keys they do not know; a change of
+ * meaning takes a new version number):
+ *   creator       "piquant 1.0.0"                         informative
+ *   dtype         quantized type: uint8, int4, …          required
+ *   n_elements    element count                           required
+ *   shape         extents, comma-separated ("2,3"; empty for a 0-d array;
+ *                 the element count for raw input)        required
+ *   granularity   "tensor" (one scale and zero point for all elements)
+ *                                                         required
+ *   scale         %.17g, so the binary64 value round-trips required
+ *   zero_point    integer                                 required
+ *   source_dtype  f32, f64, f16 or bf16                   required
+ *   data_bytes    bytes of packed data after the header   required
+ *   round_mode    nearest or stochastic                   informative
+ *   seed          the stochastic-rounding seed used       informative
+ *   scale_rule    min-max, abs-max, mean-std or explicit  informative
+ *   include_zero  true or false (min-max only)            informative
+ *
+ * Room to grow: per-channel or per-block quantization will write
+ * granularity=channel or block with keys such as axis, block_size and the
+ * offset of a table of scales and zero points after the data; version 1
+ * readers refuse any granularity but "tensor", so they never misread it. */
+#define PIQT_MAGIC          "PIQT"
+#define PIQT_VERSION        1
+#define PIQT_PREFIX_LEN     12
+#define PIQT_ALIGN          64
+#define PIQT_MAX_HEADER_LEN (1u << 20)
+
+/* Files are read and written in pieces of this size, to move the progress bar. */
+#define IO_CHUNK (4u << 20)
+
+/* Below this many input bytes the work takes too little time for a bar. */
+#define PROGRESS_MIN_BYTES     (4u << 20)
+#define PROGRESS_INTERVAL_USEC 100000
+#define PROGRESS_BAR_WIDTH     24
+
+#define FILE_MAX_THREADS 1024
+
+/* Errors in what the user typed, found only once a file has been looked at
+ * (raw input without --input-dtype, say): they exit with EXIT_USAGE. */
+static GQuark
+usage_quark (void)
+{
+  return g_quark_from_static_string ("piquant-usage-error");
+}
+
+static int
+exit_for_error (const char *who, const GError *error)
+{
+  if (error->domain == usage_quark ())
+    return usage_error (who, "%s", error->message);
+  return runtime_error (who, error);
+}
+
+static gboolean
+check_little_endian (GError **error)
+{
+  if (G_BYTE_ORDER == G_LITTLE_ENDIAN)
+    return TRUE;
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+               "this host is big-endian; .npy and .piqt files are read and written "
+               "only on little-endian hosts");
+  return FALSE;
+}
+
+/* -- progress -- */
+
+/* One line on stderr, redrawn in place, only when stderr is a terminal:
+ * "piquant quantize: [1/4] reading in.npy  [#####.......]  41%  112/270 MB".
+ * Steps without a byte count (a single library call) show their name alone. */
+typedef struct {
+  gboolean  enabled;
+  const char *who;
+  guint     step;
+  guint     n_steps;
+  char     *label;
+  guint64   done;
+  guint64   total;
+  gint64    last_draw;
+  gsize     last_len;
+} Progress;
+
+static void
+progress_init (Progress *progress, const char *who, gboolean wanted, guint64 input_bytes,
+               guint n_steps)
+{
+  memset (progress, 0, sizeof *progress);
+  progress->who = who;
+  progress->n_steps = n_steps;
+  progress->enabled = wanted && input_bytes >= PROGRESS_MIN_BYTES && isatty (STDERR_FILENO);
+}
+
+static void
+progress_draw (Progress *progress, gboolean force)
+{
+  g_autoptr(GString) line = NULL;
+  gint64 now;
+
+  if (!progress->enabled)
+    return;
+  now = g_get_monotonic_time ();
+  if (!force && now - progress->last_draw < PROGRESS_INTERVAL_USEC)
+    return;
+  progress->last_draw = now;
+
+  line = g_string_new (NULL);
+  g_string_append_printf (line, "%s: [%u/%u] %s", progress->who, progress->step,
+                          progress->n_steps, progress->label);
+  if (progress->total > 0)
+    {
+      guint filled = (guint) (progress->done * PROGRESS_BAR_WIDTH / progress->total);
+
+      g_string_append (line, "  [");
+      for (guint i = 0; i < PROGRESS_BAR_WIDTH; i++)
+        g_string_append_c (line, i < filled ? '#' : '.');
+      g_string_append_printf (line, "] %3u%%  %.0f/%.0f MB",
+                              (guint) (progress->done * 100 / progress->total),
+                              progress->done / 1e6, progress->total / 1e6);
+    }
+  else
+    g_string_append (line, " ...");
+  /* Blank out what is left of a longer previous line. */
+  for (gsize n = g_utf8_strlen (line->str, -1); n < progress->last_len; n++)
+    g_string_append_c (line, ' ');
+  progress->last_len = g_utf8_strlen (line->str, -1);
+  fprintf (stderr, "\r%s", line->str);
+  fflush (stderr);
+}
+
+static void
+progress_begin (Progress *progress, guint64 total, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static void
+progress_begin (Progress *progress, guint64 total, const char *format, ...)
+{
+  va_list args;
+
+  progress->step++;
+  progress->done = 0;
+  progress->total = total;
+  g_free (progress->label);
+  va_start (args, format);
+  progress->label = g_strdup_vprintf (format, args);
+  va_end (args);
+  progress_draw (progress, TRUE);
+}
+
+static void
+progress_advance (Progress *progress, guint64 bytes)
+{
+  progress->done += bytes;
+  progress_draw (progress, progress->done == progress->total);
+}
+
+/* Clears the line, so that what follows (an error, the shell prompt) starts
+ * on a clean one. */
+static void
+progress_finish (Progress *progress)
+{
+  if (progress->enabled && progress->last_len > 0)
+    fprintf (stderr, "\r%*s\r", (int) progress->last_len, "");
+  fflush (stderr);
+  g_clear_pointer (&progress->label, g_free);
+  progress->last_len = 0;
+}
+
+/* -- buffers and files -- */
+
+/* 64-byte aligned like the library's own tensors, rounded up to whole cache
+ * lines; unlike g_aligned_alloc() a failure is an error, not an abort, since
+ * files may be large. */
+static void *
+buffer_alloc (gsize size, const char *what, GError **error)
+{
+  void *p = NULL;
+  gsize rounded = (MAX (size, 1) + 63) & ~(gsize) 63;
+
+  if (size > G_MAXSIZE - 63 || posix_memalign (&p, 64, rounded) != 0)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOMEM,
+                   "cannot allocate %" G_GSIZE_FORMAT " bytes for %s", size, what);
+      return NULL;
+    }
+  /* The packed formats keep the unused bits of a partial last byte zero. */
+  memset ((guint8 *) p + rounded - 64, 0, 64);
+  return p;
+}
+
+static void
+buffer_free (void *p)
+{
+  free (p);
+}
+
+typedef void *PiqBufferPtr;
+G_DEFINE_AUTO_CLEANUP_FREE_FUNC (PiqBufferPtr, buffer_free, NULL)
+
+/* "cannot read in.npy: Permission denied" */
+static void
+set_io_error (GError **error, int saved_errno, const char *verb, const char *name)
+{
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+               "cannot %s %s: %s", verb, name, g_strerror (saved_errno));
+}
+
+/* An input file and what is known of its size. */
+typedef struct {
+  const char *name;
+  FILE       *file;
+  gboolean    regular;
+  guint64     size;             /* of a regular file */
+} Input;
+
+static gboolean
+input_open (Input *input, const char *name, GError **error)
+{
+  GStatBuf st;
+
+  memset (input, 0, sizeof *input);
+  input->name = name;
+  input->file = g_fopen (name, "rb");
+  if (input->file == NULL)
+    {
+      set_io_error (error, errno, "open", name);
+      return FALSE;
+    }
+  if (fstat (fileno (input->file), &st) != 0)
+    {
+      set_io_error (error, errno, "read", name);
+      return FALSE;
+    }
+  if (S_ISDIR (st.st_mode))
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR, "%s is a directory", name);
+      return FALSE;
+    }
+  input->regular = S_ISREG (st.st_mode);
+  input->size = input->regular ? (guint64) st.st_size : 0;
+  return TRUE;
+}
+
+static void
+input_close (Input *input)
+{
+  if (input->file != NULL)
+    fclose (input->file);
+  input->file = NULL;
+}
+
+/* Reads exactly @size bytes in IO_CHUNK pieces, moving @progress. */
+static gboolean
+input_read (Input *input, void *buffer, gsize size, Progress *progress, GError **error)
+{
+  guint8 *p = buffer;
+
+  while (size > 0)
+    {
+      gsize chunk = MIN (size, IO_CHUNK);
+      gsize got = fread (p, 1, chunk, input->file);
+
+      if (got < chunk)
+        {
+          if (ferror (input->file))
+            set_io_error (error, errno, "read", input->name);
+          else
+            g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                         "%s is too short: it ends %" G_GSIZE_FORMAT " bytes before the end "
+                         "of its data", input->name, size - got);
+          return FALSE;
+        }
+      p += chunk;
+      size -= chunk;
+      progress_advance (progress, chunk);
+    }
+  return TRUE;
+}
+
+/* An output file: written under a temporary name beside it and renamed into
+ * place once complete, so that a failure never leaves half a file under the
+ * name asked for. Devices and pipes (/dev/stdout) are written directly. */
+typedef struct {
+  const char *name;
+  char       *tmp_name;
+  FILE       *file;
+} Output;
+
+static gboolean
+output_open (Output *output, const char *name, GError **error)
+{
+  GStatBuf st;
+
+  memset (output, 0, sizeof *output);
+  output->name = name;
+  if (g_stat (name, &st) == 0 && !S_ISREG (st.st_mode))
+    {
+      if (S_ISDIR (st.st_mode))
+        {
+          g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_ISDIR, "%s is a directory", name);
+          return FALSE;
+        }
+      output->file = g_fopen (name, "wb");
+    }
+  else
+    {
+      int fd;
+
+      output->tmp_name = g_strconcat (name, ".XXXXXX", NULL);
+      fd = g_mkstemp_full (output->tmp_name, O_WRONLY, 0666);
+      if (fd >= 0)
+        {
+          output->file = fdopen (fd, "wb");
+          if (output->file == NULL)
+            {
+              int saved_errno = errno;
+
+              close (fd);
+              g_unlink (output->tmp_name);
+              errno = saved_errno;
+            }
+        }
+      if (output->file == NULL)
+        g_clear_pointer (&output->tmp_name, g_free);
+    }
+  if (output->file == NULL)
+    {
+      set_io_error (error, errno, "create", name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+output_write (Output *output, const void *data, gsize size, Progress *progress, GError **error)
+{
+  const guint8 *p = data;
+
+  while (size > 0)
+    {
+      gsize chunk = MIN (size, IO_CHUNK);
+
+      if (fwrite (p, 1, chunk, output->file) != chunk)
+        {
+          set_io_error (error, errno, "write", output->name);
+          return FALSE;
+        }
+      p += chunk;
+      size -= chunk;
+      if (progress != NULL)
+        progress_advance (progress, chunk);
+    }
+  return TRUE;
+}
+
+static gboolean
+output_commit (Output *output, GError **error)
+{
+  FILE *file = g_steal_pointer (&output->file);
+  gboolean ok = fflush (file) == 0 && !ferror (file);
+  int saved_errno = errno;
+
+  if (fclose (file) != 0 && ok)
+    {
+      ok = FALSE;
+      saved_errno = errno;
+    }
+  if (ok && output->tmp_name != NULL && g_rename (output->tmp_name, output->name) != 0)
+    {
+      ok = FALSE;
+      saved_errno = errno;
+    }
+  if (!ok)
+    {
+      if (output->tmp_name != NULL)
+        g_unlink (output->tmp_name);
+      set_io_error (error, saved_errno, "write", output->name);
+    }
+  g_clear_pointer (&output->tmp_name, g_free);
+  return ok;
+}
+
+/* Drops an output that failed: the temporary file goes, the name asked for
+ * is left as it was. */
+static void
+output_abort (Output *output)
+{
+  if (output->file != NULL)
+    fclose (output->file);
+  output->file = NULL;
+  if (output->tmp_name != NULL)
+    g_unlink (output->tmp_name);
+  g_clear_pointer (&output->tmp_name, g_free);
+}
+
+/* -- the container -- */
+
+typedef struct {
+  PiqDtype     dtype;
+  guint64      n_elements;
+  guint        n_dims;
+  guint64      shape[PIQ_NPY_MAX_DIMS];
+  double       scale;
+  gint64       zero_point;
+  PiqRoundMode round_mode;
+  guint64      seed;
+  const char  *scale_rule;      /* a PiqScaleRule nick, or "explicit" */
+  gboolean     include_zero;
+  PiqDtype     source_dtype;
+  gsize        data_bytes;
+  gsize        data_offset;     /* set when read */
+} Container;
+
+static void
+put_u32_le (guint8 *p, guint32 v)
+{
+  for (guint i = 0; i < 4; i++)
+    p[i] = (guint8) (v >> (8 * i));
+}
+
+static guint32
+get_u32_le (const guint8 *p)
+{
+  return p[0] | (guint32) p[1] << 8 | (guint32) p[2] << 16 | (guint32) p[3] << 24;
+}
+
+/* The prefix and header text; the packed data follows at *length. */
+static guint8 *
+container_format_header (const Container *container, gsize *length)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  char scale[G_ASCII_DTOSTR_BUF_SIZE];
+  gsize pad;
+  guint8 *out;
+
+  g_string_append_printf (text, "creator=piquant %s\n", PIQ_VERSION_STRING);
+  g_string_append_printf (text, "dtype=%s\n", piq_dtype_get_name (container->dtype));
+  g_string_append_printf (text, "n_elements=%" G_GUINT64_FORMAT "\n", container->n_elements);
+  g_string_append (text, "shape=");
+  for (guint i = 0; i < container->n_dims; i++)
+    g_string_append_printf (text, "%s%" G_GUINT64_FORMAT, i > 0 ? "," : "", container->shape[i]);
+  g_string_append (text, "\ngranularity=tensor\n");
+  g_string_append_printf (text, "scale=%s\n",
+                          g_ascii_formatd (scale, sizeof scale, "%.17g", container->scale));
+  g_string_append_printf (text, "zero_point=%" G_GINT64_FORMAT "\n", container->zero_point);
+  g_string_append_printf (text, "round_mode=%s\n",
+                          enum_nick (PIQ_TYPE_ROUND_MODE, container->round_mode));
+  g_string_append_printf (text, "seed=%" G_GUINT64_FORMAT "\n", container->seed);
+  g_string_append_printf (text, "scale_rule=%s\n", container->scale_rule);
+  if (strcmp (container->scale_rule, "min-max") == 0)
+    g_string_append_printf (text, "include_zero=%s\n", container->include_zero ? "true" : "false");
+  g_string_append_printf (text, "source_dtype=%s\n", piq_dtype_get_name (container->source_dtype));
+  g_string_append_printf (text, "data_bytes=%" G_GSIZE_FORMAT "\n", container->data_bytes);
+
+  pad = (PIQT_ALIGN - (PIQT_PREFIX_LEN + text->len) % PIQT_ALIGN) % PIQT_ALIGN;
+  if (pad > 0)
+    {
+      for (gsize i = 0; i + 1 < pad; i++)
+        g_string_append_c (text, ' ');
+      g_string_append_c (text, '\n');
+    }
+
+  *length = PIQT_PREFIX_LEN + text->len;
+  out = g_malloc (*length);
+  memcpy (out, PIQT_MAGIC, 4);
+  put_u32_le (out + 4, PIQT_VERSION);
+  put_u32_le (out + 8, (guint32) text->len);
+  memcpy (out + PIQT_PREFIX_LEN, text->str, text->len);
+  return out;
+}
+
+static gboolean
+container_error (GError **error, const char *name, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static gboolean
+container_error (GError **error, const char *name, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s", name, message);
+  return FALSE;
+}
+
+/* The value of a required key, or NULL after setting @error. */
+static const char *
+container_lookup (GHashTable *keys, const char *key, const char *name, GError **error)
+{
+  const char *value = g_hash_table_lookup (keys, key);
+
+  if (value == NULL)
+    container_error (error, name, "the container header has no “%s”", key);
+  return value;
+}
+
+static gboolean
+container_unsigned (GHashTable *keys, const char *key, const char *name, guint64 *out,
+                    GError **error)
+{
+  const char *value = container_lookup (keys, key, name, error);
+
+  if (value == NULL)
+    return FALSE;
+  if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, out, NULL))
+    return container_error (error, name, "%s “%s” is not a whole number", key, value);
+  return TRUE;
+}
+
+static gboolean
+container_parse_text (char *text, const char *name, Container *container, GError **error)
+{
+  g_autoptr(GHashTable) keys = g_hash_table_new (g_str_hash, g_str_equal);
+  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+  const char *value;
+  guint64 n;
+  g_auto(GStrv) extents = NULL;
+  char *end;
+
+  for (char **line = lines; *line != NULL; line++)
+    {
+      char *eq;
+
+      g_strstrip (*line);
+      if (**line == '\0')
+        continue;
+      eq = strchr (*line, '=');
+      if (eq == NULL || eq == *line)
+        return container_error (error, name, "container header line “%s” is not KEY=VALUE", *line);
+      *eq = '\0';
+      if (!g_hash_table_insert (keys, *line, eq + 1))
+        return container_error (error, name, "the container header repeats “%s”", *line);
+    }
+
+  value = container_lookup (keys, "granularity", name, error);
+  if (value == NULL)
+    return FALSE;
+  if (strcmp (value, "tensor") != 0)
+    return container_error (error, name, "granularity “%s” is not supported by this version of "
+                            "piquant (only “tensor”)", value);
+
+  if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
+    return FALSE;
+  if (!piq_dtype_from_name (value, &container->dtype) || !piq_dtype_is_quantized (container->dtype))
+    return container_error (error, name, "dtype “%s” is not a quantized piquant type", value);
+
+  if ((value = container_lookup (keys, "source_dtype", name, error)) == NULL)
+    return FALSE;
+  if (!piq_dtype_from_name (value, &container->source_dtype) ||
+      !piq_dtype_is_float (container->source_dtype))
+    return container_error (error, name, "source_dtype “%s” is not f32, f64, f16 or bf16", value);
+
+  if ((value = container_lookup (keys, "scale", name, error)) == NULL)
+    return FALSE;
+  container->scale = g_ascii_strtod (value, &end);
+  if (*value == '\0' || *end != '\0')
+    return container_error (error, name, "scale “%s” is not a number", value);
+
+  if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
+    return FALSE;
+  if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point, NULL))
+    return container_error (error, name, "zero_point “%s” is not a whole number", value);
+
+  if (!container_unsigned (keys, "n_elements", name, &container->n_elements, error) ||
+      !container_unsigned (keys, "data_bytes", name, &n, error))
+    return FALSE;
+  container->data_bytes = n;
+
+  if ((value = container_lookup (keys, "shape", name, error)) == NULL)
+    return FALSE;
+  container->n_dims = 0;
+  n = 1;
+  if (*value != '\0')
+    {
+      extents = g_strsplit (value, ",", -1);
+      for (char **e = extents; *e != NULL; e++)
+        {
+          guint64 extent;
+
+          if (container->n_dims == PIQ_NPY_MAX_DIMS ||
+              !g_ascii_string_to_unsigned (g_strstrip (*e), 10, 0, G_MAXUINT64, &extent, NULL) ||
+              !g_uint64_checked_mul (&n, n, extent))
+            return container_error (error, name, "shape “%s” is not a list of at most %d extents",
+                                    value, PIQ_NPY_MAX_DIMS);
+          container->shape[container->n_dims++] = extent;
+        }
+    }
+  if (n != container->n_elements)
+    return container_error (error, name, "shape “%s” holds %" G_GUINT64_FORMAT " elements, "
+                            "n_elements says %" G_GUINT64_FORMAT, value, n, container->n_elements);
+  return TRUE;
+}
+
+/* Reads the prefix and header of a container from the start of @input,
+ * leaving the file position at the data, and checks the sizes. */
+static gboolean
+container_read_header (Input *input, Container *container, GError **error)
+{
+  guint8 prefix[PIQT_PREFIX_LEN];
+  guint32 version, text_len;
+  g_autofree char *text = NULL;
+  gsize expected;
+  g_autoptr(GError) local_error = NULL;
+
+  memset (container, 0, sizeof *container);
+  if (fread (prefix, 1, sizeof prefix, input->file) != sizeof prefix)
+    {
+      if (ferror (input->file))
+        {
+          set_io_error (error, errno, "read", input->name);
+          return FALSE;
+        }
+      return container_error (error, input->name, "too short for a piquant container");
+    }
+  if (memcmp (prefix, PIQT_MAGIC, 4) != 0)
+    return container_error (error, input->name, "not a piquant container (it does not start "
+                            "with “PIQT”; `piquant quantize` writes them)");
+  version = get_u32_le (prefix + 4);
+  if (version != PIQT_VERSION)
+    return container_error (error, input->name, "container format version %u is not supported "
+                            "(this piquant reads version %u)", version, PIQT_VERSION);
+  text_len = get_u32_le (prefix + 8);
+  if (text_len > PIQT_MAX_HEADER_LEN || (PIQT_PREFIX_LEN + text_len) % PIQT_ALIGN != 0)
+    return container_error (error, input->name, "header length %u is invalid (at most %u, and "
+                            "12 + length must be a multiple of %u)", text_len,
+                            PIQT_MAX_HEADER_LEN, PIQT_ALIGN);
+
+  text = g_malloc (text_len + 1);
+  if (fread (text, 1, text_len, input->file) != text_len)
+    {
+      if (ferror (input->file))
+        {
+          set_io_error (error, errno, "read", input->name);
+          return FALSE;
+        }
+      return container_error (error, input->name, "the file ends inside the container header");
+    }
+  text[text_len] = '\0';
+  if (strlen (text) != text_len || !g_utf8_validate (text, text_len, NULL))
+    return container_error (error, input->name, "the container header is not UTF-8 text");
+  if (!container_parse_text (text, input->name, container, error))
+    return FALSE;
+
+  container->data_offset = PIQT_PREFIX_LEN + text_len;
+  if (!piq_dtype_get_size_for_n (container->dtype, container->n_elements, &expected, &local_error))
+    return container_error (error, input->name, "%s", local_error->message);
+  if (container->data_bytes != expected)
+    return container_error (error, input->name, "data_bytes is %" G_GSIZE_FORMAT ", but %"
+                            G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
+                            container->data_bytes, container->n_elements,
+                            piq_dtype_get_name (container->dtype), expected);
+  if (input->regular && input->size != container->data_offset + container->data_bytes)
+    return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; its "
+                            "header announces %" G_GSIZE_FORMAT " (%" G_GSIZE_FORMAT
+                            " of header, %" G_GSIZE_FORMAT " of data)",
+                            input->size, container->data_offset + container->data_bytes,
+                            container->data_offset, container->data_bytes);
+  return TRUE;
+}
+
+/* -- option values shared by both commands -- */
+
+typedef enum {
+  FILE_FORMAT_AUTO,
+  FILE_FORMAT_NPY,
+  FILE_FORMAT_RAW,
+} FileFormat;
+
+/* A nick of enum @type for which @accept (when given) holds; the message
+ * lists the accepted nicks. */
+static gboolean
+parse_enum_option (GType        type,
+                   gboolean   (*accept) (int value),
+                   const char  *option_name,
+                   const char  *value,
+                   int         *out,
+                   GError     **error)
+{
+  g_autoptr(GEnumClass) klass = g_type_class_ref (type);
+  GEnumValue *found = g_enum_get_value_by_nick (klass, value);
+  g_autoptr(GString) names = NULL;
+
+  if (found != NULL && (accept == NULL || accept (found->value)))
+    {
+      *out = found->value;
+      return TRUE;
+    }
+  names = g_string_new (NULL);
+  for (guint i = 0; i < klass->n_values; i++)
+    if (accept == NULL || accept (klass->values[i].value))
+      g_string_append_printf (names, "%s%s", names->len > 0 ? ", " : "",
+                              klass->values[i].value_nick);
+  g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+               "%s must be one of %s, not “%s”", option_name, names->str, value);
+  return FALSE;
+}
+
+static gboolean
+accept_quantized (int value)
+{
+  return piq_dtype_is_quantized (value);
+}
+
+static gboolean
+accept_float (int value)
+{
+  return piq_dtype_is_float (value);
+}
+
+static gboolean
+parse_format_value (const char *option_name, const char *value, FileFormat *format, GError **error)
+{
+  if (strcmp (value, "npy") == 0)
+    *format = FILE_FORMAT_NPY;
+  else if (strcmp (value, "raw") == 0)
+    *format = FILE_FORMAT_RAW;
+  else
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s must be npy or raw, not “%s”", option_name, value);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+parse_file_threads (const char *option_name, const char *value, guint *n_threads, GError **error)
+{
+  guint64 n;
+
+  if (!parse_unsigned_option (option_name, value, 0, FILE_MAX_THREADS, &n, error))
+    return FALSE;
+  *n_threads = (guint) n;
+  return TRUE;
+}
+
+static gboolean
+has_npy_suffix (const char *name)
+{
+  gsize len = strlen (name);
+
+  return len >= 4 && g_ascii_strcasecmp (name + len - 4, ".npy") == 0;
+}
+
+/* Both commands take exactly INPUT and OUTPUT. */
+static gboolean
+check_two_files (int argc, char **argv)
+{
+  if (argc == 3)
+    return TRUE;
+  usage_error (g_get_prgname (), argc < 2 ? "INPUT and OUTPUT are missing" : "OUTPUT is missing");
+  return FALSE;
+}
+
+/* ---- piquant quantize ---- */
+
+typedef struct {
+  PiqDtype     dtype;
+  gboolean     have_input_dtype;
+  PiqDtype     input_dtype;
+  FileFormat   input_format;
+  PiqRoundMode round_mode;
+  guint64      seed;
+  gboolean     have_scale_rule;
+  PiqScaleRule scale_rule;
+  gboolean     no_include_zero;
+  gboolean     have_scale;
+  double       scale;
+  gboolean     have_zero_point;
+  gint64       zero_point;
+  guint        n_threads;
+  gboolean     no_progress;
+} QuantizeOptions;
+
+static gboolean
+parse_q_dtype (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  int v;
+
+  if (!parse_enum_option (PIQ_TYPE_DTYPE, accept_quantized, option_name, value, &v, error))
+    return FALSE;
+  options->dtype = v;
+  return TRUE;
+}
+
+static gboolean
+parse_q_input_dtype (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  int v;
+
+  if (!parse_enum_option (PIQ_TYPE_DTYPE, accept_float, option_name, value, &v, error))
+    return FALSE;
+  options->input_dtype = v;
+  options->have_input_dtype = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_q_input_format (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  return parse_format_value (option_name, value, &((QuantizeOptions *) data)->input_format, error);
+}
+
+static gboolean
+parse_q_rounding (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  int v;
+
+  if (!parse_enum_option (PIQ_TYPE_ROUND_MODE, NULL, option_name, value, &v, error))
+    return FALSE;
+  options->round_mode = v;
+  return TRUE;
+}
+
+static gboolean
+parse_q_seed (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  return parse_unsigned_option (option_name, value, 0, G_MAXUINT64,
+                                &((QuantizeOptions *) data)->seed, error);
+}
+
+static gboolean
+parse_q_scale_rule (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  int v;
+
+  if (!parse_enum_option (PIQ_TYPE_SCALE_RULE, NULL, option_name, value, &v, error))
+    return FALSE;
+  options->scale_rule = v;
+  options->have_scale_rule = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_q_scale (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  char *end;
+  double scale = g_ascii_strtod (value, &end);
+
+  if (*value == '\0' || *end != '\0' || !isfinite (scale) || scale <= 0.0)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s needs a finite number greater than 0, not “%s”", option_name, value);
+      return FALSE;
+    }
+  options->scale = scale;
+  options->have_scale = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_q_zero_point (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+
+  if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &options->zero_point, NULL))
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s needs a whole number, not “%s”", option_name, value);
+      return FALSE;
+    }
+  options->have_zero_point = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_q_granularity (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  if (strcmp (value, "tensor") == 0)
+    return TRUE;
+  if (strcmp (value, "channel") == 0 || strcmp (value, "block") == 0)
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                 "per-%s quantization is not available in this version of piquant; "
+                 "%s accepts only “tensor”", value, option_name);
+  else
+    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                 "%s must be tensor, channel or block, not “%s”", option_name, value);
+  return FALSE;
+}
+
+static gboolean
+parse_q_block_size (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  guint64 unused;
+
+  if (!parse_unsigned_option (option_name, value, 1, G_MAXUINT64, &unused, error))
+    return FALSE;
+  g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+               "%s: per-block quantization is not available in this version of piquant "
+               "(parameters are per tensor)", option_name);
+  return FALSE;
+}
+
+static gboolean
+parse_q_threads (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  return parse_file_threads (option_name, value, &((QuantizeOptions *) data)->n_threads, error);
+}
+
+static const GOptionEntry quantize_entries[] = {
+  { "dtype", 'd', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_dtype,
+    "Quantized type: uint2, int2, uint4, int4, uint8, int8, uint16, int16, uint32, int32, "
+    "uint64 or int64 (default uint8)", "TYPE" },
+  { "input-dtype", 'i', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_input_dtype,
+    "Element type of the input: f32, f64, f16 or bf16; needed for raw input and for "
+    "bf16 stored in a .npy as uint16 ('<u2')", "TYPE" },
+  { "input-format", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_input_format,
+    "npy or raw (default: npy when INPUT ends in .npy or starts with the .npy magic)", "FORMAT" },
+  { "rounding", 'r', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_rounding,
+    "Rounding mode: nearest (ties to even) or stochastic (default nearest)", "MODE" },
+  { "seed", 's', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_seed,
+    "Seed of stochastic rounding (default 0: a fresh one, recorded in OUTPUT)", "S" },
+  { "scale-rule", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale_rule,
+    "How the scale and zero point follow from the data: min-max, abs-max or mean-std "
+    "(default min-max)", "RULE" },
+  { "no-include-zero", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "With min-max, do not widen the range to include 0", NULL },
+  { "scale", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale,
+    "Use this scale instead of computing one from the data", "S" },
+  { "zero-point", 'z', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_zero_point,
+    "Zero point to go with --scale (default 0)", "Z" },
+  { "granularity", 'g', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_granularity,
+    "What one scale covers: tensor (the default and, in this version, the only one)", "G" },
+  { "block-size", 'b', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_block_size,
+    "Elements per scale for per-block quantization (not available in this version)", "N" },
+  { "threads", 't', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_threads,
+    "Number of threads (default 0 = one per processor)", "T" },
+  { "no-progress", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "Show no progress bar, even on a terminal", NULL },
+  G_OPTION_ENTRY_NULL
+};
+
+/* The input's element type, shape and data offset: from the .npy header, or
+ * from --input-dtype and the file size for raw input. */
+typedef struct {
+  PiqDtype dtype;
+  guint64  n_elements;
+  guint    n_dims;
+  guint64  shape[PIQ_NPY_MAX_DIMS];
+  gsize    data_bytes;
+} InputArray;
+
+static gboolean
+looks_like_npy (Input *input)
+{
+  guint8 magic[PIQ_NPY_MAGIC_LEN];
+  gboolean is_npy;
+
+  if (!input->regular)
+    return FALSE;
+  is_npy = fread (magic, 1, sizeof magic, input->file) == sizeof magic &&
+           piq_npy_has_magic (magic, sizeof magic);
+  rewind (input->file);
+  return is_npy;
+}
+
+static gboolean
+open_npy_input (Input *input, const QuantizeOptions *options, InputArray *array, GError **error)
+{
+  PiqNpyHeader header;
+  g_autoptr(GError) local_error = NULL;
+
+  if (!piq_npy_read_header (input->file, input->name, &header, error))
+    return FALSE;
+
+  if (header.dtype == PIQ_DTYPE_UINT16)
+    {
+      /* numpy has no bfloat16: its bits travel as uint16. */
+      if (!options->have_input_dtype || options->input_dtype != PIQ_DTYPE_BF16)
+        {
+          g_set_error (error, usage_quark (), 0,
+                       "%s holds uint16 data ('%s'); if it is bfloat16, say so with "
+                       "--input-dtype bf16", input->name, header.descr);
+          return FALSE;
+        }
+      array->dtype = PIQ_DTYPE_BF16;
+    }
+  else if (options->have_input_dtype && options->input_dtype != header.dtype)
+    {
+      g_set_error (error, usage_quark (), 0,
+                   "--input-dtype %s does not match %s, which holds %s ('%s')",
+                   piq_dtype_get_name (options->input_dtype), input->name,
+                   piq_dtype_get_name (header.dtype), header.descr);
+      return FALSE;
+    }
+  else
+    array->dtype = header.dtype;
+
+  array->n_elements = header.n_elements;
+  array->n_dims = header.n_dims;
+  memcpy (array->shape, header.shape, sizeof array->shape);
+  if (!piq_dtype_get_size_for_n (array->dtype, array->n_elements, &array->data_bytes, &local_error))
+    return container_error (error, input->name, "%s", local_error->message);
+  /* Bytes after the array are allowed: numpy.save() can append arrays to
+   * one file, and numpy.load() reads the first. */
+  if (input->regular && input->size - header.data_offset < array->data_bytes)
+    return container_error (error, input->name, "the file is too short: its header announces %"
+                            G_GSIZE_FORMAT " bytes of data, %" G_GUINT64_FORMAT " follow the header",
+                            array->data_bytes, input->size - header.data_offset);
+  return TRUE;
+}
+
+static gboolean
+open_raw_input (Input *input, const QuantizeOptions *options, InputArray *array, GError **error)
+{
+  guint element_size;
+
+  if (!options->have_input_dtype)
+    {
+      g_set_error (error, usage_quark (), 0,
+                   "%s is read as raw data, which needs --input-dtype (f32, f64, f16 or bf16)",
+                   input->name);
+      return FALSE;
+    }
+  if (!input->regular)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+                   "%s is not a regular file: raw input must be one, as its size gives the "
+                   "element count", input->name);
+      return FALSE;
+    }
+  array->dtype = options->input_dtype;
+  element_size = piq_dtype_get_bits (array->dtype) / 8;
+  if (input->size % element_size != 0)
+    return container_error (error, input->name, "%" G_GUINT64_FORMAT " bytes is not a whole number "
+                            "of %u-byte %s elements", input->size, element_size,
+                            piq_dtype_get_name (array->dtype));
+  array->n_elements = input->size / element_size;
+  array->n_dims = 1;
+  array->shape[0] = array->n_elements;
+  array->data_bytes = (gsize) input->size;
+  return TRUE;
+}
+
+static gboolean
+run_quantize (const QuantizeOptions *options,
+              const char            *input_name,
+              const char            *output_name,
+              Progress              *progress,
+              GError               **error)
+{
+  g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
+  g_autoptr(PiqParams) params = piq_params_new (options->dtype);
+  g_autoptr(PiqTensor) src = NULL;
+  g_autoptr(PiqTensor) dst = NULL;
+  g_auto(PiqBufferPtr) src_data = NULL;
+  g_auto(PiqBufferPtr) dst_data = NULL;
+  g_autofree guint8 *header = NULL;
+  PiqParams *used;
+  FileFormat format = options->input_format;
+  Input input = { 0 };
+  Output output;
+  InputArray array = { 0 };
+  Container container = { 0 };
+  gsize dst_bytes, header_len;
+  gboolean ok;
+
+  if (!check_little_endian (error) || !input_open (&input, input_name, error))
+    {
+      input_close (&input);
+      return FALSE;
+    }
+  if (format == FILE_FORMAT_AUTO)
+    format = has_npy_suffix (input_name) || looks_like_npy (&input) ? FILE_FORMAT_NPY
+                                                                     : FILE_FORMAT_RAW;
+  ok = format == FILE_FORMAT_NPY ? open_npy_input (&input, options, &array, error)
+                                 : open_raw_input (&input, options, &array, error);
+  if (ok)
+    ok = piq_dtype_get_size_for_n (options->dtype, array.n_elements, &dst_bytes, error);
+  if (ok)
+    {
+      progress_init (progress, g_get_prgname (), !options->no_progress, array.data_bytes,
+                     options->have_scale ? 3 : 4);
+      src_data = buffer_alloc (array.data_bytes, input_name, error);
+      ok = src_data != NULL;
+    }
+  if (ok)
+    {
+      progress_begin (progress, array.data_bytes, "reading %s", input_name);
+      ok = input_read (&input, src_data, array.data_bytes, progress, error);
+    }
+  input_close (&input);
+  if (!ok)
+    return FALSE;
+
+  src = piq_tensor_new_for_address (array.dtype, array.n_elements, (guintptr) src_data,
+                                    array.data_bytes, FALSE, error);
+  if (src == NULL)
+    return FALSE;
+
+  piq_quantizer_set_n_threads (quantizer, options->n_threads);
+  piq_params_set_round_mode (params, options->round_mode);
+  piq_params_set_seed (params, options->seed);
+  if (options->have_scale)
+    {
+      piq_params_set_scale (params, options->scale);
+      piq_params_set_zero_point (params, options->zero_point);
+    }
+  else
+    {
+      piq_params_set_scale_rule (params, options->scale_rule);
+      piq_params_set_include_zero (params, !options->no_include_zero);
+      progress_begin (progress, 0, "computing the scale and zero point");
+      if (!piq_quantizer_compute_params (quantizer, params, src, error))
+        {
+          g_prefix_error (error, "%s: ", input_name);
+          return FALSE;
+        }
+    }
+
+  dst_data = buffer_alloc (dst_bytes, "the quantized data", error);
+  if (dst_data == NULL)
+    return FALSE;
+  dst = piq_tensor_new_for_address (options->dtype, array.n_elements, (guintptr) dst_data,
+                                    dst_bytes, TRUE, error);
+  if (dst == NULL)
+    return FALSE;
+  progress_begin (progress, 0, "quantizing to %s", piq_dtype_get_name (options->dtype));
+  if (!piq_quantizer_quantize (quantizer, params, src, dst, error))
+    {
+      g_prefix_error (error, "%s: ", input_name);
+      return FALSE;
+    }
+  g_clear_object (&src);
+  g_clear_pointer (&src_data, buffer_free);
+
+  /* What quantize used, with the seed it drew when none was given. */
+  used = piq_tensor_get_params (dst);
+  container.dtype = options->dtype;
+  container.n_elements = array.n_elements;
+  container.n_dims = array.n_dims;
+  memcpy (container.shape, array.shape, sizeof container.shape);
+  container.scale = piq_params_get_scale (used);
+  container.zero_point = piq_params_get_zero_point (used);
+  container.round_mode = piq_params_get_round_mode (used);
+  container.seed = piq_params_get_seed (used);
+  container.scale_rule = options->have_scale ? "explicit"
+                         : enum_nick (PIQ_TYPE_SCALE_RULE, options->scale_rule);
+  container.include_zero = !options->no_include_zero;
+  container.source_dtype = array.dtype;
+  container.data_bytes = dst_bytes;
+  header = container_format_header (&container, &header_len);
+
+  if (!output_open (&output, output_name, error))
+    return FALSE;
+  progress_begin (progress, dst_bytes, "writing %s", output_name);
+  if (!output_write (&output, header, header_len, NULL, error) ||
+      !output_write (&output, dst_data, dst_bytes, progress, error))
+    {
+      output_abort (&output);
+      return FALSE;
+    }
+  return output_commit (&output, error);
+}
+
+static int
+cmd_quantize (const Command *command, int argc, char **argv)
+{
+  QuantizeOptions options = {
+    .dtype = PIQ_DTYPE_UINT8,
+    .input_format = FILE_FORMAT_AUTO,
+    .round_mode = PIQ_ROUND_NEAREST,
+    .scale_rule = PIQ_SCALE_RULE_MIN_MAX,
+  };
+  GOptionGroup *group = g_option_group_new (command->name, command->summary, NULL, &options, NULL);
+  GOptionEntry entries[G_N_ELEMENTS (quantize_entries)];
+  g_autoptr(GError) error = NULL;
+  Progress progress = { 0 };
+  const char *who;
+  gboolean ok;
+
+  /* The flags point into this call's options. */
+  memcpy (entries, quantize_entries, sizeof entries);
+  for (gsize i = 0; entries[i].long_name != NULL; i++)
+    if (strcmp (entries[i].long_name, "no-include-zero") == 0)
+      entries[i].arg_data = &options.no_include_zero;
+    else if (strcmp (entries[i].long_name, "no-progress") == 0)
+      entries[i].arg_data = &options.no_progress;
+  g_option_group_add_entries (group, entries);
+  if (!parse_command_options (command, group, &argc, &argv))
+    return EXIT_USAGE;
+  who = g_get_prgname ();
+  if (!check_two_files (argc, argv))
+    return EXIT_USAGE;
+
+  if (options.have_zero_point && !options.have_scale)
+    return usage_error (who, "--zero-point needs --scale");
+  if (options.have_scale && (options.have_scale_rule || options.no_include_zero))
+    return usage_error (who, "--scale gives the parameters: --%s does not apply",
+                        options.have_scale_rule ? "scale-rule" : "no-include-zero");
+  if (options.no_include_zero && options.have_scale_rule &&
+      options.scale_rule != PIQ_SCALE_RULE_MIN_MAX)
+    return usage_error (who, "--no-include-zero applies to --scale-rule min-max only");
+  if (options.have_scale)
+    {
+      g_autoptr(PiqParams) check = piq_params_new_affine (options.dtype, options.scale,
+                                                          options.zero_point);
+
+      if (!piq_params_validate (check, &error))
+        return usage_error (who, "%s", error->message);
+    }
+
+  ok = run_quantize (&options, argv[1], argv[2], &progress, &error);
+  progress_finish (&progress);
+  return ok ? EXIT_OK : exit_for_error (who, error);
+}
+
+/* ---- piquant dequantize ---- */
+
+typedef struct {
+  gboolean   have_output_dtype;
+  PiqDtype   output_dtype;
+  FileFormat format;
+  guint      n_threads;
+  gboolean   no_progress;
+} DequantizeOptions;
+
+static gboolean
+parse_d_output_dtype (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  DequantizeOptions *options = data;
+  int v;
+
+  if (!parse_enum_option (PIQ_TYPE_DTYPE, accept_float, option_name, value, &v, error))
+    return FALSE;
+  options->output_dtype = v;
+  options->have_output_dtype = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_d_format (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  return parse_format_value (option_name, value, &((DequantizeOptions *) data)->format, error);
+}
+
+static gboolean
+parse_d_threads (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  return parse_file_threads (option_name, value, &((DequantizeOptions *) data)->n_threads, error);
+}
+
+static const GOptionEntry dequantize_entries[] = {
+  { "output-dtype", 'o', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_d_output_dtype,
+    "Element type of OUTPUT: f32, f64, f16 or bf16 (default: the type INPUT was quantized from; "
+    "a .npy stores bf16 as uint16)", "TYPE" },
+  { "format", 'f', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_d_format,
+    "npy or raw (default: npy when OUTPUT ends in .npy, raw otherwise)", "FORMAT" },
+  { "threads", 't', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_d_threads,
+    "Number of threads (default 0 = one per processor)", "T" },
+  { "no-progress", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "Show no progress bar, even on a terminal", NULL },
+  G_OPTION_ENTRY_NULL
+};
+
+static gboolean
+run_dequantize (const DequantizeOptions *options,
+                const char              *input_name,
+                const char              *output_name,
+                Progress                *progress,
+                GError                 **error)
+{
+  g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
+  g_autoptr(PiqParams) params = NULL;
+  g_auto(PiqBufferPtr) src_data = NULL;
+  g_auto(PiqBufferPtr) dst_data = NULL;
+  g_autofree guint8 *npy_header = NULL;
+  g_autoptr(GError) local_error = NULL;
+  Container container = { 0 };
+  Input input = { 0 };
+  Output output;
+  PiqDtype dtype;
+  FileFormat format = options->format;
+  gsize dst_bytes, npy_header_len = 0;
+  gboolean ok;
+
+  if (!check_little_endian (error) || !input_open (&input, input_name, error))
+    {
+      input_close (&input);
+      return FALSE;
+    }
+  ok = container_read_header (&input, &container, error);
+  dtype = options->have_output_dtype ? options->output_dtype : container.source_dtype;
+  if (ok)
+    {
+      params = piq_params_new_affine (container.dtype, container.scale, container.zero_point);
+      if (!piq_params_validate (params, &local_error))
+        ok = container_error (error, input_name, "%s", local_error->message);
+    }
+  if (ok)
+    ok = piq_dtype_get_size_for_n (dtype, container.n_elements, &dst_bytes, error);
+  if (ok)
+    {
+      progress_init (progress, g_get_prgname (), !options->no_progress, container.data_bytes, 3);
+      src_data = buffer_alloc (container.data_bytes, input_name, error);
+      ok = src_data != NULL;
+    }
+  if (ok)
+    {
+      progress_begin (progress, container.data_bytes, "reading %s", input_name);
+      ok = input_read (&input, src_data, container.data_bytes, progress, error);
+    }
+  input_close (&input);
+  if (!ok)
+    return FALSE;
+
+  dst_data = buffer_alloc (dst_bytes, "the dequantized data", error);
+  if (dst_data == NULL)
+    return FALSE;
+  piq_quantizer_set_n_threads (quantizer, options->n_threads);
+  progress_begin (progress, 0, "dequantizing to %s", piq_dtype_get_name (dtype));
+  if (!piq_quantizer_dequantize_raw (quantizer, params, src_data, container.data_bytes,
+                                     container.n_elements, dtype, dst_data, dst_bytes,
+                                     PIQ_REDUCE_SET, error))
+    {
+      g_prefix_error (error, "%s: ", input_name);
+      return FALSE;
+    }
+  g_clear_pointer (&src_data, buffer_free);
+
+  if (format == FILE_FORMAT_AUTO)
+    format = has_npy_suffix (output_name) ? FILE_FORMAT_NPY : FILE_FORMAT_RAW;
+  if (format == FILE_FORMAT_NPY)
+    npy_header = piq_npy_format_header (piq_npy_descr_for_dtype (dtype), container.shape,
+                                        container.n_dims, &npy_header_len);
+
+  if (!output_open (&output, output_name, error))
+    return FALSE;
+  progress_begin (progress, dst_bytes, "writing %s", output_name);
+  if ((npy_header != NULL && !output_write (&output, npy_header, npy_header_len, NULL, error)) ||
+      !output_write (&output, dst_data, dst_bytes, progress, error))
+    {
+      output_abort (&output);
+      return FALSE;
+    }
+  return output_commit (&output, error);
+}
+
+static int
+cmd_dequantize (const Command *command, int argc, char **argv)
+{
+  DequantizeOptions options = { .format = FILE_FORMAT_AUTO };
+  GOptionGroup *group = g_option_group_new (command->name, command->summary, NULL, &options, NULL);
+  GOptionEntry entries[G_N_ELEMENTS (dequantize_entries)];
+  g_autoptr(GError) error = NULL;
+  Progress progress = { 0 };
+  gboolean ok;
+
+  memcpy (entries, dequantize_entries, sizeof entries);
+  for (gsize i = 0; entries[i].long_name != NULL; i++)
+    if (strcmp (entries[i].long_name, "no-progress") == 0)
+      entries[i].arg_data = &options.no_progress;
+  g_option_group_add_entries (group, entries);
+  if (!parse_command_options (command, group, &argc, &argv))
+    return EXIT_USAGE;
+  if (!check_two_files (argc, argv))
+    return EXIT_USAGE;
+
+  ok = run_dequantize (&options, argv[1], argv[2], &progress, &error);
+  progress_finish (&progress);
+  return ok ? EXIT_OK : exit_for_error (g_get_prgname (), error);
+}
+
 /* ---- the command table and main ---- */
 
 static int cmd_help (const Command *command, int argc, char **argv);
@@ -919,6 +2311,10 @@ static const Command commands[] = {
     "Quantize normally distributed data to every integer type; report speed and error", cmd_demo },
   { "bench", NULL, 0,
     "Time the hot kernels against this machine's memory limit for their byte mix", cmd_bench },
+  { "quantize", "INPUT OUTPUT", 2,
+    "Quantize a .npy or raw float file into a piquant container (.piqt)", cmd_quantize },
+  { "dequantize", "INPUT OUTPUT", 2,
+    "Dequantize a piquant container (.piqt) into a .npy or raw float file", cmd_dequantize },
   { "help", "[COMMAND]", 1,
     "Show the help of the tool or of a command", cmd_help },
 };
@@ -942,12 +2338,17 @@ new_main_context (gboolean *show_version)
   };
   GOptionContext *context = g_option_context_new ("COMMAND [OPTION…]");
   g_autoptr(GString) description = g_string_new ("Commands:\n");
+  int width = 0;
 
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
-    g_string_append_printf (description, "  %-6s %s\n", commands[i].name, commands[i].summary);
+    width = MAX (width, (int) strlen (commands[i].name));
+  for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
+    g_string_append_printf (description, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
   g_string_append (description, "\nRun “piquant COMMAND --help” for the options of a command.\n");
 
-  g_option_context_set_summary (context, "CPU quantization kernels: information and demonstrations.");
+  g_option_context_set_summary (context,
+                                "CPU quantization kernels: information, demonstrations and "
+                                "file conversion.");
   g_option_context_set_description (context, description->str);
   g_option_context_add_main_entries (context, entries, NULL);
   /* Stop at the command: its options belong to its own context. */
