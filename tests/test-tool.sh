@@ -191,7 +191,7 @@ check_exit "usage/quantize/block-size" 2 'per-block quantization is not availabl
   "$tool" quantize -i f32 --block-size 64 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/dtype-float" 2 'dtype must be one of uint2' \
   "$tool" quantize -i f32 --dtype f32 "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/input-dtype-integer" 2 'must be one of f32, f64, bf16, f16, not “uint8”' \
+check_exit "usage/quantize/input-dtype-integer" 2 "must be one of f32, f64, bf16, f16, not 'uint8'" \
   "$tool" quantize -i uint8 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/rounding" 2 'rounding must be one of nearest, stochastic' \
   "$tool" quantize -i f32 --rounding up "$tmp/zeros.f32" "$tmp/a.piqt"
@@ -264,7 +264,7 @@ check_exit "file/dequantize/trailing-bytes" 1 'the file has' "$tool" dequantize 
 check_exit "file/dequantize/version-2" 1 'version 2 is not supported' \
   "$tool" dequantize "$tmp/v2.piqt" "$tmp/x.npy"
 LC_ALL=C sed 's/^granularity=tensor$/granularity=block /' "$tmp/zeros.piqt" > "$tmp/block.piqt"
-check_exit "file/dequantize/granularity-block" 1 'granularity “block” is not supported' \
+check_exit "file/dequantize/granularity-block" 1 "granularity 'block' is not supported" \
   "$tool" dequantize "$tmp/block.piqt" "$tmp/x.npy"
 LC_ALL=C sed 's/^n_elements=1024$/n_elements=1025/' "$tmp/zeros.piqt" > "$tmp/count.piqt"
 check_exit "file/dequantize/shape-count" 1 'holds 1024 elements, n_elements says 1025' \

@@ -59,7 +59,7 @@ usage_error (const char *who, const char *format, ...)
   message = g_strdup_vprintf (format, args);
   va_end (args);
 
-  g_printerr ("%s: %s (see “%s --help”)\n", who, message, who);
+  g_printerr ("%s: %s (see '%s --help')\n", who, message, who);
   return EXIT_USAGE;
 }
 
@@ -107,7 +107,7 @@ parse_command_options (const Command  *command,
     }
   if ((guint) *argc > 1 + command->max_arguments)
     {
-      usage_error (who, "unexpected argument “%s”", (*argv)[1 + command->max_arguments]);
+      usage_error (who, "unexpected argument '%s'", (*argv)[1 + command->max_arguments]);
       return FALSE;
     }
   return TRUE;
@@ -128,7 +128,7 @@ parse_unsigned_option (const char  *option_name,
   if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, &number, NULL))
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                  "%s needs a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                 ", not “%s”", option_name, min, max, value);
+                 ", not '%s'", option_name, min, max, value);
   else if (number < min || number > max)
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                  "%s must be from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT ", not %s",
@@ -337,7 +337,7 @@ parse_rounding (const char *option_name, const char *value, gpointer data, GErro
   for (guint i = 0; i < klass->n_values; i++)
     g_string_append_printf (names, "%s, ", klass->values[i].value_nick);
   g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-               "%s must be %sor both, not “%s”", option_name, names->str, value);
+               "%s must be %sor both, not '%s'", option_name, names->str, value);
   return FALSE;
 }
 
@@ -757,7 +757,7 @@ parse_bench_elements (const char *option_name, const char *value, gpointer data,
                             cmd->bench.elements, &cmd->bench.n_elements) == 0)
     return TRUE;
   g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-               "%s needs whole numbers from 1 to 2^40, comma-separated (%d at most), not “%s”",
+               "%s needs whole numbers from 1 to 2^40, comma-separated (%d at most), not '%s'",
                option_name, PIQ_BENCH_MAX_LIST, value);
   return FALSE;
 }
@@ -773,7 +773,7 @@ parse_bench_threads (const char *option_name, const char *value, gpointer data, 
       cmd->bench.n_threads + n > PIQ_BENCH_MAX_LIST)
     {
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "%s needs whole numbers from 1 to %d, comma-separated, not “%s”",
+                   "%s needs whole numbers from 1 to %d, comma-separated, not '%s'",
                    option_name, PIQ_BENCH_MAX_THREADS, value);
       return FALSE;
     }
@@ -837,7 +837,7 @@ parse_bench_simd_level (const char *option_name, const char *value, gpointer dat
   for (guint i = 0; i < klass->n_values; i++)
     g_string_append_printf (names, "%s%s", i > 0 ? ", " : "", klass->values[i].value_nick);
   g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-               "%s must be one of %s, not “%s”", option_name, names->str, value);
+               "%s must be one of %s, not '%s'", option_name, names->str, value);
   return FALSE;
 }
 
@@ -850,7 +850,7 @@ static const GOptionEntry bench_entries[] = {
     "Timed runs per row, at least " G_STRINGIFY (PIQ_BENCH_MIN_REPEAT)
     " (default " G_STRINGIFY (PIQ_BENCH_DEFAULT_REPEAT) ")", "R" },
   { "op", 'o', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_op,
-    "Only the ops whose name contains TEXT, e.g. “f32->u8 nearest”", "TEXT" },
+    "Only the ops whose name contains TEXT, e.g. 'f32->u8 nearest'", "TEXT" },
   { "json", 0, G_OPTION_FLAG_NO_ARG, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_json,
     "Print one JSON document instead of the tables", NULL },
   { "simd-level", 's', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_bench_simd_level,
@@ -1424,7 +1424,7 @@ container_lookup (GHashTable *keys, const char *key, const char *name, GError **
   const char *value = g_hash_table_lookup (keys, key);
 
   if (value == NULL)
-    container_error (error, name, "the container header has no “%s”", key);
+    container_error (error, name, "the container header has no '%s'", key);
   return value;
 }
 
@@ -1437,7 +1437,7 @@ container_unsigned (GHashTable *keys, const char *key, const char *name, guint64
   if (value == NULL)
     return FALSE;
   if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, out, NULL))
-    return container_error (error, name, "%s “%s” is not a whole number", key, value);
+    return container_error (error, name, "%s '%s' is not a whole number", key, value);
   return TRUE;
 }
 
@@ -1460,40 +1460,40 @@ container_parse_text (char *text, const char *name, Container *container, GError
         continue;
       eq = strchr (*line, '=');
       if (eq == NULL || eq == *line)
-        return container_error (error, name, "container header line “%s” is not KEY=VALUE", *line);
+        return container_error (error, name, "container header line '%s' is not KEY=VALUE", *line);
       *eq = '\0';
       if (!g_hash_table_insert (keys, *line, eq + 1))
-        return container_error (error, name, "the container header repeats “%s”", *line);
+        return container_error (error, name, "the container header repeats '%s'", *line);
     }
 
   value = container_lookup (keys, "granularity", name, error);
   if (value == NULL)
     return FALSE;
   if (strcmp (value, "tensor") != 0)
-    return container_error (error, name, "granularity “%s” is not supported by this version of "
-                            "piquant (only “tensor”)", value);
+    return container_error (error, name, "granularity '%s' is not supported by this version of "
+                            "piquant (only 'tensor')", value);
 
   if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
     return FALSE;
   if (!piq_dtype_from_name (value, &container->dtype) || !piq_dtype_is_quantized (container->dtype))
-    return container_error (error, name, "dtype “%s” is not a quantized piquant type", value);
+    return container_error (error, name, "dtype '%s' is not a quantized piquant type", value);
 
   if ((value = container_lookup (keys, "source_dtype", name, error)) == NULL)
     return FALSE;
   if (!piq_dtype_from_name (value, &container->source_dtype) ||
       !piq_dtype_is_float (container->source_dtype))
-    return container_error (error, name, "source_dtype “%s” is not f32, f64, f16 or bf16", value);
+    return container_error (error, name, "source_dtype '%s' is not f32, f64, f16 or bf16", value);
 
   if ((value = container_lookup (keys, "scale", name, error)) == NULL)
     return FALSE;
   container->scale = g_ascii_strtod (value, &end);
   if (*value == '\0' || *end != '\0')
-    return container_error (error, name, "scale “%s” is not a number", value);
+    return container_error (error, name, "scale '%s' is not a number", value);
 
   if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
     return FALSE;
   if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point, NULL))
-    return container_error (error, name, "zero_point “%s” is not a whole number", value);
+    return container_error (error, name, "zero_point '%s' is not a whole number", value);
 
   if (!container_unsigned (keys, "n_elements", name, &container->n_elements, error) ||
       !container_unsigned (keys, "data_bytes", name, &n, error))
@@ -1514,13 +1514,13 @@ container_parse_text (char *text, const char *name, Container *container, GError
           if (container->n_dims == PIQ_NPY_MAX_DIMS ||
               !g_ascii_string_to_unsigned (g_strstrip (*e), 10, 0, G_MAXUINT64, &extent, NULL) ||
               !g_uint64_checked_mul (&n, n, extent))
-            return container_error (error, name, "shape “%s” is not a list of at most %d extents",
+            return container_error (error, name, "shape '%s' is not a list of at most %d extents",
                                     value, PIQ_NPY_MAX_DIMS);
           container->shape[container->n_dims++] = extent;
         }
     }
   if (n != container->n_elements)
-    return container_error (error, name, "shape “%s” holds %" G_GUINT64_FORMAT " elements, "
+    return container_error (error, name, "shape '%s' holds %" G_GUINT64_FORMAT " elements, "
                             "n_elements says %" G_GUINT64_FORMAT, value, n, container->n_elements);
   return TRUE;
 }
@@ -1548,7 +1548,7 @@ container_read_header (Input *input, Container *container, GError **error)
     }
   if (memcmp (prefix, PIQT_MAGIC, 4) != 0)
     return container_error (error, input->name, "not a piquant container (it does not start "
-                            "with “PIQT”; `piquant quantize` writes them)");
+                            "with 'PIQT'; `piquant quantize` writes them)");
   version = get_u32_le (prefix + 4);
   if (version != PIQT_VERSION)
     return container_error (error, input->name, "container format version %u is not supported "
@@ -1625,7 +1625,7 @@ parse_enum_option (GType        type,
       g_string_append_printf (names, "%s%s", names->len > 0 ? ", " : "",
                               klass->values[i].value_nick);
   g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-               "%s must be one of %s, not “%s”", option_name, names->str, value);
+               "%s must be one of %s, not '%s'", option_name, names->str, value);
   return FALSE;
 }
 
@@ -1651,7 +1651,7 @@ parse_format_value (const char *option_name, const char *value, FileFormat *form
   else
     {
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "%s must be npy or raw, not “%s”", option_name, value);
+                   "%s must be npy or raw, not '%s'", option_name, value);
       return FALSE;
     }
   return TRUE;
@@ -1779,7 +1779,7 @@ parse_q_scale (const char *option_name, const char *value, gpointer data, GError
   if (*value == '\0' || *end != '\0' || !isfinite (scale) || scale <= 0.0)
     {
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "%s needs a finite number greater than 0, not “%s”", option_name, value);
+                   "%s needs a finite number greater than 0, not '%s'", option_name, value);
       return FALSE;
     }
   options->scale = scale;
@@ -1795,7 +1795,7 @@ parse_q_zero_point (const char *option_name, const char *value, gpointer data, G
   if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &options->zero_point, NULL))
     {
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "%s needs a whole number, not “%s”", option_name, value);
+                   "%s needs a whole number, not '%s'", option_name, value);
       return FALSE;
     }
   options->have_zero_point = TRUE;
@@ -1810,10 +1810,10 @@ parse_q_granularity (const char *option_name, const char *value, gpointer data, 
   if (strcmp (value, "channel") == 0 || strcmp (value, "block") == 0)
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                  "per-%s quantization is not available in this version of piquant; "
-                 "%s accepts only “tensor”", value, option_name);
+                 "%s accepts only 'tensor'", value, option_name);
   else
     g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                 "%s must be tensor, channel or block, not “%s”", option_name, value);
+                 "%s must be tensor, channel or block, not '%s'", option_name, value);
   return FALSE;
 }
 
@@ -2344,7 +2344,7 @@ new_main_context (gboolean *show_version)
     width = MAX (width, (int) strlen (commands[i].name));
   for (gsize i = 0; i < G_N_ELEMENTS (commands); i++)
     g_string_append_printf (description, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
-  g_string_append (description, "\nRun “piquant COMMAND --help” for the options of a command.\n");
+  g_string_append (description, "\nRun 'piquant COMMAND --help' for the options of a command.\n");
 
   g_option_context_set_summary (context,
                                 "CPU quantization kernels: information, demonstrations and "
@@ -2387,7 +2387,7 @@ cmd_help (const Command *command, int argc, char **argv)
 
   topic = find_command (argv[1]);
   if (topic == NULL)
-    return usage_error ("piquant", "unknown command “%s”", argv[1]);
+    return usage_error ("piquant", "unknown command '%s'", argv[1]);
   help_argv[0] = argv[1];
   return topic->run (topic, G_N_ELEMENTS (help_argv) - 1, help_argv);
 }
@@ -2417,6 +2417,6 @@ main (int argc, char **argv)
 
   command = find_command (argv[1]);
   if (command == NULL)
-    return usage_error ("piquant", "unknown command “%s”", argv[1]);
+    return usage_error ("piquant", "unknown command '%s'", argv[1]);
   return command->run (command, argc - 1, argv + 1);
 }
