@@ -27,6 +27,11 @@
 #define PIQ_VEC_MIN(a, b)         ((vf) _mm512_min_ps ((__m512) (a), (__m512) (b)))
 #define PIQ_VEC_MAX(a, b)         ((vf) _mm512_max_ps ((__m512) (a), (__m512) (b)))
 #define PIQ_VEC_MAXU32(a, b)      _mm512_max_epu32 ((__m512i) (a), (__m512i) (b))
+/* fixupimm token table: QNaN and SNaN -> +0 (response 8), every other class -> the
+ * source value (response 1). */
+#define PIQ_VEC_NAN_TO_ZERO(v)    ((vf) _mm512_fixupimm_ps ((__m512) (v), (__m512) (v), _mm512_set1_epi32 (0x11111188), 0))
+#define PIQ_VEC_CVT_NEAREST(v)    ((vi) _mm512_cvtps_epi32 ((__m512) (v)))
+#define PIQ_VEC_LOAD_BF16(p)      ((vf) _mm512_slli_epi32 (_mm512_cvtepu16_epi32 (_mm256_loadu_si256 ((const __m256i *) (p))), 16))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm512_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm512_cvtepi8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_F16_BITS(v)       ((vh) _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))

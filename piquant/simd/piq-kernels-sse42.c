@@ -21,6 +21,8 @@
 #define PIQ_VEC_MIN(a, b)         ((vf) _mm_min_ps ((__m128) (a), (__m128) (b)))
 #define PIQ_VEC_MAX(a, b)         ((vf) _mm_max_ps ((__m128) (a), (__m128) (b)))
 #define PIQ_VEC_MAXU32(a, b)      _mm_max_epu32 ((__m128i) (a), (__m128i) (b))
+#define PIQ_VEC_CVT_NEAREST(v)    ((vi) _mm_cvtps_epi32 ((__m128) (v)))
+#define PIQ_VEC_LOAD_BF16(p)      ((vf) _mm_slli_epi32 (_mm_cvtepu16_epi32 (_mm_loadl_epi64 ((const __m128i *) (p))), 16))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm_cvtepi8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_STREAM(p, v)      _mm_stream_ps ((float *) (p), (__m128) (v))

@@ -8,6 +8,9 @@
  *   PIQ_VEC_LABEL, PIQ_VEC_LEVEL, PIQ_VEC_REQUIRED
  *   PIQ_VEC_MIN(a, b), PIQ_VEC_MAX(a, b)   (optional) a < b ? a : b, a > b ? a : b
  *   PIQ_VEC_MAXU32(a, b)       (optional) unsigned 32-bit lane max
+ *   PIQ_VEC_LOAD_BF16(p)       (optional) PIQ_W bf16 at p -> vf (one widening load)
+ *   PIQ_VEC_NAN_TO_ZERO(v)     (optional) NaN lanes to +0, others unchanged
+ *   PIQ_VEC_CVT_NEAREST(v)     (optional) vf -> vi rounding as the current rounding mode
  *   PIQ_VEC_U8_TO_I32(c), PIQ_VEC_S8_TO_I32(c)
  *                              the low PIQ_W bytes of a vb16, zero-/sign-extended to vi
  *                              (the ISA's widening instruction: the compiler does not
@@ -159,9 +162,13 @@ vload_f (const void *p, int ft)
     }
   if (ft == PIQ_F_BF16)
     {
+#ifdef PIQ_VEC_LOAD_BF16
+      return PIQ_VEC_LOAD_BF16 (p);
+#else
       vh h;
       memcpy (&h, p, sizeof h);
       return (vf) (__builtin_convertvector (h, vu) << 16);
+#endif
     }
 #if HAVE_F16
   return PIQ_VEC_LOAD_F16 (p);
@@ -246,16 +253,27 @@ vmix32 (vu x)
 }
 
 /* The rounded, clamped value r = q − zp of PIQ_W elements starting at index. */
+/* v = clamp(x · inv, L, H) with NaN -> 0: the rounding's input. */
+VINLINE vf
+vclamped (vf x, const VArgs *va)
+{
+  vf v = x * va->inv;
+
+#ifdef PIQ_VEC_NAN_TO_ZERO
+  v = PIQ_VEC_NAN_TO_ZERO (v);
+#else
+  v = (vf) ((vi) v & (v == v));
+#endif
+  return vmin (vmax (v, va->lo), va->hi);
+}
+
 VINLINE vf
 vround (vf x, const VArgs *va, uint64_t index, int stochastic)
 {
   const vf magic = vsplat (ROUND_MAGIC), one = vsplat (1.0f);
-  vf v = x * va->inv;
-  vf r;
+  vf v = vclamped (x, va);
+  vf r = (v + magic) - magic;
 
-  v = (vf) ((vi) v & (v == v));                 /* NaN -> 0 */
-  v = vmin (vmax (v, va->lo), va->hi);
-  r = (v + magic) - magic;
   if (stochastic)
     {
       /* floor from nearest, then up with probability frac (same u as piq_uniform24) */
@@ -266,6 +284,19 @@ vround (vf x, const VArgs *va, uint64_t index, int stochastic)
       r = fl + (vf) ((vi) one & (u < frac));
     }
   return r;
+}
+
+/* q = r + zp as integers. Nearest rounding converts with the ISA's rounding
+ * conversion where it has one: it rounds as the current rounding mode does, like
+ * nearbyint in the scalar reference, in one instruction instead of three. */
+VINLINE vi
+vquant (vf x, const VArgs *va, uint64_t index, int stochastic)
+{
+#ifdef PIQ_VEC_CVT_NEAREST
+  if (!stochastic)
+    return PIQ_VEC_CVT_NEAREST (vclamped (x, va)) + va->zp;
+#endif
+  return __builtin_convertvector (vround (x, va, index, stochastic), vi) + va->zp;
 }
 
 /* ---- packing, in registers ----
@@ -383,7 +414,7 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
     for (; i + PIQ_W <= n; i += PIQ_W)
       {
         __builtin_prefetch (s + (i + PIQ_PREFETCH) * fsize (ft));
-        vi q = __builtin_convertvector (vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic), vi) + va.zp;
+        vi q = vquant (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic);
         if (bits == 16)
           {
             vh h = __builtin_convertvector (q, vh);
