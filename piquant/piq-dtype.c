@@ -8,22 +8,31 @@
 #include "piq-error.h"
 #include "piq-params.h"
 #include "simd/piq-kernel-list.h"
+#include "simd/piq-formats-private.h"
 
 /* The one dtype table: everything else (names, sizes, ranges, kernel slots) reads it. */
 static const PiqDtypeInfo dtype_table[] = {
 #define FLOAT_ROW(N, n, i, ctype) \
-  [PIQ_DTYPE_##N] = { #n, sizeof (ctype) * 8, TRUE, TRUE, 0, 0, PIQ_F_##N },
+  [PIQ_DTYPE_##N] = { #n, sizeof (ctype) * 8, TRUE, TRUE, 0, 0, PIQ_F_##N, PIQ_KIND_FLOAT, 0, 0 },
   PIQ_FLOAT_TYPES (FLOAT_ROW)
 #undef FLOAT_ROW
 #define INT_ROW(N, n, i, bits, sgn) \
   [PIQ_DTYPE_##N] = { #n, bits, FALSE, sgn, \
                       sgn ? -(gint64) (G_MAXUINT64 >> (65 - bits)) - 1 : 0, \
-                      G_MAXUINT64 >> (64 - bits + sgn), PIQ_I_##N },
+                      G_MAXUINT64 >> (64 - bits + sgn), PIQ_I_##N, PIQ_KIND_INT, 0, 0 },
   PIQ_INT_TYPES (INT_ROW)
 #undef INT_ROW
+  /* code formats: bits 0 marks ggml's self-contained 32-element blocks */
+#define CODE_ROW(N, n, i, bits, kind) \
+  [PIQ_DTYPE_##N] = { #n, bits, FALSE, TRUE, 0, 0, PIQ_C_##N, PIQ_KIND_CODE, \
+                      (bits) ? 0 : 32, (bits) ? 0 : PIQ_DTYPE_##N == PIQ_DTYPE_Q8_0 ? 34 : 18 },
+  PIQ_CODE_TYPES (CODE_ROW)
+#undef CODE_ROW
+  [PIQ_DTYPE_E8M0] = { "e8m0", 8, FALSE, FALSE, 0, 0, 0, PIQ_KIND_SCALE, 0, 0 },
 };
 
 G_STATIC_ASSERT (PIQ_DTYPE_UINT2 - 16 == PIQ_I_UINT2 && PIQ_DTYPE_INT64 - 16 == PIQ_I_INT64);
+G_STATIC_ASSERT (PIQ_DTYPE_FP8_E4M3 - 32 == PIQ_C_FP8_E4M3 && PIQ_DTYPE_Q4_0 - 32 == PIQ_C_Q4_0);
 
 const PiqDtypeInfo *
 piq_dtype_info (PiqDtype dtype)
@@ -69,9 +78,10 @@ piq_dtype_is_float (PiqDtype dtype)
  * piq_dtype_is_quantized:
  * @dtype: a dtype
  *
- * Whether @dtype is a quantized (integer) type.
+ * Whether @dtype is a quantized type: an integer type or a code format
+ * (FP8, MX elements, NF4, binary, the ggml blocks).
  *
- * Returns: %TRUE for the integer types
+ * Returns: %TRUE for the integer types and the code formats
  *
  * Since: 1.0
  */
@@ -79,7 +89,7 @@ gboolean
 piq_dtype_is_quantized (PiqDtype dtype)
 {
   const PiqDtypeInfo *info = piq_dtype_info (dtype);
-  return info != NULL && !info->is_float;
+  return info != NULL && (info->kind == PIQ_KIND_INT || info->kind == PIQ_KIND_CODE);
 }
 
 /**
@@ -88,7 +98,9 @@ piq_dtype_is_quantized (PiqDtype dtype)
  *
  * The storage size of one element in bits.
  *
- * Returns: the bits per element, or 0 for an unknown dtype
+ * Returns: the bits per element, 0 for an unknown dtype and for the ggml
+ *   block types, whose 32 elements share a header (use
+ *   [func@Piq.Dtype.get_size_for_n])
  *
  * Since: 1.0
  */
@@ -150,9 +162,9 @@ piq_dtype_from_name (const char *name,
  * @min: (out) (optional): the smallest value
  * @max: (out) (optional): the largest value
  *
- * The range of integer values of a quantized dtype, e.g. [-8, 7] for int4.
+ * The range of integer values of an integer dtype, e.g. [-8, 7] for int4.
  *
- * Returns: %TRUE if @dtype is a quantized dtype
+ * Returns: %TRUE if @dtype is an integer dtype
  *
  * Since: 1.0
  */
@@ -163,7 +175,7 @@ piq_dtype_get_range (PiqDtype  dtype,
 {
   const PiqDtypeInfo *info = piq_dtype_info (dtype);
 
-  if (info == NULL || info->is_float)
+  if (info == NULL || info->kind != PIQ_KIND_INT)
     return FALSE;
   if (min != NULL)
     *min = info->min;
@@ -180,7 +192,7 @@ piq_dtype_get_range (PiqDtype  dtype,
  * @error: return location for a #GError
  *
  * The size of a buffer of @n_elements elements of @dtype; sub-byte types round
- * up to whole bytes.
+ * up to whole bytes, block types to whole blocks.
  *
  * Returns: %TRUE on success; %FALSE with %PIQ_ERROR_OVERFLOW when the size does
  *   not fit in a `gsize`, or %PIQ_ERROR_UNSUPPORTED for an unknown dtype
@@ -202,14 +214,17 @@ piq_dtype_get_size_for_n (PiqDtype   dtype,
                    piq_dtype_describe (dtype));
       return FALSE;
     }
-  if (info->bits < 8)
-    size = n_elements / (8 / info->bits) + (n_elements % (8 / info->bits) != 0);
-  else if (n_elements > G_MAXUINT64 / (info->bits / 8))
+  if (info->bits == 0)
+    {
+      guint64 blocks = n_elements / info->block_elems + (n_elements % info->block_elems != 0);
+      size = blocks > G_MAXUINT64 / info->block_bytes ? G_MAXUINT64 : blocks * info->block_bytes;
+    }
+  else if (n_elements > G_MAXUINT64 / info->bits)
     size = G_MAXUINT64;
   else
-    size = n_elements * (info->bits / 8);
+    size = n_elements * info->bits / 8 + (n_elements * info->bits % 8 != 0);
 
-  if (size > G_MAXSIZE || (info->bits >= 8 && n_elements > G_MAXSIZE / (info->bits / 8)))
+  if (size > G_MAXSIZE)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW,
                    "%" G_GUINT64_FORMAT " %s elements need more than %" G_GSIZE_FORMAT " bytes",

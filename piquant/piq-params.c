@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "piq-params.h"
+#include "piq-params-private.h"
 #include "piq-dtype-private.h"
 #include "piq-enum-types.h"
 #include "piq-error.h"
@@ -42,6 +43,11 @@ struct _PiqParams
   guint64       seed;
   PiqScaleRule  scale_rule;
   gboolean      include_zero;
+  PiqGranularity granularity;
+  guint         block_size;
+  PiqDtype      scale_dtype;
+  gboolean      saturate;
+  gboolean      high_nibble_first;
 };
 
 G_DEFINE_FINAL_TYPE (PiqParams, piq_params, G_TYPE_OBJECT)
@@ -55,6 +61,11 @@ enum {
   PROP_SEED,
   PROP_SCALE_RULE,
   PROP_INCLUDE_ZERO,
+  PROP_GRANULARITY,
+  PROP_BLOCK_SIZE,
+  PROP_SCALE_DTYPE,
+  PROP_SATURATE,
+  PROP_HIGH_NIBBLE_FIRST,
   N_PROPS
 };
 
@@ -77,6 +88,11 @@ piq_params_get_property (GObject    *object,
     case PROP_SEED:         g_value_set_uint64 (value, self->seed); break;
     case PROP_SCALE_RULE:   g_value_set_enum (value, self->scale_rule); break;
     case PROP_INCLUDE_ZERO: g_value_set_boolean (value, self->include_zero); break;
+    case PROP_GRANULARITY:  g_value_set_enum (value, self->granularity); break;
+    case PROP_BLOCK_SIZE:   g_value_set_uint (value, self->block_size); break;
+    case PROP_SCALE_DTYPE:  g_value_set_enum (value, self->scale_dtype); break;
+    case PROP_SATURATE:     g_value_set_boolean (value, self->saturate); break;
+    case PROP_HIGH_NIBBLE_FIRST: g_value_set_boolean (value, self->high_nibble_first); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -98,6 +114,13 @@ piq_params_set_property (GObject      *object,
     case PROP_SEED:         piq_params_set_seed (self, g_value_get_uint64 (value)); break;
     case PROP_SCALE_RULE:   piq_params_set_scale_rule (self, g_value_get_enum (value)); break;
     case PROP_INCLUDE_ZERO: piq_params_set_include_zero (self, g_value_get_boolean (value)); break;
+    case PROP_GRANULARITY:  piq_params_set_granularity (self, g_value_get_enum (value)); break;
+    case PROP_BLOCK_SIZE:   piq_params_set_block_size (self, g_value_get_uint (value)); break;
+    case PROP_SCALE_DTYPE:  piq_params_set_scale_dtype (self, g_value_get_enum (value)); break;
+    case PROP_SATURATE:     piq_params_set_saturate (self, g_value_get_boolean (value)); break;
+    case PROP_HIGH_NIBBLE_FIRST:
+      piq_params_set_high_nibble_first (self, g_value_get_boolean (value));
+      break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -190,6 +213,69 @@ piq_params_class_init (PiqParamsClass *klass)
   properties[PROP_INCLUDE_ZERO] =
     g_param_spec_boolean ("include-zero", NULL, NULL, TRUE, rw);
 
+  /**
+   * PiqParams:granularity:
+   *
+   * One scale for the tensor, one per row (channel), or one per block.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_GRANULARITY] =
+    g_param_spec_enum ("granularity", NULL, NULL, PIQ_TYPE_GRANULARITY,
+                       PIQ_GRANULARITY_TENSOR, rw);
+
+  /**
+   * PiqParams:block-size:
+   *
+   * Elements per block for %PIQ_GRANULARITY_BLOCK, the row length for
+   * %PIQ_GRANULARITY_CHANNEL. 0, the default, means the format's own: 32
+   * with E8M0 scales (OCP MX) and for the ggml types, 64 otherwise (bitsandbytes'
+   * default). The ggml types always use blocks of 32.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_BLOCK_SIZE] =
+    g_param_spec_uint ("block-size", NULL, NULL, 0, G_MAXUINT, 0, rw);
+
+  /**
+   * PiqParams:scale-dtype:
+   *
+   * How per-channel and per-block scales are stored: %PIQ_DTYPE_F32 (the
+   * default), %PIQ_DTYPE_F16 (saturating: a scale beyond f16's range keeps
+   * 65504) or %PIQ_DTYPE_E8M0 (powers of two, the OCP MX scale; with a
+   * `POW2` [property@Piq.Params:scale-rule]). Elements are encoded with the
+   * stored value, so dequantization sees exactly what quantization used.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_SCALE_DTYPE] =
+    g_param_spec_enum ("scale-dtype", NULL, NULL, PIQ_TYPE_DTYPE, PIQ_DTYPE_F32, rw);
+
+  /**
+   * PiqParams:saturate:
+   *
+   * FP8 with f32/f16 scales: whether a value beyond the largest finite code
+   * (after rounding) and ±Inf saturate to ±max (the default), or become ±Inf
+   * (E5M2) / NaN (E4M3), the OCP spec's non-saturating mode. MX elements
+   * (E8M0 scales) and the formats without Inf or NaN always saturate.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_SATURATE] =
+    g_param_spec_boolean ("saturate", NULL, NULL, TRUE, rw);
+
+  /**
+   * PiqParams:high-nibble-first:
+   *
+   * 4-bit codes: put element 2k in the high nibble of byte k, as
+   * bitsandbytes stores NF4 and FP4. The default, %FALSE, is piquant's (and
+   * pi-quant's, torchao's) order: element 2k in the low nibble.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_HIGH_NIBBLE_FIRST] =
+    g_param_spec_boolean ("high-nibble-first", NULL, NULL, FALSE, rw);
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -201,6 +287,9 @@ piq_params_init (PiqParams *self)
   self->round_mode = PIQ_ROUND_NEAREST;
   self->scale_rule = PIQ_SCALE_RULE_MIN_MAX;
   self->include_zero = TRUE;
+  self->granularity = PIQ_GRANULARITY_TENSOR;
+  self->scale_dtype = PIQ_DTYPE_F32;
+  self->saturate = TRUE;
 }
 
 /**
@@ -271,6 +360,11 @@ piq_params_copy (PiqParams *self)
   copy->seed = self->seed;
   copy->scale_rule = self->scale_rule;
   copy->include_zero = self->include_zero;
+  copy->granularity = self->granularity;
+  copy->block_size = self->block_size;
+  copy->scale_dtype = self->scale_dtype;
+  copy->saturate = self->saturate;
+  copy->high_nibble_first = self->high_nibble_first;
   return copy;
 }
 
@@ -420,7 +514,7 @@ PIQ_PARAMS_SETTER (seed, guint64, PROP_SEED, TRUE)
  * Since: 1.0
  */
 PIQ_PARAMS_SETTER (scale_rule, PiqScaleRule, PROP_SCALE_RULE,
-                   scale_rule >= PIQ_SCALE_RULE_MIN_MAX && scale_rule <= PIQ_SCALE_RULE_MEAN_STD)
+                   scale_rule >= PIQ_SCALE_RULE_MIN_MAX && scale_rule <= PIQ_SCALE_RULE_POW2_RCEIL)
 
 /**
  * piq_params_get_include_zero:
@@ -444,12 +538,295 @@ PIQ_PARAMS_SETTER (scale_rule, PiqScaleRule, PROP_SCALE_RULE,
 PIQ_PARAMS_SETTER (include_zero, gboolean, PROP_INCLUDE_ZERO, TRUE)
 
 /**
+ * piq_params_get_granularity:
+ * @self: parameters
+ *
+ * Gets [property@Piq.Params:granularity].
+ *
+ * Returns: the granularity
+ *
+ * Since: 1.0
+ */
+/**
+ * piq_params_set_granularity:
+ * @self: parameters
+ * @granularity: the granularity
+ *
+ * Sets [property@Piq.Params:granularity].
+ *
+ * Since: 1.0
+ */
+PIQ_PARAMS_SETTER (granularity, PiqGranularity, PROP_GRANULARITY,
+                   granularity >= PIQ_GRANULARITY_TENSOR &&
+                   granularity <= PIQ_GRANULARITY_BLOCK)
+
+/**
+ * piq_params_get_block_size:
+ * @self: parameters
+ *
+ * Gets [property@Piq.Params:block-size].
+ *
+ * Returns: the block size or row length, 0 for the format's default
+ *
+ * Since: 1.0
+ */
+/**
+ * piq_params_set_block_size:
+ * @self: parameters
+ * @block_size: the block size or row length, 0 for the format's default
+ *
+ * Sets [property@Piq.Params:block-size].
+ *
+ * Since: 1.0
+ */
+PIQ_PARAMS_SETTER (block_size, guint, PROP_BLOCK_SIZE, TRUE)
+
+/**
+ * piq_params_get_scale_dtype:
+ * @self: parameters
+ *
+ * Gets [property@Piq.Params:scale-dtype].
+ *
+ * Returns: the storage type of per-channel and per-block scales
+ *
+ * Since: 1.0
+ */
+/**
+ * piq_params_set_scale_dtype:
+ * @self: parameters
+ * @scale_dtype: %PIQ_DTYPE_F32, %PIQ_DTYPE_F16 or %PIQ_DTYPE_E8M0
+ *
+ * Sets [property@Piq.Params:scale-dtype]; another dtype is rejected with
+ * %PIQ_ERROR_UNSUPPORTED when the parameters are used.
+ *
+ * Since: 1.0
+ */
+PIQ_PARAMS_SETTER (scale_dtype, PiqDtype, PROP_SCALE_DTYPE, piq_dtype_info (scale_dtype) != NULL)
+
+/**
+ * piq_params_get_saturate:
+ * @self: parameters
+ *
+ * Gets [property@Piq.Params:saturate].
+ *
+ * Returns: whether FP8 overflow saturates
+ *
+ * Since: 1.0
+ */
+/**
+ * piq_params_set_saturate:
+ * @self: parameters
+ * @saturate: whether FP8 overflow saturates
+ *
+ * Sets [property@Piq.Params:saturate].
+ *
+ * Since: 1.0
+ */
+PIQ_PARAMS_SETTER (saturate, gboolean, PROP_SATURATE, TRUE)
+
+/**
+ * piq_params_get_high_nibble_first:
+ * @self: parameters
+ *
+ * Gets [property@Piq.Params:high-nibble-first].
+ *
+ * Returns: whether element 2k is in the high nibble
+ *
+ * Since: 1.0
+ */
+/**
+ * piq_params_set_high_nibble_first:
+ * @self: parameters
+ * @high_nibble_first: whether element 2k goes in the high nibble
+ *
+ * Sets [property@Piq.Params:high-nibble-first].
+ *
+ * Since: 1.0
+ */
+PIQ_PARAMS_SETTER (high_nibble_first, gboolean, PROP_HIGH_NIBBLE_FIRST, TRUE)
+
+/* The presets: each a format of the field, by the name its users know. */
+typedef struct {
+  const char     *name;
+  PiqDtype        dtype;
+  PiqGranularity  granularity;
+  guint           block_size;
+  PiqDtype        scale_dtype;
+  PiqScaleRule    rule;
+  gboolean        high_nibble_first;
+} PiqPreset;
+
+static const PiqPreset presets[] = {
+  { "mxfp8_e4m3", PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
+  { "mxfp8_e5m2", PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
+  { "mxfp6_e2m3", PIQ_DTYPE_FP6_E2M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
+  { "mxfp6_e3m2", PIQ_DTYPE_FP6_E3M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
+  { "mxfp4",      PIQ_DTYPE_FP4_E2M1, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
+  { "mxint8",     PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
+  { "nf4",        PIQ_DTYPE_NF4,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE },
+  { "fp4_bnb",    PIQ_DTYPE_FP4_BNB,  PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE },
+  { "nf8",        PIQ_DTYPE_NF8,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "fp8_e4m3",   PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "fp8_e5m2",   PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "int8_block", PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "int4_block", PIQ_DTYPE_INT4,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "binary",     PIQ_DTYPE_BINARY,   PIQ_GRANULARITY_BLOCK, 128, PIQ_DTYPE_F32, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "q8_0",       PIQ_DTYPE_Q8_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "q4_0",       PIQ_DTYPE_Q4_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+};
+
+/**
+ * piq_params_new_preset:
+ * @name: a preset name: `mxfp8_e4m3`, `mxfp8_e5m2`, `mxfp6_e2m3`, `mxfp6_e3m2`,
+ *   `mxfp4`, `mxint8` (OCP MX, blocks of 32, E8M0 floor rule), `nf4`, `fp4_bnb`
+ *   (bitsandbytes: f32 absmax per 64, high nibble first), `nf8`, `fp8_e4m3`,
+ *   `fp8_e5m2` (per-tensor cast, scale 1), `int8_block`, `int4_block`
+ *   (symmetric, f32 scale per 64), `binary` (mean |x| per 128), `q8_0`, `q4_0`
+ * @error: return location for a #GError
+ *
+ * Creates parameters for a named format of the field.
+ *
+ * Returns: (transfer full) (nullable): new parameters, or %NULL with
+ *   %PIQ_ERROR_UNSUPPORTED for an unknown name
+ *
+ * Since: 1.0
+ */
+PiqParams *
+piq_params_new_preset (const char  *name,
+                       GError     **error)
+{
+  g_return_val_if_fail (name != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (presets); i++)
+    if (g_ascii_strcasecmp (presets[i].name, name) == 0)
+      {
+        PiqParams *self = piq_params_new (presets[i].dtype);
+        self->granularity = presets[i].granularity;
+        self->block_size = presets[i].block_size;
+        self->scale_dtype = presets[i].scale_dtype;
+        self->scale_rule = presets[i].rule;
+        self->high_nibble_first = presets[i].high_nibble_first;
+        return self;
+      }
+  g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "no preset is called \"%s\"", name);
+  return NULL;
+}
+
+/**
+ * piq_params_list_presets:
+ *
+ * The names [ctor@Piq.Params.new_preset] accepts.
+ *
+ * Returns: (transfer container) (array zero-terminated=1): the names; free the
+ *   array (not the strings) with g_free()
+ *
+ * Since: 1.0
+ */
+const char **
+piq_params_list_presets (void)
+{
+  const char **names = g_new0 (const char *, G_N_ELEMENTS (presets) + 1);
+
+  for (guint i = 0; i < G_N_ELEMENTS (presets); i++)
+    names[i] = presets[i].name;
+  return names;
+}
+
+guint
+piq_params_effective_block_size (PiqParams *self)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (self->dtype);
+
+  if (info != NULL && info->bits == 0)
+    return info->block_elems;
+  if (self->block_size != 0)
+    return self->block_size;
+  return self->scale_dtype == PIQ_DTYPE_E8M0 ? 32 : 64;
+}
+
+static gboolean
+validate_blocks (PiqParams           *self,
+                 const PiqDtypeInfo  *info,
+                 GError             **error)
+{
+  gboolean minifloat = self->dtype >= PIQ_DTYPE_FP8_E4M3 && self->dtype <= PIQ_DTYPE_FP4_E2M1;
+
+  if (info->bits == 0)
+    {
+      /* ggml blocks carry their own f16 scales, 32 elements each */
+      if (self->granularity == PIQ_GRANULARITY_CHANNEL ||
+          (self->block_size != 0 && self->block_size != info->block_elems))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                       "%s has blocks of %u elements; granularity per channel or block size %u "
+                       "is not possible", info->name, info->block_elems, self->block_size);
+          return FALSE;
+        }
+      return TRUE;
+    }
+  if (self->scale_rule == PIQ_SCALE_RULE_MEAN_STD)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "the mean/std rule derives per-tensor parameters only");
+      return FALSE;
+    }
+  switch (self->scale_dtype)
+    {
+    case PIQ_DTYPE_F32:
+    case PIQ_DTYPE_F16:
+      if (self->scale_rule >= PIQ_SCALE_RULE_POW2_FLOOR)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                       "the power-of-two scale rules need E8M0 scales, not %s",
+                       piq_dtype_describe (self->scale_dtype));
+          return FALSE;
+        }
+      break;
+    case PIQ_DTYPE_E8M0:
+      if (!minifloat && !(info->kind == PIQ_KIND_INT && info->is_signed && info->bits >= 4 &&
+                          info->bits <= 16))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                       "E8M0 scales go with the MX elements (fp8, fp6, fp4 and signed 4- to "
+                       "16-bit integers), not %s", info->name);
+          return FALSE;
+        }
+      break;
+    default:
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "scales are stored as f32, f16 or e8m0, not %s",
+                   piq_dtype_describe (self->scale_dtype));
+      return FALSE;
+    }
+  if (self->zero_point != 0 && info->kind == PIQ_KIND_CODE)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_ZERO_POINT,
+                   "zero point %" G_GINT64_FORMAT ": %s has no zero point, it must be 0",
+                   self->zero_point, info->name);
+      return FALSE;
+    }
+  if (info->kind == PIQ_KIND_INT && (info->min < G_MININT32 || info->max > G_MAXINT32) &&
+      self->scale_rule == PIQ_SCALE_RULE_MIN_MAX)
+    {
+      /* per-block zero points are stored as int32 */
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "affine per-block %s has zero points beyond int32, the storage of "
+                   "per-block zero points; use the abs-max rule or a narrower type", info->name);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
  * piq_params_validate:
  * @self: parameters
  * @error: return location for a #GError
  *
- * Checks that the parameters can quantize: an integer dtype, a finite positive
- * scale and a zero point inside the dtype's range.
+ * Checks that the parameters can quantize: a quantized dtype; for per-tensor
+ * parameters a finite positive scale and a zero point inside the dtype's range
+ * (0 for the code formats); for per-channel and per-block ones a scale dtype
+ * and scale rule that fit the format.
  *
  * Returns: %TRUE if the parameters are usable
  *
@@ -465,11 +842,26 @@ piq_params_validate (PiqParams  *self,
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   info = piq_dtype_info (self->dtype);
-  if (info == NULL || info->is_float)
+  if (info == NULL || (info->kind != PIQ_KIND_INT && info->kind != PIQ_KIND_CODE))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
-                   "cannot quantize to %s: the quantized dtype must be an integer type",
+                   "cannot quantize to %s: the quantized dtype must be an integer type or a code format",
                    piq_dtype_describe (self->dtype));
+      return FALSE;
+    }
+  if (info->bits == 0 || self->granularity != PIQ_GRANULARITY_TENSOR)
+    return validate_blocks (self, info, error);
+  if (self->scale_rule >= PIQ_SCALE_RULE_POW2_FLOOR)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "the power-of-two scale rules need E8M0 per-block or per-channel scales");
+      return FALSE;
+    }
+  if (info->kind == PIQ_KIND_CODE && self->zero_point != 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_ZERO_POINT,
+                   "zero point %" G_GINT64_FORMAT ": %s has no zero point, it must be 0",
+                   self->zero_point, info->name);
       return FALSE;
     }
   if (!isfinite (self->scale) || !(self->scale > 0.0))

@@ -26,6 +26,11 @@ PiqParams *     piq_params_new_affine           (PiqDtype      dtype,
                                                  double        scale,
                                                  gint64        zero_point);
 PIQ_AVAILABLE_IN_1_0
+PiqParams *     piq_params_new_preset           (const char   *name,
+                                                 GError      **error);
+PIQ_AVAILABLE_IN_1_0
+const char **   piq_params_list_presets         (void);
+PIQ_AVAILABLE_IN_1_0
 PiqParams *     piq_params_copy                 (PiqParams    *self);
 
 PIQ_AVAILABLE_IN_1_0
@@ -64,6 +69,31 @@ PIQ_AVAILABLE_IN_1_0
 void            piq_params_set_include_zero     (PiqParams    *self,
                                                  gboolean      include_zero);
 
+PIQ_AVAILABLE_IN_1_0
+PiqGranularity  piq_params_get_granularity      (PiqParams    *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_params_set_granularity      (PiqParams    *self,
+                                                 PiqGranularity granularity);
+PIQ_AVAILABLE_IN_1_0
+guint           piq_params_get_block_size       (PiqParams    *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_params_set_block_size       (PiqParams    *self,
+                                                 guint         block_size);
+PIQ_AVAILABLE_IN_1_0
+PiqDtype        piq_params_get_scale_dtype      (PiqParams    *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_params_set_scale_dtype      (PiqParams    *self,
+                                                 PiqDtype      scale_dtype);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_params_get_saturate         (PiqParams    *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_params_set_saturate         (PiqParams    *self,
+                                                 gboolean      saturate);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_params_get_high_nibble_first (PiqParams   *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_params_set_high_nibble_first (PiqParams   *self,
+                                                 gboolean      high_nibble_first);
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_params_validate             (PiqParams    *self,
                                                  GError      **error);

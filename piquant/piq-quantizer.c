@@ -6,12 +6,16 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "piq-quantizer.h"
 #include "piq-dtype-private.h"
 #include "piq-enum-types.h"
 #include "piq-error.h"
 #include "piq-parallel-private.h"
+#include "piq-params-private.h"
+#include "piq-tensor.h"
+#include "simd/piq-formats-private.h"
 #include "simd/piq-kernels-private.h"
 #include "simd/piq-cpu-private.h"
 
@@ -451,6 +455,523 @@ run_elements (PiqQuantizer *self,
 }
 
 /* ---------------------------------------------------------------------------
+ * Code formats and per-channel / per-block scales: the block driver
+ * (simd/piq-formats.c) over whole parallel units. */
+
+/* Whether @params go through the block driver. */
+static gboolean
+uses_blocks (PiqParams *params)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (piq_params_get_dtype (params));
+
+  return info != NULL && (info->kind == PIQ_KIND_CODE ||
+                          piq_params_get_granularity (params) != PIQ_GRANULARITY_TENSOR);
+}
+
+typedef struct {
+  PiqBlockArgs a;
+  guint64      n;                  /* elements */
+  guint64      n_blocks;           /* scales (0: none, the ggml types and per tensor) */
+  gsize        scales_size;
+  gsize        zero_points_size;   /* 0 unless affine integers */
+  guint64      unit;               /* elements per parallel unit: whole blocks and bytes */
+} BlockLayout;
+
+static guint64
+gcd64 (guint64 a, guint64 b)
+{
+  while (b != 0)
+    {
+      guint64 t = a % b;
+      a = b;
+      b = t;
+    }
+  return a;
+}
+
+/* Validate @params for @n elements computed in binary32 and lay out the blocks;
+ * *seed_used is the stochastic seed (drawn when unset). */
+static gboolean
+block_layout (PiqParams    *params,
+              guint64       n,
+              BlockLayout  *l,
+              guint64      *seed_used,
+              GError      **error)
+{
+  const PiqDtypeInfo *info;
+  PiqScaleRule rule = piq_params_get_scale_rule (params);
+  PiqGranularity gran = piq_params_get_granularity (params);
+  guint64 seed = piq_params_get_seed (params);
+  PiqBlockArgs *a = &l->a;
+
+  memset (l, 0, sizeof *l);
+  if (!piq_params_validate (params, error))
+    return FALSE;
+  info = piq_dtype_info (piq_params_get_dtype (params));
+  l->n = n;
+  a->code = info->kind == PIQ_KIND_CODE ? info->kernel_index : -1;
+  a->int_index = info->kind == PIQ_KIND_INT ? info->kernel_index : 0;
+  a->bits = (int) info->bits;
+  a->qmin = info->min;
+  a->qmax = (gint64) MIN (info->max, (guint64) G_MAXINT64);
+  a->rule = rule == PIQ_SCALE_RULE_MIN_MAX && info->kind == PIQ_KIND_INT ? PIQ_BRULE_MIN_MAX
+                                                                         : PIQ_BRULE_ABS_MAX;
+  a->include_zero = piq_params_get_include_zero (params);
+  a->e8m0_rule = rule >= PIQ_SCALE_RULE_POW2_FLOOR ? (PiqE8m0Rule) (rule - PIQ_SCALE_RULE_POW2_FLOOR)
+                                                   : PIQ_E8M0_FLOOR;
+  a->saturate = piq_params_get_saturate (params);
+  a->high_first = piq_params_get_high_nibble_first (params);
+  if (a->high_first && info->bits != 4)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "high-nibble-first applies to 4-bit codes, not to %s", info->name);
+      return FALSE;
+    }
+  a->stochastic = piq_params_get_round_mode (params) == PIQ_ROUND_STOCHASTIC;
+  if (a->stochastic && seed == 0)
+    seed = fresh_seed ();
+  piq_hash_keys (seed, &a->key0, &a->key1);
+  if (seed_used != NULL)
+    *seed_used = seed;
+
+  if (info->bits == 0)                 /* ggml: scales inside the blocks */
+    {
+      a->block = info->block_elems;
+      l->unit = info->block_elems;
+      return TRUE;
+    }
+  if (gran == PIQ_GRANULARITY_TENSOR)
+    {
+      double scale = piq_params_get_scale (params);
+      a->fixed = TRUE;
+      a->scale = (float) scale;
+      a->zero_point = piq_params_get_zero_point (params);
+      if (!(a->scale > 0.0f && isfinite (a->scale) && isfinite (1.0f / a->scale)))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE,
+                       "scale %g (or its inverse) is out of the range of binary32, the compute "
+                       "precision of %s", scale, info->name);
+          return FALSE;
+        }
+      a->block = 64;
+      l->unit = 64;
+      return TRUE;
+    }
+
+  a->block = piq_params_effective_block_size (params);
+  if (gran == PIQ_GRANULARITY_CHANNEL && n % a->block != 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
+                   "%" G_GUINT64_FORMAT " elements are not whole rows of %" G_GSIZE_FORMAT,
+                   n, a->block);
+      return FALSE;
+    }
+  a->scale_kind = piq_params_get_scale_dtype (params) == PIQ_DTYPE_F16 ? PIQ_SCALE_F16
+                : piq_params_get_scale_dtype (params) == PIQ_DTYPE_E8M0 ? PIQ_SCALE_E8M0
+                : PIQ_SCALE_F32;
+  l->n_blocks = n / a->block + (n % a->block != 0);
+  l->scales_size = (gsize) l->n_blocks * piq_block_scale_size (a->scale_kind);
+  if (a->code < 0 && a->rule == PIQ_BRULE_MIN_MAX && a->scale_kind != PIQ_SCALE_E8M0)
+    l->zero_points_size = (gsize) l->n_blocks * sizeof (gint32);
+  /* a unit holds whole blocks and starts on a byte: lcm (block, 8 / gcd (bits, 8)) */
+  l->unit = a->block / gcd64 (a->block, 8 / gcd64 ((guint64) a->bits, 8)) *
+            (8 / gcd64 ((guint64) a->bits, 8));
+  return TRUE;
+}
+
+static gboolean
+check_block_buffer (gsize        need,
+                    gsize        have,
+                    const char  *what,
+                    GError     **error)
+{
+  if (have >= need)
+    return TRUE;
+  g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
+               "the %s hold %" G_GSIZE_FORMAT " bytes, %" G_GSIZE_FORMAT " are needed",
+               what, have, need);
+  return FALSE;
+}
+
+typedef enum { BLOCK_QUANTIZE, BLOCK_DEQUANTIZE, BLOCK_REQUANTIZE } BlockOp;
+
+typedef struct {
+  const BlockLayout *l;
+  BlockOp        op;
+  int            ft;           /* PIQ_F_* of the float side */
+  gsize          esize;        /* its bytes per element */
+  const guint8  *src;          /* floats (quantize, requantize) */
+  guint8        *dst;          /* floats (dequantize, requantize) */
+  const guint8  *codes_in;
+  guint8        *codes;
+  guint8        *scales;
+  const guint8  *scales_in;
+  gint32        *zero_points;
+  const gint32  *zero_points_in;
+  int            add;
+} BlockJob;
+
+static void
+block_range (void     *data,
+             uint64_t  start,
+             uint64_t  n_units)
+{
+  const BlockJob *job = data;
+  const BlockLayout *l = job->l;
+  guint64 first = start * l->unit;
+  gsize n = (gsize) MIN (n_units * l->unit, l->n - first);
+
+  switch (job->op)
+    {
+    case BLOCK_QUANTIZE:
+      piq_block_quantize (&l->a, job->ft, job->src + first * job->esize, first, n,
+                          job->codes, job->scales, job->zero_points);
+      break;
+    case BLOCK_DEQUANTIZE:
+      piq_block_dequantize (&l->a, job->codes_in, job->scales_in, job->zero_points_in, first, n,
+                            job->ft, job->dst + first * job->esize, job->add);
+      break;
+    default:
+      piq_block_requantize (&l->a, job->ft, job->src + first * job->esize, first, n,
+                            job->dst + first * job->esize, job->add);
+    }
+}
+
+static void
+run_blocks (PiqQuantizer *self,
+            BlockJob     *job,
+            PiqDtype      float_dtype)
+{
+  const BlockLayout *l = job->l;
+  guint64 units = l->n / l->unit + (l->n % l->unit != 0);
+
+  job->ft = piq_dtype_info (float_dtype)->kernel_index;
+  job->esize = piq_dtype_info (float_dtype)->bits / 8;
+  /* the formats cost more per element than the integer kernels: the same crossover
+   * in elements is conservative */
+  piq_parallel_run (self->n_threads, units, MAX (1, PIQ_GRAIN / l->unit),
+                    MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / l->unit), block_range, job);
+}
+
+/**
+ * piq_params_get_scales_size:
+ * @self: parameters
+ * @n_elements: the number of elements to quantize
+ * @scales_size: (out) (optional): the bytes of per-channel or per-block scales
+ * @zero_points_size: (out) (optional): the bytes of their int32 zero points (0
+ *   unless affine integers)
+ * @error: return location for a #GError
+ *
+ * What [method@Piq.Quantizer.quantize_blocks_raw] writes beside the codes. Both
+ * sizes are 0 for per-tensor parameters and for the ggml types, whose scales
+ * are inside their blocks.
+ *
+ * Returns: %TRUE if the parameters are usable for @n_elements
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_params_get_scales_size (PiqParams  *self,
+                            guint64     n_elements,
+                            gsize      *scales_size,
+                            gsize      *zero_points_size,
+                            GError    **error)
+{
+  BlockLayout l;
+
+  g_return_val_if_fail (PIQ_IS_PARAMS (self), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!block_layout (self, n_elements, &l, NULL, error))
+    return FALSE;
+  if (scales_size != NULL)
+    *scales_size = l.scales_size;
+  if (zero_points_size != NULL)
+    *zero_points_size = l.zero_points_size;
+  return TRUE;
+}
+
+static gboolean
+quantize_blocks_impl (PiqQuantizer  *self,
+                      PiqParams     *params,
+                      PiqDtype       src_dtype,
+                      gconstpointer  src,
+                      gsize          n,
+                      gpointer       dst,
+                      gsize          dst_size,
+                      gpointer       scales,
+                      gsize          scales_size,
+                      gpointer       zero_points,
+                      gsize          zero_points_size,
+                      guint64       *seed_used,
+                      GError       **error)
+{
+  BlockLayout l;
+  BlockJob job = { .l = &l, .op = BLOCK_QUANTIZE };
+
+  if (!check_float_dtype (src_dtype, "source", error) ||
+      !piq_dtype_get_size_for_n (src_dtype, n, NULL, error) ||
+      !block_layout (params, n, &l, seed_used, error) ||
+      !check_size (piq_params_get_dtype (params), n, dst_size, "the destination", error))
+    return FALSE;
+  if ((l.scales_size && scales == NULL) || (l.zero_points_size && zero_points == NULL))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
+                   "per-channel and per-block parameters write scales beside the codes: use "
+                   "piq_quantizer_quantize_blocks_raw() or the tensor form");
+      return FALSE;
+    }
+  if (!check_block_buffer (l.scales_size, scales_size, "scales", error) ||
+      !check_block_buffer (l.zero_points_size, zero_points_size, "zero points", error))
+    return FALSE;
+  job.src = src;
+  job.codes = dst;
+  job.scales = scales;
+  job.zero_points = zero_points;
+  run_blocks (self, &job, src_dtype);
+  return TRUE;
+}
+
+/**
+ * piq_quantizer_quantize_blocks_raw:
+ * @self: a quantizer
+ * @params: the parameters
+ * @src_dtype: the float dtype of @src
+ * @src: the data
+ * @n_elements: the number of elements at @src
+ * @dst: where the codes go; must not overlap @src
+ * @dst_size: the bytes available at @dst
+ * @scales: (nullable): where the per-channel or per-block scales go
+ * @scales_size: the bytes available at @scales (see
+ *   [method@Piq.Params.get_scales_size])
+ * @zero_points: (nullable): where their int32 zero points go (affine integers)
+ * @zero_points_size: the bytes available at @zero_points
+ * @error: return location for a #GError
+ *
+ * The raw-pointer form of [method@Piq.Quantizer.quantize] for every
+ * granularity and format; the scales are written beside the codes.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_quantizer_quantize_blocks_raw (PiqQuantizer  *self,
+                                   PiqParams     *params,
+                                   PiqDtype       src_dtype,
+                                   gconstpointer  src,
+                                   gsize          n_elements,
+                                   gpointer       dst,
+                                   gsize          dst_size,
+                                   gpointer       scales,
+                                   gsize          scales_size,
+                                   gpointer       zero_points,
+                                   gsize          zero_points_size,
+                                   GError       **error)
+{
+  g_return_val_if_fail (PIQ_IS_QUANTIZER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_PARAMS (params), FALSE);
+  g_return_val_if_fail (src != NULL || n_elements == 0, FALSE);
+  g_return_val_if_fail (dst != NULL || dst_size == 0, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  return quantize_blocks_impl (self, params, src_dtype, src, n_elements, dst, dst_size,
+                               scales, scales_size, zero_points, zero_points_size, NULL, error);
+}
+
+static gboolean
+dequantize_blocks_impl (PiqQuantizer  *self,
+                        PiqParams     *params,
+                        gconstpointer  src,
+                        gsize          src_size,
+                        gsize          n,
+                        gconstpointer  scales,
+                        gsize          scales_size,
+                        gconstpointer  zero_points,
+                        gsize          zero_points_size,
+                        PiqDtype       dst_dtype,
+                        gpointer       dst,
+                        gsize          dst_size,
+                        PiqReduceOp    op,
+                        GError       **error)
+{
+  BlockLayout l;
+  BlockJob job = { .l = &l, .op = BLOCK_DEQUANTIZE };
+
+  if (!check_float_dtype (dst_dtype, "destination", error) ||
+      !block_layout (params, n, &l, NULL, error) ||
+      !check_size (piq_params_get_dtype (params), n, src_size, "the source", error) ||
+      !check_size (dst_dtype, n, dst_size, "the destination", error) ||
+      !check_block_buffer (l.scales_size, scales_size, "scales", error) ||
+      !check_block_buffer (l.zero_points_size, zero_points_size, "zero points", error))
+    return FALSE;
+  job.codes_in = src;
+  job.scales_in = scales;
+  job.zero_points_in = zero_points;
+  job.dst = dst;
+  job.add = op == PIQ_REDUCE_ADD;
+  run_blocks (self, &job, dst_dtype);
+  return TRUE;
+}
+
+/**
+ * piq_quantizer_dequantize_blocks_raw:
+ * @self: a quantizer
+ * @params: the parameters the data was quantized with
+ * @src: the codes
+ * @src_size: the bytes at @src
+ * @n_elements: the number of elements
+ * @scales: (nullable): the per-channel or per-block scales
+ * @scales_size: the bytes at @scales
+ * @zero_points: (nullable): their int32 zero points (affine integers)
+ * @zero_points_size: the bytes at @zero_points
+ * @dst_dtype: the float dtype of @dst
+ * @dst: the destination; must not overlap @src
+ * @dst_size: the bytes available at @dst
+ * @op: overwrite or add into @dst
+ * @error: return location for a #GError
+ *
+ * The raw-pointer form of [method@Piq.Quantizer.dequantize] for every
+ * granularity and format.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_quantizer_dequantize_blocks_raw (PiqQuantizer  *self,
+                                     PiqParams     *params,
+                                     gconstpointer  src,
+                                     gsize          src_size,
+                                     gsize          n_elements,
+                                     gconstpointer  scales,
+                                     gsize          scales_size,
+                                     gconstpointer  zero_points,
+                                     gsize          zero_points_size,
+                                     PiqDtype       dst_dtype,
+                                     gpointer       dst,
+                                     gsize          dst_size,
+                                     PiqReduceOp    op,
+                                     GError       **error)
+{
+  g_return_val_if_fail (PIQ_IS_QUANTIZER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_PARAMS (params), FALSE);
+  g_return_val_if_fail (src != NULL || src_size == 0, FALSE);
+  g_return_val_if_fail (dst != NULL || dst_size == 0, FALSE);
+  g_return_val_if_fail (op == PIQ_REDUCE_SET || op == PIQ_REDUCE_ADD, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  return dequantize_blocks_impl (self, params, src, src_size, n_elements, scales, scales_size,
+                                 zero_points, zero_points_size, dst_dtype, dst, dst_size, op,
+                                 error);
+}
+
+static gboolean
+requantize_blocks (PiqQuantizer  *self,
+                   PiqParams     *params,
+                   PiqDtype       dtype,
+                   gconstpointer  src,
+                   gsize          n,
+                   gpointer       dst,
+                   gsize          dst_size,
+                   PiqReduceOp    op,
+                   GError       **error)
+{
+  BlockLayout l;
+  BlockJob job = { .l = &l, .op = BLOCK_REQUANTIZE };
+
+  if (!check_float_dtype (dtype, "source", error) ||
+      !block_layout (params, n, &l, NULL, error) ||
+      !check_size (dtype, n, dst_size, "the destination", error))
+    return FALSE;
+  job.src = src;
+  job.dst = dst;
+  job.add = op == PIQ_REDUCE_ADD;
+  run_blocks (self, &job, dtype);
+  return TRUE;
+}
+
+/**
+ * piq_quantizer_binary_dot:
+ * @self: a quantizer
+ * @a: a %PIQ_DTYPE_BINARY tensor with its scales
+ * @b: a %PIQ_DTYPE_BINARY tensor of the same length and block size
+ * @result: (out): the dot product of the two dequantized vectors
+ * @error: return location for a #GError
+ *
+ * The dot product of two binary vectors by XNOR and popcount: per block,
+ * `scale_a · scale_b · (agreeing signs − disagreeing signs)`, summed in
+ * binary64. Equal (up to rounding) to the dot product of the dequantized
+ * vectors, without dequantizing them.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_quantizer_binary_dot (PiqQuantizer  *self,
+                          PiqTensor     *a,
+                          PiqTensor     *b,
+                          double        *result,
+                          GError       **error)
+{
+  PiqParams *pa, *pb;
+  BlockLayout la, lb;
+  g_autoptr(GBytes) sa = NULL, sb = NULL;
+  gsize sa_size = 0, sb_size = 0;
+  const guint8 *sa_data, *sb_data;
+
+  g_return_val_if_fail (PIQ_IS_QUANTIZER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (a), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (b), FALSE);
+  g_return_val_if_fail (result != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  pa = piq_tensor_get_params (a);
+  pb = piq_tensor_get_params (b);
+  if (piq_tensor_get_dtype (a) != PIQ_DTYPE_BINARY || piq_tensor_get_dtype (b) != PIQ_DTYPE_BINARY ||
+      pa == NULL || pb == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "the binary dot product takes two quantized binary tensors, not %s and %s",
+                   piq_dtype_describe (piq_tensor_get_dtype (a)),
+                   piq_dtype_describe (piq_tensor_get_dtype (b)));
+      return FALSE;
+    }
+  if (!block_layout (pa, piq_tensor_get_n_elements (a), &la, NULL, error) ||
+      !block_layout (pb, piq_tensor_get_n_elements (b), &lb, NULL, error))
+    return FALSE;
+  if (la.n != lb.n || la.a.fixed != lb.a.fixed || la.a.block != lb.a.block ||
+      la.a.scale_kind != lb.a.scale_kind)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
+                   "the vectors differ in length (%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                   "), block size or scale storage", la.n, lb.n);
+      return FALSE;
+    }
+  if (la.a.fixed)
+    {
+      /* one block, the per-tensor scales */
+      float fa = la.a.scale, fb = lb.a.scale;
+      *result = piq_binary_dot (piq_tensor_get_data (a, NULL), (const guint8 *) &fa,
+                                piq_tensor_get_data (b, NULL), (const guint8 *) &fb,
+                                la.n, MAX (la.n, 1), PIQ_SCALE_F32);
+      return TRUE;
+    }
+  sa = piq_tensor_get_scales (a);
+  sb = piq_tensor_get_scales (b);
+  sa_data = sa != NULL ? g_bytes_get_data (sa, &sa_size) : NULL;
+  sb_data = sb != NULL ? g_bytes_get_data (sb, &sb_size) : NULL;
+  if (!check_block_buffer (la.scales_size, sa_size, "scales of the first vector", error) ||
+      !check_block_buffer (lb.scales_size, sb_size, "scales of the second vector", error))
+    return FALSE;
+  *result = piq_binary_dot (piq_tensor_get_data (a, NULL), sa_data,
+                            piq_tensor_get_data (b, NULL), sb_data, la.n, la.a.block,
+                            la.a.scale_kind);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
  * Reductions: per-block results in index order, so the combination does not
  * depend on the thread count. */
 
@@ -557,6 +1078,38 @@ params_from_sums (PiqParams          *params,
   piq_params_set_zero_point (params, (gint64) zp);
 }
 
+/* A code format's per-tensor scale, by the rule its blocks use (simd/piq-formats.c):
+ * amax / max for the minifloats, amax for the table formats, mean |x| for binary. */
+static gboolean
+code_params (PiqParams          *params,
+             const PiqDtypeInfo *info,
+             PiqDtype            src_dtype,
+             gconstpointer       src,
+             gsize               n,
+             double              amax,
+             GError            **error)
+{
+  float a = (float) amax, scale;
+
+  if (info->kernel_index == PIQ_C_BINARY)
+    {
+      int ft = piq_dtype_info (src_dtype)->kernel_index;
+      double sum = 0.0;
+      for (gsize i = 0; i < n; i++)
+        sum += ft == PIQ_F_F64 ? fabs (((const double *) src)[i]) : fabsf (piq_load_f (src, i, ft));
+      scale = (float) (sum / (double) n);
+    }
+  else if (info->kernel_index <= PIQ_C_FP4_E2M1)
+    scale = a / piq_minifloats[info->kernel_index].max;
+  else
+    scale = a;
+  if (!(scale > 0.0f) || !isfinite (scale))
+    scale = 1.0f;   /* all zeros: any scale represents them; 1 keeps a plain cast */
+  piq_params_set_scale (params, scale);
+  piq_params_set_zero_point (params, 0);
+  return TRUE;
+}
+
 /**
  * piq_quantizer_compute_params_raw:
  * @self: a quantizer
@@ -594,11 +1147,27 @@ piq_quantizer_compute_params_raw (PiqQuantizer  *self,
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   info = piq_dtype_info (piq_params_get_dtype (params));
-  if (info == NULL || info->is_float)
+  if (info == NULL || (info->kind != PIQ_KIND_INT && info->kind != PIQ_KIND_CODE))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
-                   "cannot compute parameters for %s: the quantized dtype must be an integer type",
-                   piq_dtype_describe (piq_params_get_dtype (params)));
+                   "cannot compute parameters for %s: the quantized dtype must be an integer "
+                   "type or a code format", piq_dtype_describe (piq_params_get_dtype (params)));
+      return FALSE;
+    }
+  if (info->bits == 0 || piq_params_get_granularity (params) != PIQ_GRANULARITY_TENSOR)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "per-channel and per-block scales (and those of %s) are derived by quantize, "
+                   "block by block; compute_params derives per-tensor parameters", info->name);
+      return FALSE;
+    }
+  if (info->kind == PIQ_KIND_CODE && (piq_params_get_scale_rule (params) == PIQ_SCALE_RULE_MEAN_STD ||
+                                      piq_params_get_scale_rule (params) >= PIQ_SCALE_RULE_POW2_FLOOR))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "%s derives its per-tensor scale by its absmax rule; the %s rule does not apply",
+                   info->name, piq_params_get_scale_rule (params) == PIQ_SCALE_RULE_MEAN_STD
+                               ? "mean/std" : "power-of-two");
       return FALSE;
     }
   if (!check_float_dtype (src_dtype, "source", error) ||
@@ -657,6 +1226,8 @@ piq_quantizer_compute_params_raw (PiqQuantizer  *self,
           lo = MIN (lo, mm[b].min);
           hi = MAX (hi, mm[b].max);
         }
+      if (info->kind == PIQ_KIND_CODE)
+        return code_params (params, info, src_dtype, src, n_elements, MAX (-lo, hi), error);
       /* binary32 for every source, f64 too, as torch's observers keep min/max */
       return params_from_minmax (params, info, TRUE, (float) lo, (float) hi, error);
     }
@@ -717,6 +1288,9 @@ quantize_impl (PiqQuantizer  *self,
   const PiqDtypeInfo *si, *di;
   ElementJob job = { 0 };
 
+  if (uses_blocks (params))
+    return quantize_blocks_impl (self, params, src_dtype, src, n, dst, dst_size, NULL, 0, NULL, 0,
+                                 seed_used, error);
   if (!check_float_dtype (src_dtype, "source", error) ||
       !prepare_args (params, src_dtype, &job.args, seed_used, error) ||
       !piq_dtype_get_size_for_n (src_dtype, n, NULL, error) ||
@@ -841,8 +1415,37 @@ piq_quantizer_quantize (PiqQuantizer  *self,
       return FALSE;
     }
   dst_data = piq_tensor_get_writable_data (dst, &dst_size);
-  if (!quantize_impl (self, params, piq_tensor_get_dtype (src), piq_tensor_get_data (src, NULL),
-                      piq_tensor_get_n_elements (src), dst_data, dst_size, &seed, error))
+  if (uses_blocks (params))
+    {
+      BlockLayout l;
+      g_autofree guint8 *scales = NULL;
+      g_autofree gint32 *zero_points = NULL;
+
+      if (!block_layout (params, piq_tensor_get_n_elements (src), &l, NULL, error))
+        return FALSE;
+      scales = l.scales_size ? g_try_malloc (l.scales_size) : NULL;
+      zero_points = l.zero_points_size ? g_try_malloc (l.zero_points_size) : NULL;
+      if ((l.scales_size && scales == NULL) || (l.zero_points_size && zero_points == NULL))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GSIZE_FORMAT
+                       " bytes of scales", l.scales_size + l.zero_points_size);
+          return FALSE;
+        }
+      if (!quantize_blocks_impl (self, params, piq_tensor_get_dtype (src),
+                                 piq_tensor_get_data (src, NULL), piq_tensor_get_n_elements (src),
+                                 dst_data, dst_size, scales, l.scales_size, zero_points,
+                                 l.zero_points_size, &seed, error))
+        return FALSE;
+      {
+        g_autoptr(GBytes) sb = scales ? g_bytes_new_take (g_steal_pointer (&scales), l.scales_size) : NULL;
+        g_autoptr(GBytes) zb = zero_points ? g_bytes_new_take (g_steal_pointer (&zero_points),
+                                                               l.zero_points_size) : NULL;
+        piq_tensor_set_scales (dst, sb);
+        piq_tensor_set_zero_points (dst, zb);
+      }
+    }
+  else if (!quantize_impl (self, params, piq_tensor_get_dtype (src), piq_tensor_get_data (src, NULL),
+                           piq_tensor_get_n_elements (src), dst_data, dst_size, &seed, error))
     return FALSE;
 
   used = piq_params_copy (params);
@@ -925,6 +1528,11 @@ piq_quantizer_dequantize_raw (PiqQuantizer  *self,
   g_return_val_if_fail (op == PIQ_REDUCE_SET || op == PIQ_REDUCE_ADD, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
+  if (uses_blocks (params))
+    {
+      return dequantize_blocks_impl (self, params, src, src_size, n_elements, NULL, 0, NULL, 0,
+                                     dst_dtype, dst, dst_size, op, error);
+    }
   if (!check_float_dtype (dst_dtype, "destination", error) ||
       !prepare_args (params, dst_dtype, &job.args, NULL, error) ||
       !check_size (piq_params_get_dtype (params), n_elements, src_size, "the source", error) ||
@@ -1002,6 +1610,19 @@ piq_quantizer_dequantize (PiqQuantizer  *self,
     return FALSE;
   src_data = piq_tensor_get_data (src, &src_size);
   dst_data = piq_tensor_get_writable_data (dst, &dst_size);
+  if (uses_blocks (params))
+    {
+      g_autoptr(GBytes) scales = piq_tensor_get_scales (src);
+      g_autoptr(GBytes) zero_points = piq_tensor_get_zero_points (src);
+      gsize scales_size = 0, zero_points_size = 0;
+      gconstpointer sd = scales ? g_bytes_get_data (scales, &scales_size) : NULL;
+      gconstpointer zd = zero_points ? g_bytes_get_data (zero_points, &zero_points_size) : NULL;
+
+      return dequantize_blocks_impl (self, params, src_data, src_size,
+                                     piq_tensor_get_n_elements (src), sd, scales_size, zd,
+                                     zero_points_size, piq_tensor_get_dtype (dst), dst_data,
+                                     dst_size, op, error);
+    }
   return piq_quantizer_dequantize_raw (self, params, src_data, src_size,
                                        piq_tensor_get_n_elements (src), piq_tensor_get_dtype (dst),
                                        dst_data, dst_size, op, error);
@@ -1077,6 +1698,8 @@ piq_quantizer_requantize_raw (PiqQuantizer  *self,
   g_return_val_if_fail (op == PIQ_REDUCE_SET || op == PIQ_REDUCE_ADD, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
+  if (uses_blocks (params))
+    return requantize_blocks (self, params, dtype, src, n_elements, dst, dst_size, op, error);
   if (!check_float_dtype (dtype, "source", error) ||
       !prepare_args (params, dtype, &job.args, NULL, error) ||
       !check_size (dtype, n_elements, dst_size, "the destination", error))

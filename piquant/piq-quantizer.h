@@ -112,4 +112,45 @@ gboolean        piq_quantizer_requantize_raw    (PiqQuantizer  *self,
                                                  PiqReduceOp    op,
                                                  GError       **error);
 
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_quantizer_quantize_blocks_raw (PiqQuantizer *self,
+                                                 PiqParams     *params,
+                                                 PiqDtype       src_dtype,
+                                                 gconstpointer  src,
+                                                 gsize          n_elements,
+                                                 gpointer       dst,
+                                                 gsize          dst_size,
+                                                 gpointer       scales,
+                                                 gsize          scales_size,
+                                                 gpointer       zero_points,
+                                                 gsize          zero_points_size,
+                                                 GError       **error);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_quantizer_dequantize_blocks_raw (PiqQuantizer *self,
+                                                 PiqParams     *params,
+                                                 gconstpointer  src,
+                                                 gsize          src_size,
+                                                 gsize          n_elements,
+                                                 gconstpointer  scales,
+                                                 gsize          scales_size,
+                                                 gconstpointer  zero_points,
+                                                 gsize          zero_points_size,
+                                                 PiqDtype       dst_dtype,
+                                                 gpointer       dst,
+                                                 gsize          dst_size,
+                                                 PiqReduceOp    op,
+                                                 GError       **error);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_quantizer_binary_dot        (PiqQuantizer  *self,
+                                                 PiqTensor     *a,
+                                                 PiqTensor     *b,
+                                                 double        *result,
+                                                 GError       **error);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_params_get_scales_size      (PiqParams     *self,
+                                                 guint64        n_elements,
+                                                 gsize         *scales_size,
+                                                 gsize         *zero_points_size,
+                                                 GError       **error);
+
 G_END_DECLS

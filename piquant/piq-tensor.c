@@ -13,6 +13,7 @@
 #include "piq-enum-types.h"
 #include "piq-error.h"
 #include "simd/piq-convert-private.h"
+#include "simd/piq-formats-private.h"
 
 /**
  * PiqTensor:
@@ -47,6 +48,8 @@ struct _PiqTensor
   gboolean    writable;
   GBytes     *bytes;        /* wrapped, keeps data alive */
   PiqParams  *params;
+  GBytes     *scales;       /* per-channel / per-block scales, as params' scale-dtype */
+  GBytes     *zero_points;  /* per-channel / per-block int32 zero points (affine integers) */
 };
 
 G_DEFINE_FINAL_TYPE (PiqTensor, piq_tensor, G_TYPE_OBJECT)
@@ -72,6 +75,8 @@ piq_tensor_finalize (GObject *object)
     free (self->data);
   g_clear_pointer (&self->bytes, g_bytes_unref);
   g_clear_object (&self->params);
+  g_clear_pointer (&self->scales, g_bytes_unref);
+  g_clear_pointer (&self->zero_points, g_bytes_unref);
   G_OBJECT_CLASS (piq_tensor_parent_class)->finalize (object);
 }
 
@@ -350,6 +355,29 @@ store_value (PiqTensor  *self,
         case PIQ_DTYPE_BF16: ((guint16 *) d)[i] = piq_f32_to_bf16 ((float) v); break;
         default:             ((guint16 *) d)[i] = piq_f32_to_f16 ((float) v); break;
         }
+      return TRUE;
+    }
+
+  if (info->kind == PIQ_KIND_CODE)
+    {
+      /* code formats: the value is the code itself, element i of the bit stream */
+      if (info->bits == 0)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE,
+                       "%s tensors are blocks with a header: write their bytes", info->name);
+          return FALSE;
+        }
+      if (v != floor (v) || v < 0 || v >= ldexp (1.0, (int) info->bits))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE,
+                       "value %g at index %" G_GUINT64_FORMAT " is not a %s code", v, i, info->name);
+          return FALSE;
+        }
+      if (info->bits < 8)
+        d[i * info->bits / 8] &= (guint8) ~(((1u << info->bits) - 1) << (i * info->bits % 8));
+      if (info->bits == 6 && (i * 6 % 8) > 2)
+        d[i * 6 / 8 + 1] &= (guint8) ~(0x3fu >> (8 - i * 6 % 8));
+      piq_put_code (d, i, (int) info->bits, 0, (guint64) v);
       return TRUE;
     }
 
@@ -652,7 +680,9 @@ piq_tensor_set_data (PiqTensor     *self,
  *
  * Reads one element as a double: float types exactly, integer types as their
  * integer value (sub-byte types unpacked, signed ones sign-extended; 64-bit
- * values beyond 2^53 rounded). The quantized code, not the dequantized value.
+ * values beyond 2^53 rounded), code formats as their code (element i of the
+ * bit stream; NaN for the ggml block types). The quantized code, not the
+ * dequantized value.
  *
  * Returns: the element
  *
@@ -679,6 +709,8 @@ piq_tensor_get_value (PiqTensor *self,
     case PIQ_DTYPE_F16:  return piq_f16_to_f32 (((const guint16 *) d)[index]);
     default: break;
     }
+  if (info->kind == PIQ_KIND_CODE)
+    return info->bits == 0 ? NAN : (double) piq_get_code (d, index, (int) info->bits, 0);
   switch (info->bits)
     {
     case 2:  u = (d[index / 4] >> (index % 4 * 2)) & 3u; break;
@@ -794,4 +826,86 @@ piq_tensor_set_params (PiqTensor *self,
 
   if (g_set_object (&self->params, params))
     g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PARAMS]);
+}
+
+/**
+ * piq_tensor_get_scales:
+ * @self: a tensor
+ *
+ * The per-channel or per-block scales of a quantized tensor, one per block in
+ * the storage of its parameters' [property@Piq.Params:scale-dtype] (f32 or f16
+ * in host byte order, or E8M0 bytes). Set by [method@Piq.Quantizer.quantize].
+ *
+ * Returns: (transfer full) (nullable): the scales, or %NULL if there are none
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_tensor_get_scales (PiqTensor *self)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
+  return self->scales != NULL ? g_bytes_ref (self->scales) : NULL;
+}
+
+/**
+ * piq_tensor_set_scales:
+ * @self: a tensor
+ * @scales: (nullable): the scales, or %NULL to drop them
+ *
+ * Attaches per-channel or per-block scales, e.g. to dequantize data quantized
+ * elsewhere. Their size is checked against the parameters when the tensor is
+ * dequantized (%PIQ_ERROR_SIZE).
+ *
+ * Since: 1.0
+ */
+void
+piq_tensor_set_scales (PiqTensor *self,
+                       GBytes    *scales)
+{
+  g_return_if_fail (PIQ_IS_TENSOR (self));
+
+  if (scales != NULL)
+    g_bytes_ref (scales);
+  g_clear_pointer (&self->scales, g_bytes_unref);
+  self->scales = scales;
+}
+
+/**
+ * piq_tensor_get_zero_points:
+ * @self: a tensor
+ *
+ * The per-channel or per-block zero points of an affine integer tensor, one
+ * int32 per block in host byte order.
+ *
+ * Returns: (transfer full) (nullable): the zero points, or %NULL if there are none
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_tensor_get_zero_points (PiqTensor *self)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
+  return self->zero_points != NULL ? g_bytes_ref (self->zero_points) : NULL;
+}
+
+/**
+ * piq_tensor_set_zero_points:
+ * @self: a tensor
+ * @zero_points: (nullable): int32 zero points, or %NULL to drop them
+ *
+ * Attaches per-channel or per-block zero points (see
+ * [method@Piq.Tensor.set_scales]).
+ *
+ * Since: 1.0
+ */
+void
+piq_tensor_set_zero_points (PiqTensor *self,
+                            GBytes    *zero_points)
+{
+  g_return_if_fail (PIQ_IS_TENSOR (self));
+
+  if (zero_points != NULL)
+    g_bytes_ref (zero_points);
+  g_clear_pointer (&self->zero_points, g_bytes_unref);
+  self->zero_points = zero_points;
 }

@@ -85,4 +85,15 @@ PIQ_AVAILABLE_IN_1_0
 void            piq_tensor_set_params           (PiqTensor     *self,
                                                  PiqParams     *params);
 
+PIQ_AVAILABLE_IN_1_0
+GBytes *        piq_tensor_get_scales           (PiqTensor     *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_tensor_set_scales           (PiqTensor     *self,
+                                                 GBytes        *scales);
+PIQ_AVAILABLE_IN_1_0
+GBytes *        piq_tensor_get_zero_points      (PiqTensor     *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_tensor_set_zero_points      (PiqTensor     *self,
+                                                 GBytes        *zero_points);
+
 G_END_DECLS

@@ -30,12 +30,26 @@ G_BEGIN_DECLS
  * @PIQ_DTYPE_INT32: signed 32-bit integer, host byte order
  * @PIQ_DTYPE_UINT64: unsigned 64-bit integer, host byte order
  * @PIQ_DTYPE_INT64: signed 64-bit integer, host byte order
+ * @PIQ_DTYPE_FP8_E4M3: OCP FP8 E4M3FN (bias 7, max 448, NaN 0x7F/0xFF, no Inf)
+ * @PIQ_DTYPE_FP8_E5M2: OCP FP8 E5M2 (bias 15, max 57344, Inf 0x7C/0xFC)
+ * @PIQ_DTYPE_FP6_E2M3: OCP MX FP6 E2M3 (max 7.5), 4 elements in 3 bytes
+ * @PIQ_DTYPE_FP6_E3M2: OCP MX FP6 E3M2 (max 28), 4 elements in 3 bytes
+ * @PIQ_DTYPE_FP4_E2M1: OCP MX FP4 E2M1 (max 6), 2 per byte
+ * @PIQ_DTYPE_NF4: bitsandbytes 4-bit NormalFloat codes (scaled by the block absmax)
+ * @PIQ_DTYPE_FP4_BNB: bitsandbytes 4-bit float codes (not OCP E2M1)
+ * @PIQ_DTYPE_NF8: piquant's 8-bit NormalFloat codes (256 normal quantiles, docs/formats.md)
+ * @PIQ_DTYPE_BINARY: 1-bit signs, bit j of byte j/8 (1 = non-negative), scaled by mean |x|
+ * @PIQ_DTYPE_Q8_0: ggml Q8_0 blocks: f16 scale + 32 int8 (34 bytes per 32 elements)
+ * @PIQ_DTYPE_Q4_0: ggml Q4_0 blocks: f16 scale + 32 4-bit codes (18 bytes per 32 elements)
+ * @PIQ_DTYPE_E8M0: OCP MX shared scale 2^(E−127), 0xFF = NaN; a scale type only
  *
  * The element types piquant reads and writes.
  *
  * The numeric values are part of the ABI and never change: float types
- * are below 16, integer types from 16 on. In a packed sub-byte buffer the
- * unused high bits of a partial last byte are zero.
+ * are below 16, integer types from 16 on, code formats from 32 on, scale-only
+ * types from 64 on. Sub-byte codes are a little-endian bit stream (element i at
+ * bit i·bits); a partial last byte has its unused bits zero. See
+ * [Formats](formats.html) for every layout.
  *
  * Since: 1.0
  */
@@ -57,6 +71,20 @@ typedef enum {
   PIQ_DTYPE_INT32  = 25,
   PIQ_DTYPE_UINT64 = 26,
   PIQ_DTYPE_INT64  = 27,
+
+  PIQ_DTYPE_FP8_E4M3 = 32,
+  PIQ_DTYPE_FP8_E5M2 = 33,
+  PIQ_DTYPE_FP6_E2M3 = 34,
+  PIQ_DTYPE_FP6_E3M2 = 35,
+  PIQ_DTYPE_FP4_E2M1 = 36,
+  PIQ_DTYPE_NF4      = 37,
+  PIQ_DTYPE_FP4_BNB  = 38,
+  PIQ_DTYPE_NF8      = 39,
+  PIQ_DTYPE_BINARY   = 40,
+  PIQ_DTYPE_Q8_0     = 41,
+  PIQ_DTYPE_Q4_0     = 42,
+
+  PIQ_DTYPE_E8M0     = 64,
 } PiqDtype;
 
 /**
@@ -101,10 +129,23 @@ typedef enum {
  *   range for unsigned ones
  * @PIQ_SCALE_RULE_MEAN_STD: pi-quant's older rule: `scale = C·σ / type_max`
  *   with C = 12 for 8 bits and more, 2.7 for 4 bits and 1.4 for 2 bits,
- *   centred on the mean
+ *   centred on the mean (per-tensor integers only)
+ * @PIQ_SCALE_RULE_POW2_FLOOR: E8M0 scales, the OCP MX rule:
+ *   `2^(floor(log2 amax) − emax_elem)`
+ * @PIQ_SCALE_RULE_POW2_CEIL: E8M0 scales, one step up unless amax is a power of two
+ * @PIQ_SCALE_RULE_POW2_EVEN: E8M0 scales, amax's mantissa rounded (half up) to
+ *   the element's mantissa bits before the floor rule
+ * @PIQ_SCALE_RULE_POW2_RCEIL: E8M0 scales, `2^ceil(log2(amax / max_elem))`
+ *   (NVIDIA's rule: no element saturates)
  *
- * How [method@Piq.Quantizer.compute_params] derives a scale and a zero point
- * from data.
+ * How a scale and a zero point are derived from data: by
+ * [method@Piq.Quantizer.compute_params] for a whole tensor, and by
+ * [method@Piq.Quantizer.quantize] for each block or channel.
+ *
+ * Formats without a zero point (the code formats, and integers with E8M0
+ * scales) are symmetric: %PIQ_SCALE_RULE_MIN_MAX and %PIQ_SCALE_RULE_ABS_MAX
+ * both select the format's own absmax rule (for E8M0 scales, the floor
+ * rule). The `POW2` rules need E8M0 scales ([property@Piq.Params:scale-dtype]).
  *
  * Since: 1.0
  */
@@ -112,7 +153,33 @@ typedef enum {
   PIQ_SCALE_RULE_MIN_MAX  = 0,
   PIQ_SCALE_RULE_ABS_MAX  = 1,
   PIQ_SCALE_RULE_MEAN_STD = 2,
+  PIQ_SCALE_RULE_POW2_FLOOR = 3,
+  PIQ_SCALE_RULE_POW2_CEIL  = 4,
+  PIQ_SCALE_RULE_POW2_EVEN  = 5,
+  PIQ_SCALE_RULE_POW2_RCEIL = 6,
 } PiqScaleRule;
+
+/**
+ * PiqGranularity:
+ * @PIQ_GRANULARITY_TENSOR: one scale and zero point for the whole tensor,
+ *   the [property@Piq.Params:scale] and [property@Piq.Params:zero-point] of the
+ *   parameters
+ * @PIQ_GRANULARITY_CHANNEL: one per row of a 2-D tensor whose rows are
+ *   [property@Piq.Params:block-size] elements long; the tensor must hold whole rows
+ * @PIQ_GRANULARITY_BLOCK: one per block of [property@Piq.Params:block-size]
+ *   consecutive elements; the last block may be shorter
+ *
+ * How many scales a quantized tensor has. Per-channel and per-block scales are
+ * derived from each block's data by [method@Piq.Quantizer.quantize] and carried
+ * by the quantized tensor ([method@Piq.Tensor.get_scales]).
+ *
+ * Since: 1.0
+ */
+typedef enum {
+  PIQ_GRANULARITY_TENSOR  = 0,
+  PIQ_GRANULARITY_CHANNEL = 1,
+  PIQ_GRANULARITY_BLOCK   = 2,
+} PiqGranularity;
 
 /**
  * PiqSimdLevel:

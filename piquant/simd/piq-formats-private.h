@@ -1,0 +1,396 @@
+/* piq-formats-private.h: the element codecs of the block formats, and the block driver
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * GLib-free, like the rest of the kernel layer. The codecs are static inline so the
+ * tests can use them as definitions; their rules (with sources) are in docs/formats.md
+ * and ../shared/FORMATS.md. Everything computes in binary32: f64 data is rounded to
+ * binary32 first, as torchao, bitsandbytes and ggml compute these formats.
+ */
+#pragma once
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "piq-convert-private.h"
+
+/* The code formats: X (NAME, name, index, bits per element or 0 for self-contained
+ * blocks, kind). PiqDtype value = 32 + index (piq-types.h). */
+#define PIQ_CODE_TYPES(X) \
+  X (FP8_E4M3, fp8_e4m3, 0, 8, MINIFLOAT) \
+  X (FP8_E5M2, fp8_e5m2, 1, 8, MINIFLOAT) \
+  X (FP6_E2M3, fp6_e2m3, 2, 6, MINIFLOAT) \
+  X (FP6_E3M2, fp6_e3m2, 3, 6, MINIFLOAT) \
+  X (FP4_E2M1, fp4_e2m1, 4, 4, MINIFLOAT) \
+  X (NF4,      nf4,      5, 4, TABLE) \
+  X (FP4_BNB,  fp4_bnb,  6, 4, TABLE) \
+  X (NF8,      nf8,      7, 8, TABLE) \
+  X (BINARY,   binary,   8, 1, BINARY) \
+  X (Q8_0,     q8_0,     9, 0, GGML) \
+  X (Q4_0,     q4_0,    10, 0, GGML)
+
+enum {
+#define PIQ_IDX_(N, n, i, ...) PIQ_C_##N = i,
+  PIQ_CODE_TYPES (PIQ_IDX_) PIQ_N_CODE = 11,
+#undef PIQ_IDX_
+};
+
+/* ---------------------------------------------------------------------------
+ * Minifloats (OCP FP8 E4M3FN / E5M2, MX FP6 E2M3 / E3M2, FP4 E2M1). */
+
+typedef struct {
+  int      ebits, mbits, bias;
+  float    max;        /* largest finite magnitude */
+  uint8_t  max_code;   /* its code, sign clear */
+  uint8_t  inf_code;   /* 0: no infinities */
+  uint8_t  nan_code;   /* 0: no NaN */
+  int      emax;       /* floor(log2(max)): the MX spec's emax_elem */
+} PiqMinifloat;
+
+static const PiqMinifloat piq_minifloats[5] = {
+  [PIQ_C_FP8_E4M3] = { 4, 3,  7, 448.0f,   0x7e, 0,    0x7f,  8 },
+  [PIQ_C_FP8_E5M2] = { 5, 2, 15, 57344.0f, 0x7b, 0x7c, 0x7f, 15 },
+  [PIQ_C_FP6_E2M3] = { 2, 3,  1, 7.5f,     0x1f, 0,    0,     2 },
+  [PIQ_C_FP6_E3M2] = { 3, 2,  3, 28.0f,    0x1f, 0,    0,     4 },
+  [PIQ_C_FP4_E2M1] = { 2, 1,  1, 6.0f,     0x07, 0,    0,     2 },
+};
+
+static inline float
+piq_minifloat_decode (const PiqMinifloat *f, unsigned code)
+{
+  unsigned width = 1 + f->ebits + f->mbits;
+  unsigned mag = code & ((1u << (width - 1)) - 1);
+  unsigned e = mag >> f->mbits, m = mag & ((1u << f->mbits) - 1);
+  float v;
+
+  if (f->nan_code && (mag == f->nan_code || (f->inf_code && mag > f->inf_code)))
+    v = NAN;
+  else if (f->inf_code && mag == f->inf_code)
+    v = INFINITY;
+  else if (e == 0)
+    v = ldexpf ((float) m, 1 - f->bias - f->mbits);
+  else
+    v = ldexpf ((float) ((1u << f->mbits) | m), (int) e - f->bias - f->mbits);
+  return (code >> (width - 1)) & 1 ? -v : v;
+}
+
+/* Round v onto the format: ties to even, or up with probability equal to the
+ * fraction (u in [0,1) from piq_uniform24) when stochastic. Overflow (after
+ * rounding) saturates to ±max, or when !saturate gives ±Inf (E5M2) or NaN (E4M3).
+ * NaN gives the NaN code with v's sign; formats without NaN encode it as +0.
+ * ±Inf follows the overflow rule. */
+static inline unsigned
+piq_minifloat_encode (const PiqMinifloat *f, float v, int saturate, int stochastic, float u)
+{
+  unsigned width = 1 + f->ebits + f->mbits;
+  unsigned sign = (piq_f32_bits (v) >> 31) << (width - 1);
+  int emin = 1 - f->bias, qe;
+  float a = fabsf (v), t, k, mag;
+
+  if (a != a)
+    return f->nan_code ? sign | f->nan_code : 0;
+  /* the quantum at a's binade (the subnormal one below the smallest normal) */
+  qe = (a >= ldexpf (1.0f, emin) ? (int) ((piq_f32_bits (a) >> 23) & 0xff) - 127 : emin) - f->mbits;
+  if (isinf (a))
+    mag = INFINITY;
+  else
+    {
+      t = ldexpf (a, -qe);                 /* exact: a power-of-two scaling */
+      if (stochastic)
+        {
+          k = floorf (t);
+          k += u < t - k ? 1.0f : 0.0f;
+        }
+      else
+        k = nearbyintf (t);
+      mag = ldexpf (k, qe);                /* exact, and may carry into the next binade */
+    }
+  if (mag > f->max)
+    {
+      if (saturate || !f->nan_code)
+        return sign | f->max_code;
+      return sign | (f->inf_code ? f->inf_code : f->nan_code);
+    }
+  if (mag < ldexpf (1.0f, emin))
+    return sign | (unsigned) ldexpf (mag, f->mbits - emin);
+  {
+    int e = (int) ((piq_f32_bits (mag) >> 23) & 0xff) - 127;
+    unsigned m = (unsigned) ldexpf (mag, f->mbits - e) - (1u << f->mbits);
+    return sign | (unsigned) (e + f->bias) << f->mbits | m;
+  }
+}
+
+/* ---------------------------------------------------------------------------
+ * E8M0 shared scales (OCP MX v1.0): 2^(E−127), E = 0…254, 0xFF = NaN. */
+
+typedef enum {
+  PIQ_E8M0_FLOOR = 0,  /* the spec: floor(log2 amax) − emax_elem */
+  PIQ_E8M0_CEIL  = 1,  /* +1 when amax is not a power of two */
+  PIQ_E8M0_EVEN  = 2,  /* amax's mantissa rounded (half up) to the element's bits, then floor */
+  PIQ_E8M0_RCEIL = 3,  /* 2^ceil(log2(amax / max_elem)), as cuBLAS */
+} PiqE8m0Rule;
+
+static inline float
+piq_e8m0_decode (uint8_t e)
+{
+  return e == 0xff ? NAN : ldexpf (1.0f, (int) e - 127);
+}
+
+/* amax ≥ 0 or non-finite; emax/mbits/max of the element (INT8: 0, 6, 127/64). */
+static inline uint8_t
+piq_e8m0_from_amax (float amax, PiqE8m0Rule rule, int emax, int mbits, float max)
+{
+  uint32_t b;
+  int e;
+
+  if (!isfinite (amax))
+    return 0xff;
+  if (amax == 0.0f)
+    return 0;
+  b = piq_f32_bits (amax);
+  switch (rule)
+    {
+    case PIQ_E8M0_EVEN:
+      b += 1u << (22 - mbits);             /* half up at the element's last mantissa bit */
+      b &= ~((1u << (23 - mbits)) - 1);
+      /* fall through */
+    case PIQ_E8M0_FLOOR:
+      e = (int) (b >> 23) - 127 - emax;
+      break;
+    case PIQ_E8M0_CEIL:
+      e = (int) (b >> 23) - 127 - emax + ((b & 0x7fffff) != 0);
+      break;
+    default:
+      {
+        float r = amax / max;              /* binary32, rounded to nearest */
+        if (r == 0.0f)
+          return 0;
+        e = ilogbf (r);
+        e += r != ldexpf (1.0f, e);
+      }
+    }
+  e = e < -127 ? -127 : e > 127 ? 127 : e;
+  return (uint8_t) (e + 127);
+}
+
+/* ---------------------------------------------------------------------------
+ * Table formats: bitsandbytes NF4 and FP4, piquant's NF8. */
+
+static const float piq_nf4_values[16] = {
+  -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+  -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+  0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+  0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f,
+};
+
+/* bnb's midpoints, as the binary32 literals of dQuantizeNF4 */
+static const float piq_nf4_thresholds[15] = {
+  -0.8480964004993439f, -0.6106329262256622f, -0.4599952697753906f, -0.33967943489551544f,
+  -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
+  0.1202552504837513f, 0.2035212516784668f, 0.2920137718319893f, 0.3893125355243683f,
+  0.5016634166240692f, 0.6427869200706482f, 0.8614784181118011f,
+};
+
+/* bnb FP4 by code (bit 3 = sign), normalised by 12 */
+static const float piq_fp4_bnb_values[16] = {
+  0.0f, 0.0625f / 12, 8.0f / 12, 12.0f / 12, 4.0f / 12, 6.0f / 12, 2.0f / 12, 3.0f / 12,
+  -0.0f, -0.0625f / 12, -8.0f / 12, -12.0f / 12, -4.0f / 12, -6.0f / 12, -2.0f / 12, -3.0f / 12,
+};
+
+#include "piq-nf8-table.h"   /* piq_nf8_values[256], generated by tools/gen-nf8.py */
+
+/* Stochastic choice between two neighbouring levels lo < x < hi. */
+static inline int
+piq_pick_up (float x, float lo, float hi, float u)
+{
+  return u < (x - lo) / (hi - lo);
+}
+
+/* x is the block-normalised value (x · 1/absmax). NaN → the code of 0. */
+static inline unsigned
+piq_nf4_encode (float x, int stochastic, float u)
+{
+  unsigned c = 0;
+
+  if (x != x)
+    return 7;
+  if (stochastic)
+    {
+      if (x <= -1.0f) return 0;
+      if (x >= 1.0f) return 15;
+      while (c < 15 && piq_nf4_values[c + 1] <= x)
+        c++;
+      if (piq_nf4_values[c] == x)
+        return c;
+      return c + piq_pick_up (x, piq_nf4_values[c], piq_nf4_values[c + 1], u);
+    }
+  for (int i = 0; i < 15; i++)             /* ties at a threshold go to the lower code */
+    c += x > piq_nf4_thresholds[i];
+  return c;
+}
+
+/* bnb's dQuantizeFP4 decision tree (its binary32 literals) on |x|, sign in bit 3. */
+static inline unsigned
+piq_fp4_bnb_encode (float x, int stochastic, float u)
+{
+  /* magnitudes in increasing order and their codes, for stochastic rounding */
+  static const unsigned order[8] = { 0, 1, 6, 7, 4, 5, 2, 3 };
+  unsigned sign = x < 0.0f ? 8 : 0;
+  float a = fabsf (x);
+
+  if (x != x)
+    return 0;
+  if (stochastic)
+    {
+      unsigned i = 0;
+      if (a >= 1.0f)
+        return sign | 3;
+      while (i < 7 && piq_fp4_bnb_values[order[i + 1]] <= a)
+        i++;
+      if (piq_fp4_bnb_values[order[i]] == a)
+        return sign | order[i];
+      return sign | order[i + piq_pick_up (a, piq_fp4_bnb_values[order[i]],
+                                           piq_fp4_bnb_values[order[i + 1]], u)];
+    }
+  if (a > 0.29166667f)
+    return sign | (a > 0.583333f ? (a > 0.8333333f ? 3u : 2u) : (a > 0.4166667f ? 5u : 4u));
+  return sign | (a > 0.0859375f ? (a > 0.20833333f ? 7u : 6u) : (a > 0.00260417f ? 1u : 0u));
+}
+
+/* NF8: nearest of the 256 increasing levels (ties to the lower code). */
+static inline unsigned
+piq_nf8_encode (float x, int stochastic, float u)
+{
+  unsigned lo = 0, hi = 255;
+
+  if (x != x)
+    return 127;                            /* piq_nf8_values[127] == 0 */
+  if (x <= piq_nf8_values[0])
+    return 0;
+  if (x >= piq_nf8_values[255])
+    return 255;
+  while (hi - lo > 1)                      /* values[lo] < x < values[hi] or equal to lo */
+    {
+      unsigned mid = (lo + hi) / 2;
+      if (piq_nf8_values[mid] <= x)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  if (piq_nf8_values[lo] == x)
+    return lo;
+  if (stochastic)
+    return lo + piq_pick_up (x, piq_nf8_values[lo], piq_nf8_values[hi], u);
+  return x - piq_nf8_values[lo] <= piq_nf8_values[hi] - x ? lo : hi;
+}
+
+/* ---------------------------------------------------------------------------
+ * Code storage. */
+
+/* Codes are a little-endian bit stream: element i at bit i·bits (whole bytes for 8
+ * bits and more); bnb's order puts element 2k in the high nibble instead. */
+static inline void
+piq_put_code (uint8_t *codes, uint64_t i, int bits, int high_first, uint64_t code)
+{
+  if (bits >= 8)
+    {
+      memcpy (codes + i * (uint64_t) (bits / 8), &code, (size_t) bits / 8);
+      return;
+    }
+  uint64_t off = i * (uint64_t) bits;
+  unsigned sh = (unsigned) (off & 7);
+  uint16_t v;
+
+  if (high_first)
+    sh = (i & 1) ? 0 : 4;
+  code &= (1u << bits) - 1;
+  v = (uint16_t) (code << sh);
+  codes[off >> 3] |= (uint8_t) v;
+  if (v >> 8)
+    codes[(off >> 3) + 1] |= (uint8_t) (v >> 8);
+}
+
+static inline uint64_t
+piq_get_code (const uint8_t *codes, uint64_t i, int bits, int high_first)
+{
+  uint64_t v = 0;
+
+  if (bits >= 8)
+    {
+      memcpy (&v, codes + i * (uint64_t) (bits / 8), (size_t) bits / 8);
+      return v;
+    }
+  uint64_t off = i * (uint64_t) bits;
+  unsigned sh = high_first ? ((i & 1) ? 0 : 4) : (unsigned) (off & 7);
+  v = codes[off >> 3];
+  if (sh + bits > 8)
+    v |= (uint64_t) codes[(off >> 3) + 1] << 8;
+  return (v >> sh) & ((1u << bits) - 1);
+}
+
+static inline int64_t
+piq_sign_extend (uint64_t v, int bits)
+{
+  return bits == 64 ? (int64_t) v : (int64_t) (v << (64 - bits)) >> (64 - bits);
+}
+
+/* ---------------------------------------------------------------------------
+ * The block driver (piq-formats.c). */
+
+typedef enum {
+  PIQ_SCALE_F32  = 0,
+  PIQ_SCALE_F16  = 1,
+  PIQ_SCALE_E8M0 = 2,
+} PiqScaleKind;
+
+typedef enum {
+  PIQ_BRULE_MIN_MAX = 0,   /* affine integers */
+  PIQ_BRULE_ABS_MAX = 1,   /* symmetric: amax maps to the end of the range */
+} PiqBlockRule;
+
+typedef struct {
+  int          code;           /* PIQ_C_* or −1 for an integer type */
+  int          int_index;      /* PIQ_I_* when code < 0 */
+  int          bits;           /* storage bits per element (0: self-contained blocks) */
+  int64_t      qmin, qmax;     /* integer range */
+  size_t       block;          /* elements per block (the whole tensor for per-tensor) */
+  PiqScaleKind scale_kind;
+  PiqBlockRule rule;           /* integers: affine or symmetric */
+  int          include_zero;   /* affine integers: widen [min, max] to include 0 */
+  PiqE8m0Rule  e8m0_rule;
+  int          saturate;       /* FP8 with float scales: overflow saturates */
+  int          high_first;     /* 4-bit codes: element 2k in the high nibble (bnb) */
+  int          stochastic;
+  uint32_t     key0, key1;
+  int          fixed;          /* per tensor: use scale/zero_point below, derive nothing */
+  float        scale;
+  int64_t      zero_point;
+} PiqBlockArgs;
+
+/* Bytes of one scale, and of a tensor's codes. */
+size_t   piq_block_scale_size (PiqScaleKind kind) __attribute__((visibility ("hidden")));
+/* Quantize the blocks that start at element @first (a multiple of a->block and of 8)
+ * and cover @n elements of @src (float type @ft, PIQ_F_*), writing codes from byte
+ * first·bits/8 of @codes, and one scale (and zero point for affine integers) per
+ * block at index first/block of @scales / @zero_points (int32). */
+void piq_block_quantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t first,
+                         size_t n, uint8_t *codes, uint8_t *scales, int32_t *zero_points)
+  __attribute__((visibility ("hidden")));
+/* Dequantize the same range into @dst (float type @ft): SET or ADD (@add). */
+void piq_block_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                           const int32_t *zero_points, uint64_t first, size_t n, int ft,
+                           void *dst, int add) __attribute__((visibility ("hidden")));
+/* Quantize and dequantize each block without storing codes. */
+void piq_block_requantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t first,
+                           size_t n, void *dst, int add) __attribute__((visibility ("hidden")));
+/* Affine integer parameters from a range (shared with per-tensor compute_params):
+ * returns the scale (double) and zero point. */
+void piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int symmetric,
+                            int include_zero, double *scale, int64_t *zero_point)
+  __attribute__((visibility ("hidden")));
+/* Binary vectors: Σ_blocks sa·sb·(agreeing bits − disagreeing bits). */
+double piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b_bits,
+                       const uint8_t *b_scales, uint64_t n, size_t block, PiqScaleKind kind)
+  __attribute__((visibility ("hidden")));
