@@ -336,6 +336,13 @@ piq_tensor_new_from_bytes (PiqDtype   dtype,
   return g_steal_pointer (&self);
 }
 
+/* 4-bit codes in bitsandbytes' order, as the tensor's parameters say. */
+static int
+high_nibble_first (PiqTensor *self)
+{
+  return self->params != NULL && piq_params_get_high_nibble_first (self->params);
+}
+
 /* Convert one double to the storage of element i of a tensor. */
 static gboolean
 store_value (PiqTensor  *self,
@@ -360,7 +367,8 @@ store_value (PiqTensor  *self,
 
   if (info->kind == PIQ_KIND_CODE)
     {
-      /* code formats: the value is the code itself, element i of the bit stream */
+      /* code formats: the value is the code itself (element i in the order of the
+       * tensor's parameters: bitsandbytes' nibble order when they say so) */
       if (info->bits == 0)
         {
           g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE,
@@ -373,11 +381,21 @@ store_value (PiqTensor  *self,
                        "value %g at index %" G_GUINT64_FORMAT " is not a %s code", v, i, info->name);
           return FALSE;
         }
-      if (info->bits < 8)
-        d[i * info->bits / 8] &= (guint8) ~(((1u << info->bits) - 1) << (i * info->bits % 8));
-      if (info->bits == 6 && (i * 6 % 8) > 2)
-        d[i * 6 / 8 + 1] &= (guint8) ~(0x3fu >> (8 - i * 6 % 8));
-      piq_put_code (d, i, (int) info->bits, 0, (guint64) v);
+      {
+        /* clear the field, then set it */
+        int hf = high_nibble_first (self);
+        guint64 field = (1u << MIN (info->bits, 8)) - 1;
+        if (info->bits < 8)
+          {
+            guint64 off = i * info->bits;
+            guint sh = hf ? ((i & 1) ? 0 : 4) : (guint) (off % 8);
+            guint16 mask = (guint16) (field << sh);
+            d[off / 8] &= (guint8) ~mask;
+            if (mask >> 8)
+              d[off / 8 + 1] &= (guint8) ~(mask >> 8);
+          }
+        piq_put_code (d, i, (int) info->bits, hf, (guint64) v);
+      }
       return TRUE;
     }
 
@@ -710,7 +728,8 @@ piq_tensor_get_value (PiqTensor *self,
     default: break;
     }
   if (info->kind == PIQ_KIND_CODE)
-    return info->bits == 0 ? NAN : (double) piq_get_code (d, index, (int) info->bits, 0);
+    return info->bits == 0 ? NAN : (double) piq_get_code (d, index, (int) info->bits,
+                                                          high_nibble_first (self));
   switch (info->bits)
     {
     case 2:  u = (d[index / 4] >> (index % 4 * 2)) & 3u; break;

@@ -125,6 +125,15 @@ piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int sym
   *zero_point = (int64_t) zp;
 }
 
+/* The zero point of symmetric integers: 0, or the middle of an unsigned range (as
+ * piq_affine_from_range). */
+static int64_t
+symmetric_zero_point (const PiqBlockArgs *a)
+{
+  return a->qmin < 0 ? 0 : (int64_t) PIQ_MIN (((__int128) (uint64_t) a->qmax + 1) / 2,
+                                               (__int128) INT64_MAX);
+}
+
 /* What one block is encoded with. */
 typedef struct {
   float   scale;      /* multiplies a decoded element */
@@ -453,6 +462,8 @@ piq_block_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
             p.scale = ldexpf (p.scale, -mx_int_frac_bits (a));
           if (zero_points != NULL)
             p.zp = zero_points[b];
+          else if (a->code < 0 && a->scale_kind != PIQ_SCALE_E8M0)
+            p.zp = symmetric_zero_point (a);   /* not stored: implied by the type */
         }
       for (size_t i = 0; i < m; i++)
         store_y (d + (b0 + i) * esz, 0,
