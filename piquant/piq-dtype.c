@@ -214,17 +214,23 @@ piq_dtype_get_size_for_n (PiqDtype   dtype,
                    piq_dtype_describe (dtype));
       return FALSE;
     }
+  gboolean overflow;
+
   if (info->bits == 0)
     {
       guint64 blocks = n_elements / info->block_elems + (n_elements % info->block_elems != 0);
-      size = blocks > G_MAXUINT64 / info->block_bytes ? G_MAXUINT64 : blocks * info->block_bytes;
+      overflow = blocks > G_MAXSIZE / info->block_bytes;
+      size = overflow ? 0 : blocks * info->block_bytes;
     }
-  else if (n_elements > G_MAXUINT64 / info->bits)
-    size = G_MAXUINT64;
   else
-    size = n_elements * info->bits / 8 + (n_elements * info->bits % 8 != 0);
+    {
+      /* n·bits/8 rounded up, without forming n·bits */
+      guint64 whole = n_elements / 8 * info->bits, rest = (n_elements % 8 * info->bits + 7) / 8;
+      overflow = n_elements / 8 > G_MAXUINT64 / info->bits || whole > G_MAXSIZE - rest;
+      size = overflow ? 0 : whole + rest;
+    }
 
-  if (size > G_MAXSIZE)
+  if (overflow)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW,
                    "%" G_GUINT64_FORMAT " %s elements need more than %" G_GSIZE_FORMAT " bytes",
