@@ -12,7 +12,8 @@
 #   --nodoc          no API reference: Debian build profile "nodoc" (no
 #                    libpiquant-1.0-doc), rpmbuild --without docs
 #   --nocheck        do not run `make check` in either build
-#   --install-deps   first apt-get install what both builds need (as root)
+#   --install-deps   only apt-get install what both builds need (as root),
+#                    then stop: run the script again without it to build
 #   -j N             parallel jobs (default: nproc)
 #
 # Debian: the checkout (tracked files and untracked ones git does not ignore)
@@ -103,6 +104,10 @@ if [ "$install_deps" = yes ]; then
   (cd "$deps_tree" &&
      apt-get -o DPkg::Lock::Timeout=600 build-dep -y --no-install-recommends "${profile_arg[@]}" ./)
   rm -rf "$deps_tree"
+  # The documented sequence is `--install-deps` once, then the builds: do
+  # not build here too, or that sequence builds everything twice.
+  say "build dependencies installed; now run $0 without --install-deps"
+  exit 0
 fi
 
 mkdir -p "$workdir"
