@@ -32,7 +32,7 @@ static const PiqDtypeInfo dtype_table[] = {
 };
 
 G_STATIC_ASSERT (PIQ_DTYPE_UINT2 - 16 == PIQ_I_UINT2 && PIQ_DTYPE_INT64 - 16 == PIQ_I_INT64);
-G_STATIC_ASSERT (PIQ_DTYPE_FP8_E4M3 - 32 == PIQ_C_FP8_E4M3 && PIQ_DTYPE_Q4_0 - 32 == PIQ_C_Q4_0);
+G_STATIC_ASSERT (PIQ_DTYPE_FP8_E4M3 - 32 == PIQ_C_FP8_E4M3 && PIQ_DTYPE_BFP8 - 32 == PIQ_C_BFP8);
 
 const PiqDtypeInfo *
 piq_dtype_info (PiqDtype dtype)

@@ -673,6 +673,8 @@ static const PiqPreset presets[] = {
   { "binary",     PIQ_DTYPE_BINARY,   PIQ_GRANULARITY_BLOCK, 128, PIQ_DTYPE_F32, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
   { "q8_0",       PIQ_DTYPE_Q8_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
   { "q4_0",       PIQ_DTYPE_Q4_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "msfp12",     PIQ_DTYPE_BFP3,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "msfp16",     PIQ_DTYPE_BFP7,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
 };
 
 /**
@@ -681,7 +683,8 @@ static const PiqPreset presets[] = {
  *   `mxfp4`, `mxint8` (OCP MX, blocks of 32, E8M0 floor rule), `nf4`, `fp4_bnb`
  *   (bitsandbytes: f32 absmax per 64, high nibble first), `nf8`, `fp8_e4m3`,
  *   `fp8_e5m2` (per-tensor cast, scale 1), `int8_block`, `int4_block`
- *   (symmetric, f32 scale per 64), `binary` (mean |x| per 128), `q8_0`, `q4_0`
+ *   (symmetric, f32 scale per 64), `binary` (mean |x| per 128), `q8_0`, `q4_0`,
+ *   `msfp12`, `msfp16` (block floating point, boxes of 16)
  * @error: return location for a #GError
  *
  * Creates parameters for a named format of the field.
@@ -751,6 +754,7 @@ validate_blocks (PiqParams           *self,
                  GError             **error)
 {
   gboolean minifloat = self->dtype >= PIQ_DTYPE_FP8_E4M3 && self->dtype <= PIQ_DTYPE_FP4_E2M1;
+  gboolean bfp = self->dtype >= PIQ_DTYPE_BFP2 && self->dtype <= PIQ_DTYPE_BFP8;
 
   if (info->bits == 0)
     {
@@ -775,6 +779,13 @@ validate_blocks (PiqParams           *self,
     {
     case PIQ_DTYPE_F32:
     case PIQ_DTYPE_F16:
+      if (bfp)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                       "%s boxes share an 8-bit exponent: the scale dtype must be e8m0, not %s",
+                       info->name, piq_dtype_describe (self->scale_dtype));
+          return FALSE;
+        }
       if (self->scale_rule >= PIQ_SCALE_RULE_POW2_FLOOR)
         {
           g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
@@ -784,7 +795,14 @@ validate_blocks (PiqParams           *self,
         }
       break;
     case PIQ_DTYPE_E8M0:
-      if (!minifloat && !(info->kind == PIQ_KIND_INT && info->is_signed && info->bits >= 4 &&
+      if (bfp && self->scale_rule >= PIQ_SCALE_RULE_POW2_FLOOR)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                       "%s derives its shared exponent by its own rule (the box maximum's "
+                       "exponent + 1); the power-of-two rules are for MX", info->name);
+          return FALSE;
+        }
+      if (!minifloat && !bfp && !(info->kind == PIQ_KIND_INT && info->is_signed && info->bits >= 4 &&
                           info->bits <= 16))
         {
           g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,

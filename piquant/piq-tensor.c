@@ -384,8 +384,8 @@ store_value (PiqTensor  *self,
       {
         /* clear the field, then set it */
         int hf = high_nibble_first (self);
-        guint64 field = (1u << MIN (info->bits, 8)) - 1;
-        if (info->bits < 8)
+        guint64 field = (1u << MIN (info->bits, 9)) - 1;
+        if (info->bits % 8 != 0)
           {
             guint64 off = i * info->bits;
             guint sh = hf ? ((i & 1) ? 0 : 4) : (guint) (off % 8);

@@ -41,6 +41,13 @@ G_BEGIN_DECLS
  * @PIQ_DTYPE_BINARY: 1-bit signs, bit j of byte j/8 (1 = non-negative), scaled by mean |x|
  * @PIQ_DTYPE_Q8_0: ggml Q8_0 blocks: f16 scale + 32 int8 (34 bytes per 32 elements)
  * @PIQ_DTYPE_Q4_0: ggml Q4_0 blocks: f16 scale + 32 4-bit codes (18 bytes per 32 elements)
+ * @PIQ_DTYPE_BFP2: block floating point (MSFP): sign + 2-bit magnitude, 3 bits
+ * @PIQ_DTYPE_BFP3: block floating point: sign + 3-bit magnitude, 4 bits (MSFP12 with a box of 16)
+ * @PIQ_DTYPE_BFP4: block floating point: sign + 4-bit magnitude, 5 bits
+ * @PIQ_DTYPE_BFP5: block floating point: sign + 5-bit magnitude, 6 bits
+ * @PIQ_DTYPE_BFP6: block floating point: sign + 6-bit magnitude, 7 bits
+ * @PIQ_DTYPE_BFP7: block floating point: sign + 7-bit magnitude, 8 bits (MSFP16 with a box of 16)
+ * @PIQ_DTYPE_BFP8: block floating point: sign + 8-bit magnitude, 9 bits
  * @PIQ_DTYPE_E8M0: OCP MX shared scale 2^(E−127), 0xFF = NaN; a scale type only
  *
  * The element types piquant reads and writes.
@@ -83,6 +90,13 @@ typedef enum {
   PIQ_DTYPE_BINARY   = 40,
   PIQ_DTYPE_Q8_0     = 41,
   PIQ_DTYPE_Q4_0     = 42,
+  PIQ_DTYPE_BFP2     = 43,
+  PIQ_DTYPE_BFP3     = 44,
+  PIQ_DTYPE_BFP4     = 45,
+  PIQ_DTYPE_BFP5     = 46,
+  PIQ_DTYPE_BFP6     = 47,
+  PIQ_DTYPE_BFP7     = 48,
+  PIQ_DTYPE_BFP8     = 49,
 
   PIQ_DTYPE_E8M0     = 64,
 } PiqDtype;

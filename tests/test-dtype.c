@@ -173,9 +173,9 @@ test_enum_type (void)
 {
   GEnumClass *klass = g_type_class_ref (PIQ_TYPE_DTYPE);
 
-  /* the float and integer types of the oracle, the 11 code formats and E8M0
+  /* the float and integer types of the oracle, the 18 code formats and E8M0
    * (test-formats.c), each with a name */
-  g_assert_cmpuint (klass->n_values, ==, G_N_ELEMENTS (o_dtypes) + 12);
+  g_assert_cmpuint (klass->n_values, ==, G_N_ELEMENTS (o_dtypes) + 19);
   for (gsize i = 0; i < G_N_ELEMENTS (o_dtypes); i++)
     g_assert_nonnull (g_enum_get_value (klass, o_dtypes[i].dtype));
   for (guint i = 0; i < klass->n_values; i++)

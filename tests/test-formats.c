@@ -778,6 +778,77 @@ test_binary (void)
       }
 }
 
+/* MSFP / block floating point, against the MSFP16 reference rule written out here:
+ * E = the box maximum's biased binary32 exponent + 1 (+1 more when rounding the
+ * maximum to m bits carries), magnitude = RNE(|x| / 2^(E−127−m)), sign bit apart;
+ * every m from 2 to 8, boxes of 1, 16 and 17 with a ragged last one, and carries. */
+static void
+test_bfp (void)
+{
+  g_autoptr(PiqQuantizer) q = quantizer (2);
+
+  for (int m = 2; m <= 8; m++)
+    for (guint bs = 1; bs <= 17; bs += (bs == 1 ? 15 : 1))
+      {
+        const gsize n = 16 * 9 + 5;
+        g_autofree float *x = normal_data (n, (guint32) (m * 100 + bs));
+        g_autoptr(GError) error = NULL;
+        g_autoptr(PiqParams) p = piq_params_new (PIQ_DTYPE_BFP2 + (m - 2));
+        g_autoptr(PiqTensor) xt = NULL, t = NULL, y = NULL;
+        g_autoptr(GBytes) sb = NULL;
+        const guint8 *e;
+
+        /* boxes whose maximum carries into the next binade when rounded to m bits */
+        x[0] = ldexpf (1.0f - ldexpf (1.0f, -(m + 2)), 3);
+        x[bs] = -ldexpf (1.0f - ldexpf (1.0f, -(m + 2)), -5);
+        x[2 * bs] = 0.0f;
+        xt = f32_tensor (x, n);
+        piq_params_set_granularity (p, PIQ_GRANULARITY_BLOCK);
+        piq_params_set_block_size (p, bs);
+        piq_params_set_scale_dtype (p, PIQ_DTYPE_E8M0);
+        t = piq_quantizer_quantize_new (q, p, xt, &error);
+        g_assert_no_error (error);
+        y = piq_quantizer_dequantize_new (q, t, PIQ_DTYPE_F64, &error);
+        g_assert_no_error (error);
+        sb = piq_tensor_get_scales (t);
+        e = g_bytes_get_data (sb, NULL);
+        g_assert_cmpuint (piq_tensor_get_n_bytes (t), ==, (n * (m + 1) + 7) / 8);
+        for (gsize b = 0; b * bs < n; b++)
+          {
+            double amax = 0;
+            int ex, want_e;
+            for (gsize i = b * bs; i < MIN (n, b * bs + bs); i++)
+              amax = MAX (amax, fabs (x[i]));
+            if (amax == 0)
+              want_e = 0;
+            else
+              {
+                ex = (int) floor (log2 (amax)) + 1;
+                if (nearbyint (ldexp (amax, m - ex)) >= ldexp (1, m))
+                  ex++;
+                want_e = ex + 127;
+              }
+            g_assert_cmpint (e[b], ==, want_e);
+            for (gsize i = b * bs; i < MIN (n, b * bs + bs); i++)
+              {
+                double mag = MIN (nearbyint (fabs (ldexp (x[i], 127 + m - want_e))), ldexp (1, m) - 1);
+                unsigned want = (signbit (x[i]) ? 1u << m : 0u) | (unsigned) mag;
+                double value = (signbit (x[i]) ? -1 : 1) * ldexp (mag, want_e - 127 - m);
+                g_assert_cmpuint ((unsigned) piq_tensor_get_value (t, i), ==, want);
+                g_assert_cmpfloat (piq_tensor_get_value (y, i), ==, value);
+              }
+          }
+      }
+  {
+    /* the presets: MSFP12 = 1 + 3 bits, MSFP16 = 1 + 7 bits, boxes of 16 */
+    g_autoptr(PiqParams) p12 = piq_params_new_preset ("msfp12", NULL);
+    g_autoptr(PiqParams) p16 = piq_params_new_preset ("msfp16", NULL);
+    g_assert_cmpint (piq_params_get_dtype (p12), ==, PIQ_DTYPE_BFP3);
+    g_assert_cmpint (piq_params_get_dtype (p16), ==, PIQ_DTYPE_BFP7);
+    g_assert_cmpuint (piq_params_get_block_size (p16), ==, 16);
+  }
+}
+
 /* Data quantized elsewhere: codes, scales and zero points set as bytes. */
 static void
 test_wrap_foreign (void)
@@ -917,8 +988,9 @@ test_non_finite (void)
     { "nf4",      { 7, 15, 0, 15 } },
     { "fp4_bnb",  { 0, 3, 11, 3 } },
     { "nf8",      { 127, 255, 0, 255 } },
-    /* MX: a block with NaN or Inf has scale 0xFF; its codes are 0 */
+    /* MX and MSFP: a block with NaN or Inf has scale 0xFF; its codes are 0 */
     { "mxfp4",    { 0, 0, 0, 0 } },
+    { "msfp16",   { 0, 0, 0, 0 } },
     /* binary: NaN as +0, ±Inf by sign */
     { "binary",   { 1, 1, 0, 1 } },
   };
@@ -933,7 +1005,7 @@ test_non_finite (void)
       for (int i = 0; i < 4; i++)
         g_assert_cmpfloat (piq_tensor_get_value (t, i), ==, cases[k].want[i]);
       y = piq_quantizer_dequantize_new (q, t, PIQ_DTYPE_F32, &error);
-      if (strcmp (cases[k].preset, "mxfp4") == 0)
+      if (g_str_has_prefix (cases[k].preset, "m"))
         for (int i = 0; i < 4; i++)
           g_assert_true (isnan (f32_data (y)[i]));
     }
@@ -964,6 +1036,7 @@ main (int argc, char **argv)
   g_test_add_func ("/formats/stochastic/unbiased", test_stochastic_unbiased);
   g_test_add_func ("/formats/ggml/q8_0-q4_0", test_ggml);
   g_test_add_func ("/formats/binary/dot", test_binary);
+  g_test_add_func ("/formats/bfp/boxes", test_bfp);
   g_test_add_func ("/formats/wrap-foreign", test_wrap_foreign);
   g_test_add_func ("/formats/errors", test_errors);
   g_test_add_func ("/formats/non-finite", test_non_finite);

@@ -29,11 +29,18 @@
   X (NF8,      nf8,      7, 8, TABLE) \
   X (BINARY,   binary,   8, 1, BINARY) \
   X (Q8_0,     q8_0,     9, 0, GGML) \
-  X (Q4_0,     q4_0,    10, 0, GGML)
+  X (Q4_0,     q4_0,    10, 0, GGML) \
+  X (BFP2,     bfp2,    11, 3, BFP) \
+  X (BFP3,     bfp3,    12, 4, BFP) \
+  X (BFP4,     bfp4,    13, 5, BFP) \
+  X (BFP5,     bfp5,    14, 6, BFP) \
+  X (BFP6,     bfp6,    15, 7, BFP) \
+  X (BFP7,     bfp7,    16, 8, BFP) \
+  X (BFP8,     bfp8,    17, 9, BFP)
 
 enum {
 #define PIQ_IDX_(N, n, i, ...) PIQ_C_##N = i,
-  PIQ_CODE_TYPES (PIQ_IDX_) PIQ_N_CODE = 11,
+  PIQ_CODE_TYPES (PIQ_IDX_) PIQ_N_CODE = 18,
 #undef PIQ_IDX_
 };
 
@@ -176,6 +183,35 @@ piq_e8m0_from_amax (float amax, PiqE8m0Rule rule, int emax, int mbits, float max
 }
 
 /* ---------------------------------------------------------------------------
+ * Block floating point (MSFP): sign and m-bit magnitude (no implicit 1) sharing an
+ * 8-bit exponent E per box: value = (−1)^s · mag · 2^(E − 127 − m). E is the box
+ * maximum's binary32 biased exponent + 1, one more when rounding the maximum to m
+ * bits carries (as the two-pass MSFP16 reference), so no magnitude saturates but
+ * by stochastic rounding. */
+
+static inline int
+piq_bfp_mbits (int code)
+{
+  return code - PIQ_C_BFP2 + 2;
+}
+
+static inline uint8_t
+piq_bfp_exponent (float amax, int mbits)
+{
+  int e;
+
+  if (!isfinite (amax))
+    return 0xff;
+  if (amax == 0.0f)
+    return 0;
+  e = ilogbf (amax) + 1;                   /* amax < 2^e */
+  if (nearbyintf (ldexpf (amax, mbits - e)) >= ldexpf (1.0f, mbits))
+    e++;
+  e += 127;
+  return (uint8_t) (e < 0 ? 0 : e > 254 ? 254 : e);
+}
+
+/* ---------------------------------------------------------------------------
  * Table formats: bitsandbytes NF4 and FP4, piquant's NF8. */
 
 static const float piq_nf4_values[16] = {
@@ -289,12 +325,13 @@ piq_nf8_encode (float x, int stochastic, float u)
 /* ---------------------------------------------------------------------------
  * Code storage. */
 
-/* Codes are a little-endian bit stream: element i at bit i·bits (whole bytes for 8
- * bits and more); bnb's order puts element 2k in the high nibble instead. */
+/* Codes are a little-endian bit stream: element i at bit i·bits (whole bytes for 8,
+ * 16, 32 and 64 bits; up to 9 bits otherwise); bnb's order puts element 2k in the
+ * high nibble instead. */
 static inline void
 piq_put_code (uint8_t *codes, uint64_t i, int bits, int high_first, uint64_t code)
 {
-  if (bits >= 8)
+  if (bits % 8 == 0)
     {
       memcpy (codes + i * (uint64_t) (bits / 8), &code, (size_t) bits / 8);
       return;
@@ -317,7 +354,7 @@ piq_get_code (const uint8_t *codes, uint64_t i, int bits, int high_first)
 {
   uint64_t v = 0;
 
-  if (bits >= 8)
+  if (bits % 8 == 0)
     {
       memcpy (&v, codes + i * (uint64_t) (bits / 8), (size_t) bits / 8);
       return v;

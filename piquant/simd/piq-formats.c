@@ -134,8 +134,15 @@ symmetric_zero_point (const PiqBlockArgs *a)
                                                (__int128) INT64_MAX);
 }
 
+static inline int
+is_bfp (const PiqBlockArgs *a)
+{
+  return a->code >= PIQ_C_BFP2 && a->code <= PIQ_C_BFP8;
+}
+
 /* What one block is encoded with. */
 typedef struct {
+  int     shift;      /* BFP: elements are mag · 2^shift */
   float   scale;      /* multiplies a decoded element */
   float   inv;        /* multiplies an element before encoding */
   int64_t zp;
@@ -159,6 +166,7 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
 
   p->zp = 0;
   p->nan_scale = 0;
+  p->shift = 0;
   if (a->fixed)
     {
       p->scale = a->scale;
@@ -182,6 +190,14 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
   if (lo > hi)
     lo = hi = 0.0f;   /* no finite value */
 
+  if (a->scale_kind == PIQ_SCALE_E8M0 && is_bfp (a))
+    {
+      uint8_t e = piq_bfp_exponent (non_finite ? NAN : amax, piq_bfp_mbits (a->code));
+      scales[b] = e;
+      p->nan_scale = e == 0xff;
+      p->shift = (int) e - 127 - piq_bfp_mbits (a->code);
+      return;
+    }
   if (a->scale_kind == PIQ_SCALE_E8M0)
     {
       uint8_t e;
@@ -275,6 +291,16 @@ encode (const PiqBlockArgs *a, const BlockP *p, float x, uint64_t index)
       q = q < lo ? lo : q > hi ? hi : q;
       return (uint64_t) (int64_t) q;
     }
+  if (is_bfp (a))
+    {
+      /* per tensor: x / scale; per box: x · 2^−shift, exact */
+      int m = piq_bfp_mbits (a->code);
+      float v = a->fixed ? x * p->inv : ldexpf (x, -p->shift);
+      float r = fabsf (round_int (v, a->stochastic, u));
+      float top = ldexpf (1.0f, m) - 1.0f;
+      unsigned mag = r != r ? 0u : (unsigned) (r > top ? top : r);
+      return (uint64_t) (signbit (x) ? 1u << m : 0u) | mag;
+    }
   switch (a->code)
     {
     case PIQ_C_NF4:
@@ -311,6 +337,13 @@ decode (const PiqBlockArgs *a, const BlockP *p, uint64_t code)
     {
       __int128 q = a->qmin < 0 ? (__int128) piq_sign_extend (code, a->bits) : (__int128) code;
       return (float) (q - p->zp) * p->scale;
+    }
+  if (is_bfp (a))
+    {
+      int m = piq_bfp_mbits (a->code);
+      float mag = (float) (code & ((1u << m) - 1));
+      float v = a->fixed ? mag * p->scale : ldexpf (mag, p->shift);
+      return (code >> m) & 1 ? -v : v;
     }
   switch (a->code)
     {
@@ -406,7 +439,7 @@ piq_block_quantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t fir
                              first + b0, codes + (first + b0) / GGML_QK * bb);
       return;
     }
-  if (a->bits < 8)   /* whole bytes: first is a multiple of 8; the tail's unused bits stay 0 */
+  if (a->bits % 8 != 0)   /* whole bytes: first is a multiple of 8; unused tail bits stay 0 */
     memset (codes + first * (uint64_t) a->bits / 8, 0, (n * (size_t) a->bits + 7) / 8);
   for (size_t b0 = 0; b0 < n; b0 += a->block)
     {
@@ -458,6 +491,8 @@ piq_block_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
         {
           p.scale = get_scale (a->scale_kind, scales, b);
           p.nan_scale = a->scale_kind == PIQ_SCALE_E8M0 && scales[b] == 0xff;
+          if (is_bfp (a))
+            p.shift = (int) scales[b] - 127 - piq_bfp_mbits (a->code);
           if (a->code < 0 && a->scale_kind == PIQ_SCALE_E8M0)
             p.scale = ldexpf (p.scale, -mx_int_frac_bits (a));
           if (zero_points != NULL)
