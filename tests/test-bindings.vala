@@ -333,12 +333,6 @@ float f32_at (uint8[] b, int i) {
     return v;
 }
 
-int32 i32_at (uint8[] b, int i) {
-    int32 v = 0;
-    Memory.copy (&v, &b[i], 4);
-    return v;
-}
-
 double f16_at (uint8[] b, int i) {
     uint h = b[i] | (uint) b[i + 1] << 8;
     uint e = (h >> 10) & 0x1F, m = h & 0x3FF;
