@@ -614,4 +614,302 @@ test('reuse/output-tensors', () => {
     checkList(acc.to_values(), want, '50 accumulations');
 });
 
+// ------------------------------------------------------------ formats ----
+// The block formats of docs/formats.md, one test per family; every expectation
+// is computed here from the format definitions, never read back from piquant.
+
+function genA(n) {
+    const out = [];
+    for (let i = 0; i < n; i++)
+        out.push(((i * 7919) % 1009 - 504) / 168.0);
+    return out;
+}
+
+function genB(n) {
+    const out = [];
+    for (let i = 0; i < n; i++)
+        out.push(((i * 104729) % 1013 - 506) / 200.0);
+    return out;
+}
+
+// floor(log2(a)) of a positive finite number, exactly
+function floorLog2(a) {
+    let e = Math.floor(Math.log2(a));
+    while (2 ** e > a)
+        e--;
+    while (2 ** (e + 1) <= a)
+        e++;
+    return e;
+}
+
+function isNegative(x) {
+    return x < 0 || Object.is(x, -0);
+}
+
+// {ebits, mbits, bias, max, maxCode, infCode, nanCode} of docs/formats.md
+const E4M3 = {ebits: 4, mbits: 3, bias: 7, max: 448, maxCode: 0x7E, infCode: 0, nanCode: 0x7F};
+const E2M1 = {ebits: 2, mbits: 1, bias: 1, max: 6, maxCode: 0x07, infCode: 0, nanCode: 0};
+
+// round to nearest, ties to even; overflow saturates or gives NaN/Inf
+function minifloatEncode(x, f, saturate) {
+    const width = 1 + f.ebits + f.mbits;
+    x = f32(x);
+    const sign = isNegative(x) ? 1 << (width - 1) : 0;
+    if (Number.isNaN(x))
+        return f.nanCode ? sign | f.nanCode : 0;
+    const a = Math.abs(x);
+    const emin = 1 - f.bias;
+    let mag;
+    if (a === Infinity) {
+        mag = Infinity;
+    } else {
+        const qe = (a >= 2 ** emin ? floorLog2(a) : emin) - f.mbits;
+        mag = roundHalfEven(a / 2 ** qe) * 2 ** qe;
+    }
+    if (mag > f.max) {
+        if (saturate || !f.nanCode)
+            return sign | f.maxCode;
+        return sign | (f.infCode || f.nanCode);
+    }
+    if (mag < 2 ** emin)
+        return sign | mag / 2 ** (emin - f.mbits);
+    const e = floorLog2(mag);
+    const m = mag / 2 ** (e - f.mbits) - (1 << f.mbits);
+    return sign | (e + f.bias) << f.mbits | m;
+}
+
+function minifloatDecode(code, f) {
+    const width = 1 + f.ebits + f.mbits;
+    const mag = code & ((1 << (width - 1)) - 1);
+    if (f.nanCode && mag === f.nanCode)
+        return NaN;
+    const e = mag >> f.mbits, m = mag & ((1 << f.mbits) - 1);
+    const v = e === 0 ? m * 2 ** (1 - f.bias - f.mbits) : ((1 << f.mbits) | m) * 2 ** (e - f.bias - f.mbits);
+    return code >> (width - 1) ? -v : v;
+}
+
+function nibbles(data, n, highFirst = false) {
+    const out = [];
+    for (let i = 0; i < n; i++) {
+        const b = data[i >> 1];
+        const low = highFirst ? i % 2 === 1 : i % 2 === 0;
+        out.push(low ? b & 0xF : b >> 4);
+    }
+    return out;
+}
+
+// a GBytes as numbers of a typed-array type (copied: aligned)
+function bytesAs(bytes, Type) {
+    const copy = bytes.toArray().slice();
+    return Array.from(new Type(copy.buffer, 0, copy.length / Type.BYTES_PER_ELEMENT));
+}
+
+function f16ToNumber(h) {
+    const e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    const v = e === 0 ? m * 2 ** -24 : e === 31 ? (m ? NaN : Infinity) : (1024 + m) * 2 ** (e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+test('formats/fp8-e4m3/cast-saturate-nan', () => {
+    const q = new Piq.Quantizer();
+    const xs = [1.0, 448.0, 0.001953125, 1000.0, -1000.0, 464.0, 465.0, -0.0, 0.0, NaN,
+        0.0029296875, 248.0, 1e-5, Infinity, -Infinity, 0.3, -2.7].concat(genA(40));
+    const src = f32Tensor(xs);
+    const fixed = [[0, 0x38], [1, 0x7E], [2, 0x01], [3, 0x7E], [4, 0xFE], [5, 0x7E], [6, 0x7E], [7, 0x80],
+        [9, 0x7F], [10, 0x02], [11, 0x78], [12, 0x00], [13, 0x7E], [14, 0xFE]];
+    for (const [i, c] of fixed)
+        check(minifloatEncode(xs[i], E4M3, true) === c, `oracle code of ${xs[i]}`);
+    for (const saturate of [true, false]) {
+        const p = new Piq.Params({dtype: Piq.Dtype.FP8_E4M3, scale: 1.0, saturate});
+        const t = q.quantize_new(p, src);
+        check(t.get_n_bytes() === xs.length && t.get_scales() === null, 'one byte per element, no scales');
+        const want = xs.map(x => minifloatEncode(x, E4M3, saturate));
+        checkList(tensorBytes(t), want, `fp8 codes, saturate=${saturate}`);
+        checkList(q.dequantize_new(t, Piq.Dtype.F32).to_values(), want.map(c => minifloatDecode(c, E4M3)),
+            'decoded values', floatEq);
+    }
+    const nonsat = tensorBytes(q.quantize_new(new Piq.Params({dtype: Piq.Dtype.FP8_E4M3, saturate: false}), src));
+    checkList(nonsat.slice(3, 7), [0x7F, 0xFF, 0x7E, 0x7F], 'non-saturating: 1000, -1000, 464, 465');
+});
+
+test('formats/mxfp4/e8m0-scales', () => {
+    const q = new Piq.Quantizer();
+    const xs = genA(70).map(f32);  // blocks of 32, 32 and a ragged 6
+    const p = Piq.Params.new_preset('mxfp4');
+    check(p.dtype === Piq.Dtype.FP4_E2M1 && p.block_size === 32 && p.scale_dtype === Piq.Dtype.E8M0, 'mxfp4 preset');
+    const t = q.quantize_new(p, f32Tensor(xs));
+    check(t.get_n_bytes() === 35, `70 fp4 take ${t.get_n_bytes()} bytes`);
+    const scales = Array.from(t.get_scales().toArray());
+    const codes = nibbles(tensorBytes(t), 70);
+    const wantScales = [], wantCodes = [], wantY = [];
+    for (let b0 = 0; b0 < 70; b0 += 32) {
+        const blk = xs.slice(b0, b0 + 32);
+        const amax = Math.max(...blk.map(Math.abs));
+        const e = floorLog2(amax) - 2;  // the spec's floor rule, emax_elem(E2M1) = 2
+        wantScales.push(e + 127);
+        for (const v of blk) {
+            const c = minifloatEncode(v * 2 ** -e, E2M1, true);
+            wantCodes.push(c);
+            wantY.push(minifloatDecode(c, E2M1) * 2 ** e);
+        }
+    }
+    checkList(scales, wantScales, 'E8M0 scales');
+    checkList(codes, wantCodes, 'E2M1 codes, low nibble first');
+    const y = q.dequantize_new(t, Piq.Dtype.F32).to_values();
+    checkList(y, wantY, 'dequantized');
+    const table = [0, 0.5, 1, 1.5, 2, 3, 4, 6];
+    codes.forEach((c, i) => {
+        const v = (c & 8 ? -1 : 1) * table[c & 7] * 2 ** (scales[i >> 5] - 127);
+        check(y[i] === v, `code ${c} scale ${scales[i >> 5]} gave ${y[i]}`);
+    });
+});
+
+test('formats/nf4/bnb-order-and-add', () => {
+    const q = new Piq.Quantizer();
+    const n = 201;  // blocks of 64 and a ragged 9; an odd count ends in half a byte
+    const xs = genA(n).map(f32);
+    const src = f32Tensor(xs);
+    const p = Piq.Params.new_preset('nf4');
+    check(p.dtype === Piq.Dtype.NF4 && p.block_size === 64 && p.high_nibble_first, "nf4 preset is bitsandbytes' layout");
+    const t = q.quantize_new(p, src);
+    check(t.get_n_bytes() === 101, `201 nf4 take ${t.get_n_bytes()} bytes`);
+    const absmax = bytesAs(t.get_scales(), Float32Array);
+    const want = [];
+    for (let b0 = 0; b0 < n; b0 += 64)
+        want.push(Math.max(...xs.slice(b0, b0 + 64).map(Math.abs)));
+    checkList(absmax, want, 'f32 absmax per block');
+    const y = q.dequantize_new(t, Piq.Dtype.F32).to_values();
+    for (let i = 0; i < n; i++) {
+        const a = absmax[i >> 6];
+        check(Math.abs(y[i] - xs[i]) <= 0.152 * a, `[${i}] ${xs[i]} -> ${y[i]}, more than half of NF4's widest gap`);
+        if (Math.abs(xs[i]) === a)
+            check(y[i] === xs[i], `[${i}] the block's absmax ${a} came back as ${y[i]}`);
+    }
+    const pLo = Piq.Params.new_preset('nf4');
+    pLo.high_nibble_first = false;
+    const lo = tensorBytes(q.quantize_new(pLo, src));
+    const hi = tensorBytes(t);
+    checkList(hi, Array.from(lo).map(b => ((b & 0xF) << 4) | (b >> 4)), 'bnb bytes = piquant bytes, nibbles swapped');
+    checkList(nibbles(hi, n, true), nibbles(lo, n, false), 'codes of the two orders');
+    const acc = Piq.Tensor.new(Piq.Dtype.F32, n);
+    acc.fill(0.5);
+    q.dequantize(t, acc, Piq.ReduceOp.ADD);
+    const once = y.map(v => f32(0.5 + v));
+    checkList(acc.to_values(), once, '0.5 + dequantized');
+    q.dequantize(t, acc, Piq.ReduceOp.ADD);
+    checkList(acc.to_values(), once.map((v, i) => f32(v + y[i])), 'ADD twice');
+});
+
+test('formats/int8-block/wrap-scales-and-zero-points', () => {
+    const q = new Piq.Quantizer();
+    const n = 70, block = 16;
+    const xs = genA(n).map(f32);
+    const mk = () => new Piq.Params({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.BLOCK, block_size: block,
+        scale_rule: Piq.ScaleRule.MIN_MAX});
+    const p = mk();
+    const [ok, scalesSize, zpsSize] = p.get_scales_size(n);
+    check(ok && scalesSize === 20 && zpsSize === 20, `sizes ${scalesSize} ${zpsSize}`);
+    const t = q.quantize_new(p, f32Tensor(xs));
+    const scales = bytesAs(t.get_scales(), Float32Array);
+    const zps = bytesAs(t.get_zero_points(), Int32Array);
+    const raw = tensorBytes(t).slice();
+    const codes = Array.from(new Int8Array(raw.buffer));
+    let wantY = [];
+    for (let b = 0; b < 5; b++) {
+        const blk = xs.slice(b * block, (b + 1) * block);
+        const [s, zp] = minmaxParams(blk, Piq.Dtype.INT8);
+        check(scales[b] === s && zps[b] === zp, `block ${b}: scale ${scales[b]} zp ${zps[b]}, expected ${s} ${zp}`);
+        const want = quantizeNearest(blk, s, zp, Piq.Dtype.INT8);
+        checkList(codes.slice(b * block, (b + 1) * block), want, `block ${b} codes`);
+        wantY = wantY.concat(dequantizeF32(want, s, zp));
+    }
+    // data quantized "elsewhere": codes, scales and zero points as plain bytes
+    const w = Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, raw);
+    w.set_params(mk());
+    w.set_scales(new GLib.Bytes(new Uint8Array(new Float32Array(scales).buffer)));
+    w.set_zero_points(new GLib.Bytes(new Uint8Array(new Int32Array(zps).buffer)));
+    checkList(bytesAs(w.get_scales(), Float32Array), scales, 'get_scales() after set_scales()');
+    checkList(q.dequantize_new(w, Piq.Dtype.F32).to_values(), wantY, 'dequantized from wrapped bytes');
+    const bare = Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, raw);
+    bare.set_params(p);
+    expectError(Piq.Error.SIZE, () => q.dequantize_new(bare, Piq.Dtype.F32));
+});
+
+test('formats/binary/dot', () => {
+    const q = new Piq.Quantizer();
+    const n = 300;  // blocks of 128, 128 and 44
+    const p = Piq.Params.new_preset('binary');
+    check(p.dtype === Piq.Dtype.BINARY && p.block_size === 128, 'binary preset');
+    const ts = [], ys = [];
+    for (const xs of [genA(n).map(f32), genB(n).map(f32)]) {
+        const t = q.quantize_new(p, f32Tensor(xs));
+        check(t.get_n_bytes() === 38, `300 bits take ${t.get_n_bytes()} bytes`);
+        const bits = tensorBytes(t);
+        const bit = i => (bits[i >> 3] >> (i % 8)) & 1;
+        checkList(xs.map((_, i) => bit(i)), xs.map(v => isNegative(v) ? 0 : 1), 'sign bits');
+        const wantS = [];
+        for (let b0 = 0; b0 < n; b0 += 128) {
+            const blk = xs.slice(b0, b0 + 128);
+            let acc = 0;
+            for (const v of blk)
+                acc = f32(acc + Math.abs(v));
+            wantS.push(f32(acc / blk.length));
+        }
+        checkList(bytesAs(t.get_scales(), Float32Array), wantS, 'scales = mean |x| per block');
+        const y = q.dequantize_new(t, Piq.Dtype.F32).to_values();
+        checkList(y, xs.map((_, i) => bit(i) ? wantS[i >> 7] : -wantS[i >> 7]), 'dequantized ±scale');
+        ts.push(t);
+        ys.push(y);
+    }
+    const [ok, dot] = q.binary_dot(ts[0], ts[1]);
+    let want = 0;
+    for (let i = 0; i < n; i++)
+        want += ys[0][i] * ys[1][i];
+    check(ok && Math.abs(dot - want) <= 1e-9 * Math.max(1, Math.abs(want)), `binary_dot ${dot}, dequantized dot ${want}`);
+});
+
+test('formats/q8_0/ggml-bytes', () => {
+    const q = new Piq.Quantizer();
+    const n = 70;  // 3 blocks, the last holds 6 values and 26 zeros
+    const xs = genA(n).map(f32);
+    const t = q.quantize_new(Piq.Params.new_preset('q8_0'), f32Tensor(xs));
+    const raw = tensorBytes(t);
+    check(raw.length === 3 * 34 && t.get_scales() === null, '3 blocks of 34 bytes, scales inside');
+    const wantY = [];
+    for (let b = 0; b < 3; b++) {
+        const vals = [];
+        for (let j = 0; j < 32; j++)
+            vals.push(32 * b + j < n ? xs[32 * b + j] : 0);
+        const amax = Math.max(...vals.map(Math.abs));
+        const d = f32(amax / 127);
+        const dh = f16ToNumber(raw[34 * b] | raw[34 * b + 1] << 8);
+        // f16 RNE of d: within half an f16 ulp (these d are normal f16 numbers)
+        check(Math.abs(dh - d) <= 2 ** (floorLog2(d) - 11), `block ${b}: f16 scale ${dh}, f32 d ${d}`);
+        const id = f32(1 / d);
+        const want = vals.map(v => {
+            const r = f32(v * id);
+            const k = Math.floor(Math.abs(r) + 0.5);  // roundf: ties away from zero
+            return r < 0 ? -k : k;
+        });
+        const qs = Array.from(new Int8Array(raw.slice(34 * b + 2, 34 * b + 34).buffer));
+        checkList(qs, want, `block ${b} qs`);
+        for (const c of want)
+            wantY.push(f32(c * dh));
+    }
+    checkList(q.dequantize_new(t, Piq.Dtype.F32).to_values(), wantY.slice(0, n), 'dequantized qs·d');
+});
+
+test('formats/errors', () => {
+    const q = new Piq.Quantizer();
+    const src = f32Tensor(genA(70));
+    const perRow = new Piq.Params({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.CHANNEL, block_size: 16});
+    expectError(Piq.Error.SIZE, () => q.quantize_new(perRow, src));
+    const nf4 = Piq.Params.new_preset('nf4');
+    nf4.scale_dtype = Piq.Dtype.E8M0;
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, src));
+    expectError(Piq.Error.UNSUPPORTED, () => Piq.Params.new_preset('no-such-format'));
+    const names = Piq.Params.list_presets();
+    check(names.includes('mxfp4') && names.includes('q4_0'), `list_presets() ${names}`);
+});
+
 main();

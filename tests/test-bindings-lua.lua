@@ -531,4 +531,370 @@ test('error/unsupported-no-params-non-finite-empty-read-only', function()
   check(tensor_string(wrapped) == '\1\2\3\4', 'the GBytes tensor changed')
 end)
 
+-- ------------------------------------------------------------ formats ----
+-- The block formats of docs/formats.md, one test per family; every expectation
+-- is computed here from the format definitions, never read back from piquant.
+
+local function gen_a(n)
+  local out = {}
+  for i = 0, n - 1 do out[i + 1] = fround(((i * 7919) % 1009 - 504) / 168.0) end
+  return out
+end
+
+local function gen_b(n)
+  local out = {}
+  for i = 0, n - 1 do out[i + 1] = fround(((i * 104729) % 1013 - 506) / 200.0) end
+  return out
+end
+
+local function slice(t, i, j)
+  local out = {}
+  for k = i, math.min(j, #t) do out[#out + 1] = t[k] end
+  return out
+end
+
+-- floor(log2(a)) of a positive finite number, exactly
+local function floor_log2(a)
+  local _, e = math.frexp(a)
+  return e - 1
+end
+
+local function is_negative(x) return x < 0 or (x == 0 and 1 / x < 0) end
+
+local function bit_of(x, k) return math.floor(x / 2 ^ k) % 2 end
+
+-- ebits, mbits, bias, max, max code, inf code, NaN code of docs/formats.md
+local E4M3 = { ebits = 4, mbits = 3, bias = 7, max = 448, max_code = 0x7E, inf_code = 0, nan_code = 0x7F }
+local E2M1 = { ebits = 2, mbits = 1, bias = 1, max = 6, max_code = 0x07, inf_code = 0, nan_code = 0 }
+
+-- round to nearest, ties to even; overflow saturates or gives NaN/Inf
+local function minifloat_encode(x, f, saturate)
+  local width = 1 + f.ebits + f.mbits
+  x = fround(x)
+  local sign = 0
+  if is_negative(x) then sign = 2 ^ (width - 1) end
+  if isnan(x) then
+    if f.nan_code ~= 0 then return sign + f.nan_code end
+    return 0
+  end
+  local a = math.abs(x)
+  local emin = 1 - f.bias
+  local mag
+  if a == INF then
+    mag = INF
+  else
+    local qe = emin - f.mbits
+    if a >= 2 ^ emin then qe = floor_log2(a) - f.mbits end
+    mag = round_half_even(a / 2 ^ qe) * 2 ^ qe
+  end
+  if mag > f.max then
+    if saturate or f.nan_code == 0 then return sign + f.max_code end
+    if f.inf_code ~= 0 then return sign + f.inf_code end
+    return sign + f.nan_code
+  end
+  if mag < 2 ^ emin then return sign + mag / 2 ^ (emin - f.mbits) end
+  local e = floor_log2(mag)
+  local m = mag / 2 ^ (e - f.mbits) - 2 ^ f.mbits
+  return sign + (e + f.bias) * 2 ^ f.mbits + m
+end
+
+local function minifloat_decode(code, f)
+  local width = 1 + f.ebits + f.mbits
+  local mag = code % 2 ^ (width - 1)
+  if f.nan_code ~= 0 and mag == f.nan_code then return NAN end
+  local e, m = math.floor(mag / 2 ^ f.mbits), mag % 2 ^ f.mbits
+  local v
+  if e == 0 then v = m * 2 ^ (1 - f.bias - f.mbits)
+  else v = (2 ^ f.mbits + m) * 2 ^ (e - f.bias - f.mbits) end
+  if code >= 2 ^ (width - 1) then return -v end
+  return v
+end
+
+local function bytes_of(s)
+  local out = {}
+  for i = 1, #s do out[i] = s:byte(i) end
+  return out
+end
+
+local function nibbles(s, n, high_first)
+  local out = {}
+  for i = 0, n - 1 do
+    local b = s:byte(math.floor(i / 2) + 1)
+    local low = (i % 2 == 0)
+    if high_first then low = not low end
+    if low then out[i + 1] = b % 16 else out[i + 1] = math.floor(b / 16) end
+  end
+  return out
+end
+
+-- little-endian binary32 / binary16 / int32 from a string
+local function f32_at(s, i)
+  local b0, b1, b2, b3 = s:byte(i, i + 3)
+  local sign = b3 >= 128 and -1 or 1
+  local e = (b3 % 128) * 2 + math.floor(b2 / 128)
+  local m = (b2 % 128) * 65536 + b1 * 256 + b0
+  if e == 0 then return sign * m * 2 ^ -149 end
+  if e == 255 then if m == 0 then return sign * INF end return NAN end
+  return sign * (2 ^ 23 + m) * 2 ^ (e - 150)
+end
+
+local function f16_at(s, i)
+  local b0, b1 = s:byte(i, i + 1)
+  local sign = b1 >= 128 and -1 or 1
+  local e = math.floor((b1 % 128) / 4)
+  local m = (b1 % 4) * 256 + b0
+  if e == 0 then return sign * m * 2 ^ -24 end
+  if e == 31 then if m == 0 then return sign * INF end return NAN end
+  return sign * (1024 + m) * 2 ^ (e - 25)
+end
+
+local function int32_bytes(v)
+  if v < 0 then v = v + 2 ^ 32 end
+  return string.char(v % 256, math.floor(v / 256) % 256, math.floor(v / 65536) % 256, math.floor(v / 16777216))
+end
+
+local function int32_at(s, i)
+  local b0, b1, b2, b3 = s:byte(i, i + 3)
+  local v = b0 + b1 * 256 + b2 * 65536 + b3 * 16777216
+  if v >= 2 ^ 31 then v = v - 2 ^ 32 end
+  return v
+end
+
+local function int8_of(b) if b >= 128 then return b - 256 end return b end
+
+test('formats/fp8-e4m3/cast-saturate-nan', function()
+  local q = Piq.Quantizer()
+  local xs = { 1.0, 448.0, 0.001953125, 1000.0, -1000.0, 464.0, 465.0, -1 / INF, 0.0, NAN,
+    0.0029296875, 248.0, 1e-5, INF, -INF, 0.3, -2.7 }
+  for _, v in ipairs(gen_a(40)) do xs[#xs + 1] = v end
+  local src = f32_tensor(xs)
+  local fixed = { [1] = 0x38, [2] = 0x7E, [3] = 0x01, [4] = 0x7E, [5] = 0xFE, [6] = 0x7E, [7] = 0x7E,
+    [8] = 0x80, [10] = 0x7F, [11] = 0x02, [12] = 0x78, [13] = 0x00, [14] = 0x7E, [15] = 0xFE }
+  for i, c in pairs(fixed) do
+    check(minifloat_encode(xs[i], E4M3, true) == c, 'oracle code of ' .. tostring(xs[i]))
+  end
+  for _, saturate in ipairs({ true, false }) do
+    local t = assert(q:quantize_new(Piq.Params { dtype = Piq.Dtype.FP8_E4M3, scale = 1.0, saturate = saturate }, src))
+    check(t:get_n_bytes() == #xs and t:get_scales() == nil, 'one byte per element, no scales')
+    local want = scaled_list(xs, function(x) return minifloat_encode(x, E4M3, saturate) end)
+    local got = bytes_of(tensor_string(t))
+    -- Lua cannot choose a NaN's sign (0/0 is negative on x86): the NaN code keeps either
+    check(got[10] == 0x7F or got[10] == 0xFF, 'NaN gave code ' .. got[10])
+    want[10] = got[10]
+    check_list(got, want, 'fp8 codes, saturate=' .. tostring(saturate))
+    check_list(assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values(),
+      scaled_list(want, function(c) return minifloat_decode(c, E4M3) end), 'decoded values', float_eq)
+  end
+  local nonsat = bytes_of(tensor_string(assert(q:quantize_new(Piq.Params { dtype = Piq.Dtype.FP8_E4M3, saturate = false }, src))))
+  check_list(slice(nonsat, 4, 7), { 0x7F, 0xFF, 0x7E, 0x7F }, 'non-saturating: 1000, -1000, 464, 465')
+end)
+
+test('formats/mxfp4/e8m0-scales', function()
+  local q = Piq.Quantizer()
+  local n = 70  -- blocks of 32, 32 and a ragged 6
+  local xs = gen_a(n)
+  local p = assert(Piq.Params.new_preset('mxfp4'))
+  check(enum_is(p.dtype, Piq.Dtype, 'FP4_E2M1') and p.block_size == 32 and enum_is(p.scale_dtype, Piq.Dtype, 'E8M0'),
+    'mxfp4 preset')
+  local t = assert(q:quantize_new(p, f32_tensor(xs)))
+  check(t:get_n_bytes() == 35, '70 fp4 take ' .. t:get_n_bytes() .. ' bytes')
+  local scales = bytes_of(t:get_scales():get_data())
+  local codes = nibbles(tensor_string(t), n)
+  local want_scales, want_codes, want_y = {}, {}, {}
+  for b0 = 1, n, 32 do
+    local amax = 0
+    for i = b0, math.min(b0 + 31, n) do amax = math.max(amax, math.abs(xs[i])) end
+    local e = floor_log2(amax) - 2  -- the spec's floor rule, emax_elem(E2M1) = 2
+    want_scales[#want_scales + 1] = e + 127
+    for i = b0, math.min(b0 + 31, n) do
+      local c = minifloat_encode(xs[i] * 2 ^ -e, E2M1, true)
+      want_codes[#want_codes + 1] = c
+      want_y[#want_y + 1] = minifloat_decode(c, E2M1) * 2 ^ e
+    end
+  end
+  check_list(scales, want_scales, 'E8M0 scales')
+  check_list(codes, want_codes, 'E2M1 codes, low nibble first')
+  local y = assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values()
+  check_list(y, want_y, 'dequantized')
+  local tbl = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 }
+  for i, c in ipairs(codes) do
+    local v = tbl[c % 8 + 1] * 2 ^ (scales[math.floor((i - 1) / 32) + 1] - 127)
+    if c >= 8 then v = -v end
+    check(y[i] == v, string.format('code %d gave %.17g, expected %.17g', c, y[i], v))
+  end
+end)
+
+test('formats/nf4/bnb-order-and-add', function()
+  local q = Piq.Quantizer()
+  local n = 201  -- blocks of 64 and a ragged 9; an odd count ends in half a byte
+  local xs = gen_a(n)
+  local src = f32_tensor(xs)
+  local p = assert(Piq.Params.new_preset('nf4'))
+  check(enum_is(p.dtype, Piq.Dtype, 'NF4') and p.block_size == 64 and p.high_nibble_first,
+    "nf4 preset is bitsandbytes' layout")
+  local t = assert(q:quantize_new(p, src))
+  check(t:get_n_bytes() == 101, '201 nf4 take ' .. t:get_n_bytes() .. ' bytes')
+  local sc = t:get_scales():get_data()
+  local absmax, want = {}, {}
+  for b = 0, 3 do
+    absmax[b + 1] = f32_at(sc, 4 * b + 1)
+    local m = 0
+    for i = 64 * b + 1, math.min(64 * b + 64, n) do m = math.max(m, math.abs(xs[i])) end
+    want[b + 1] = m
+  end
+  check_list(absmax, want, 'f32 absmax per block')
+  local y = assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values()
+  for i = 1, n do
+    local a = absmax[math.floor((i - 1) / 64) + 1]
+    check(math.abs(y[i] - xs[i]) <= 0.152 * a,
+      string.format("[%d] %.9g -> %.9g, more than half of NF4's widest gap", i - 1, xs[i], y[i]))
+    if math.abs(xs[i]) == a then check(y[i] == xs[i], 'the block absmax did not come back exactly') end
+  end
+  local p_lo = assert(Piq.Params.new_preset('nf4'))
+  p_lo.high_nibble_first = false
+  local lo = tensor_string(assert(q:quantize_new(p_lo, src)))
+  local hi = tensor_string(t)
+  check_list(bytes_of(hi), scaled_list(bytes_of(lo), function(b) return (b % 16) * 16 + math.floor(b / 16) end),
+    'bnb bytes = piquant bytes, nibbles swapped')
+  check_list(nibbles(hi, n, true), nibbles(lo, n, false), 'codes of the two orders')
+  local acc = new_tensor('F32', n)
+  acc:fill(0.5)
+  assert(q:dequantize(t, acc, Piq.ReduceOp.ADD))
+  local once = scaled_list(y, function(v) return fround(0.5 + v) end)
+  check_list(acc:to_values(), once, '0.5 + dequantized')
+  assert(q:dequantize(t, acc, Piq.ReduceOp.ADD))
+  local twice = {}
+  for i = 1, n do twice[i] = fround(once[i] + y[i]) end
+  check_list(acc:to_values(), twice, 'ADD twice')
+end)
+
+test('formats/int8-block/wrap-scales-and-zero-points', function()
+  local q = Piq.Quantizer()
+  local n, block = 70, 16
+  local xs = gen_a(n)
+  local function mk()
+    return Piq.Params { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.BLOCK, block_size = block,
+      scale_rule = Piq.ScaleRule.MIN_MAX }
+  end
+  local p = mk()
+  local scales_size, zps_size = p:get_scales_size(n)
+  check(scales_size == 20 and zps_size == 20, 'sizes ' .. tostring(scales_size) .. ' ' .. tostring(zps_size))
+  local t = assert(q:quantize_new(p, f32_tensor(xs)))
+  local sc, zs = t:get_scales():get_data(), t:get_zero_points():get_data()
+  local codes = scaled_list(bytes_of(tensor_string(t)), int8_of)
+  -- the same data quantized here, in Lua: codes, scales and zero points as bytes
+  local code_chars, scale_bytes, zp_bytes, want_y = {}, {}, {}, {}
+  for b = 0, 4 do
+    local blk = slice(xs, b * block + 1, (b + 1) * block)
+    local s, zp = minmax_params(blk, 'INT8', true)
+    check(f32_at(sc, 4 * b + 1) == s and int32_at(zs, 4 * b + 1) == zp,
+      string.format('block %d: scale %.9g zp %d, expected %.9g %d', b, f32_at(sc, 4 * b + 1), int32_at(zs, 4 * b + 1), s, zp))
+    local want = quantize_nearest(blk, s, zp, 'INT8')
+    check_list(slice(codes, b * block + 1, (b + 1) * block), want, 'block ' .. b .. ' codes')
+    for _, c in ipairs(want) do code_chars[#code_chars + 1] = string.char(c % 256) end
+    for _, v in ipairs(dequantize_f32(want, s, zp)) do want_y[#want_y + 1] = v end
+    scale_bytes[#scale_bytes + 1] = f32_bytes(s)
+    zp_bytes[#zp_bytes + 1] = int32_bytes(zp)
+  end
+  local w = assert(Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, table.concat(code_chars)))
+  w:set_params(mk())
+  w:set_scales(GLib.Bytes(table.concat(scale_bytes)))
+  w:set_zero_points(GLib.Bytes(table.concat(zp_bytes)))
+  check(w:get_scales():get_data() == sc, 'scales written in Lua differ from those piquant wrote')
+  check_list(assert(q:dequantize_new(w, Piq.Dtype.F32)):to_values(), want_y, 'dequantized from wrapped bytes')
+  local bare = assert(Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, table.concat(code_chars)))
+  bare:set_params(p)
+  expect_error('SIZE', q:dequantize_new(bare, Piq.Dtype.F32))
+end)
+
+test('formats/binary/dot', function()
+  local q = Piq.Quantizer()
+  local n = 300  -- blocks of 128, 128 and 44
+  local p = assert(Piq.Params.new_preset('binary'))
+  check(enum_is(p.dtype, Piq.Dtype, 'BINARY') and p.block_size == 128, 'binary preset')
+  local ts, ys = {}, {}
+  for k, xs in ipairs({ gen_a(n), gen_b(n) }) do
+    local t = assert(q:quantize_new(p, f32_tensor(xs)))
+    check(t:get_n_bytes() == 38, '300 bits take ' .. t:get_n_bytes() .. ' bytes')
+    local bits = bytes_of(tensor_string(t))
+    local got_bits, want_bits = {}, {}
+    for i = 0, n - 1 do
+      got_bits[i + 1] = bit_of(bits[math.floor(i / 8) + 1], i % 8)
+      want_bits[i + 1] = is_negative(xs[i + 1]) and 0 or 1
+    end
+    check_list(got_bits, want_bits, 'sign bits')
+    local sc = t:get_scales():get_data()
+    local got_s, want_s = {}, {}
+    for b = 0, 2 do
+      local acc, m = 0, 0
+      for i = 128 * b + 1, math.min(128 * b + 128, n) do
+        acc = fround(acc + math.abs(xs[i]))
+        m = m + 1
+      end
+      want_s[b + 1] = fround(acc / m)
+      got_s[b + 1] = f32_at(sc, 4 * b + 1)
+    end
+    check_list(got_s, want_s, 'scales = mean |x| per block')
+    local y = assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values()
+    local want_y = {}
+    for i = 1, n do
+      local s = want_s[math.floor((i - 1) / 128) + 1]
+      if got_bits[i] == 1 then want_y[i] = s else want_y[i] = -s end
+    end
+    check_list(y, want_y, 'dequantized +-scale')
+    ts[k], ys[k] = t, y
+  end
+  local dot, err = q:binary_dot(ts[1], ts[2])
+  check(dot, tostring(err))
+  local want = 0
+  for i = 1, n do want = want + ys[1][i] * ys[2][i] end
+  check(math.abs(dot - want) <= 1e-9 * math.max(1, math.abs(want)),
+    string.format('binary_dot %.17g, dequantized dot %.17g', dot, want))
+end)
+
+test('formats/q8_0/ggml-bytes', function()
+  local q = Piq.Quantizer()
+  local n = 70  -- 3 blocks, the last holds 6 values and 26 zeros
+  local xs = gen_a(n)
+  local t = assert(q:quantize_new(assert(Piq.Params.new_preset('q8_0')), f32_tensor(xs)))
+  local raw = tensor_string(t)
+  check(#raw == 3 * 34 and t:get_scales() == nil, '3 blocks of 34 bytes, scales inside')
+  local want_y = {}
+  for b = 0, 2 do
+    local vals = {}
+    for j = 1, 32 do vals[j] = xs[32 * b + j] or 0 end
+    local amax = 0
+    for _, v in ipairs(vals) do amax = math.max(amax, math.abs(v)) end
+    local d = fround(amax / 127)
+    local dh = f16_at(raw, 34 * b + 1)
+    check(math.abs(dh - d) <= 2 ^ (floor_log2(d) - 11), string.format('block %d: f16 scale %.9g, f32 d %.9g', b, dh, d))
+    local id = fround(1 / d)
+    local want, got = {}, {}
+    for j = 1, 32 do
+      local r = fround(vals[j] * id)
+      local k = math.floor(math.abs(r) + 0.5)  -- roundf: ties away from zero
+      if r < 0 then k = -k end
+      want[j] = k
+      got[j] = int8_of(raw:byte(34 * b + 2 + j))
+      if 32 * b + j <= n then want_y[#want_y + 1] = fround(k * dh) end
+    end
+    check_list(got, want, 'block ' .. b .. ' qs')
+  end
+  check_list(assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values(), want_y, 'dequantized qs*d')
+end)
+
+test('formats/errors', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(gen_a(70))
+  local per_row = Piq.Params { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.CHANNEL, block_size = 16 }
+  expect_error('SIZE', q:quantize_new(per_row, src))
+  local nf4 = assert(Piq.Params.new_preset('nf4'))
+  nf4.scale_dtype = Piq.Dtype.E8M0
+  expect_error('UNSUPPORTED', q:quantize_new(nf4, src))
+  expect_error('UNSUPPORTED', Piq.Params.new_preset('no-such-format'))
+  local found = {}
+  for _, name in ipairs(Piq.Params.list_presets()) do found[name] = true end
+  check(found.mxfp4 and found.q4_0, 'list_presets()')
+end)
+
 main()

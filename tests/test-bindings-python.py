@@ -944,5 +944,282 @@ def _():
           % {k: hash(v) for k, v in results.items()})
 
 
+
+# ------------------------------------------------------------ formats ----
+# The block formats of docs/formats.md, one test per family; every expectation
+# is computed here from the format definitions, never read back from piquant.
+
+def gen_a(n):
+    """Deterministic values in [-3, 3], rounded to binary32 by the tensor."""
+    return [((i * 7919) % 1009 - 504) / 168.0 for i in range(n)]
+
+
+def gen_b(n):
+    return [((i * 104729) % 1013 - 506) / 200.0 for i in range(n)]
+
+
+def floor_log2(a):
+    """floor(log2(a)) of a positive finite float, exactly."""
+    return math.frexp(a)[1] - 1
+
+
+# (ebits, mbits, bias, max, max_code, inf_code, nan_code) of docs/formats.md
+E4M3 = (4, 3, 7, 448.0, 0x7E, 0, 0x7F)
+E2M1 = (2, 1, 1, 6.0, 0x07, 0, 0)
+
+
+def minifloat_encode(x, fmt, saturate):
+    """Round to nearest, ties to even; overflow saturates or gives NaN/Inf."""
+    ebits, mbits, bias, maxv, max_code, inf_code, nan_code = fmt
+    width = 1 + ebits + mbits
+    x = f32(x)
+    sign = (1 << (width - 1)) if math.copysign(1.0, x) < 0 else 0
+    if math.isnan(x):
+        return sign | nan_code if nan_code else 0
+    a = abs(x)
+    emin = 1 - bias
+    if math.isinf(a):
+        mag = INF
+    else:
+        qe = (floor_log2(a) if a >= 2.0 ** emin else emin) - mbits
+        mag = round_half_even(a / 2.0 ** qe) * 2.0 ** qe
+    if mag > maxv:
+        if saturate or not nan_code:
+            return sign | max_code
+        return sign | (inf_code or nan_code)
+    if mag < 2.0 ** emin:
+        return sign | int(mag / 2.0 ** (emin - mbits))
+    e = floor_log2(mag)
+    m = int(mag / 2.0 ** (e - mbits)) - (1 << mbits)
+    return sign | (e + bias) << mbits | m
+
+
+def minifloat_decode(code, fmt):
+    ebits, mbits, bias, _maxv, _mc, inf_code, nan_code = fmt
+    width = 1 + ebits + mbits
+    mag = code & ((1 << (width - 1)) - 1)
+    if nan_code and mag == nan_code:
+        return NAN
+    e, m = mag >> mbits, mag & ((1 << mbits) - 1)
+    v = m * 2.0 ** (1 - bias - mbits) if e == 0 else ((1 << mbits) | m) * 2.0 ** (e - bias - mbits)
+    return -v if code >> (width - 1) else v
+
+
+def nibbles(data, n, high_first=False):
+    out = []
+    for i in range(n):
+        b = data[i // 2]
+        lo_half = (i % 2 == 1) if high_first else (i % 2 == 0)
+        out.append(b & 0xF if lo_half else b >> 4)
+    return out
+
+
+@test("formats/fp8-e4m3/cast-saturate-nan")
+def _():
+    q = Piq.Quantizer()
+    xs = [1.0, 448.0, 0.001953125, 1000.0, -1000.0, 464.0, 465.0, -0.0, 0.0, NAN,
+          0.0029296875, 248.0, 1e-5, INF, -INF, 0.3, -2.7] + gen_a(40)
+    src, _arr = f32_tensor(xs)
+    want_fixed = {0: 0x38, 1: 0x7E, 2: 0x01, 3: 0x7E, 4: 0xFE, 5: 0x7E, 6: 0x7E, 7: 0x80,
+                  9: 0x7F, 10: 0x02, 11: 0x78, 12: 0x00, 13: 0x7E, 14: 0xFE}
+    for i, c in want_fixed.items():  # the oracle itself against hand-made codes
+        check(minifloat_encode(xs[i], E4M3, True) == c, "oracle code of %r" % xs[i])
+    for saturate in (True, False):
+        p = Piq.Params(dtype=Piq.Dtype.FP8_E4M3, scale=1.0, saturate=saturate)
+        t = q.quantize_new(p, src)
+        check(t.get_n_bytes() == len(xs) and t.get_scales() is None, "one byte per element, no scales")
+        want = [minifloat_encode(x, E4M3, saturate) for x in xs]
+        check_list(list(tensor_bytes(t)), want, "fp8 codes, saturate=%s" % saturate)
+        y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
+        check_list(y.tolist(), [minifloat_decode(c, E4M3) for c in want], "decoded values", float_eq)
+    nonsat = list(tensor_bytes(q.quantize_new(Piq.Params(dtype=Piq.Dtype.FP8_E4M3, saturate=False), src)))
+    check(nonsat[3] == 0x7F and nonsat[4] == 0xFF and nonsat[5] == 0x7E and nonsat[6] == 0x7F,
+          "non-saturating: 1000, -1000, 464, 465 -> %r" % (nonsat[3:7],))
+
+
+@test("formats/mxfp4/e8m0-scales")
+def _():
+    q = Piq.Quantizer()
+    xs = gen_a(70)  # blocks of 32, 32 and a ragged 6
+    src, arr = f32_tensor(xs)
+    p = Piq.Params.new_preset("mxfp4")
+    check(p.props.dtype == Piq.Dtype.FP4_E2M1 and p.props.block_size == 32
+          and p.props.scale_dtype == Piq.Dtype.E8M0, "mxfp4 preset")
+    t = q.quantize_new(p, src)
+    check(t.get_n_bytes() == 35, "70 fp4 take %d bytes" % t.get_n_bytes())
+    scales = list(t.get_scales().get_data())
+    codes = nibbles(tensor_bytes(t), 70)
+    want_scales, want_codes, want_y = [], [], []
+    for b0 in range(0, 70, 32):
+        blk = [float(v) for v in arr[b0:b0 + 32]]
+        amax = max(abs(v) for v in blk)
+        e = floor_log2(amax) - 2  # the spec's floor rule, emax_elem(E2M1) = 2
+        want_scales.append(e + 127)
+        for v in blk:
+            c = minifloat_encode(v * 2.0 ** -e, E2M1, True)
+            want_codes.append(c)
+            want_y.append(minifloat_decode(c, E2M1) * 2.0 ** e)
+    check_list(scales, want_scales, "E8M0 scales")
+    check_list(codes, want_codes, "E2M1 codes, low nibble first")
+    y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
+    check_list(y.tolist(), want_y, "dequantized")
+    table = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+    for c, s, v in zip(codes, [s for s in scales for _ in range(32)], y.tolist()):
+        check(v == math.copysign(table[c & 7], -1.0 if c & 8 else 1.0) * 2.0 ** (s - 127),
+              "code %d scale %d gave %r" % (c, s, v))
+
+
+@test("formats/nf4/bnb-order-and-add")
+def _():
+    q = Piq.Quantizer()
+    n = 201  # blocks of 64 and a ragged 9; an odd count ends in half a byte
+    xs = gen_a(n)
+    src, arr = f32_tensor(xs)
+    p = Piq.Params.new_preset("nf4")
+    check(p.props.dtype == Piq.Dtype.NF4 and p.props.block_size == 64 and p.props.high_nibble_first,
+          "nf4 preset is bitsandbytes' layout")
+    t = q.quantize_new(p, src)
+    check(t.get_n_bytes() == 101, "201 nf4 take %d bytes" % t.get_n_bytes())
+    absmax = np.frombuffer(t.get_scales().get_data(), dtype=np.float32)
+    want_absmax = [np.abs(arr[b0:b0 + 64]).max() for b0 in range(0, n, 64)]
+    check_list(absmax.tolist(), [float(v) for v in want_absmax], "f32 absmax per block")
+    y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
+    for i in range(n):
+        a = float(absmax[i // 64])
+        check(abs(float(y[i]) - float(arr[i])) <= 0.152 * a,
+              "[%d] %r -> %r, more than half of NF4's widest gap" % (i, float(arr[i]), float(y[i])))
+        if abs(float(arr[i])) == a:
+            check(float(y[i]) == float(arr[i]), "[%d] the block's absmax %r came back as %r" % (i, a, float(y[i])))
+    mae = float(np.abs(y - arr).mean())
+    check(mae < 0.06 * float(np.abs(arr).max()), "MAE %g" % mae)
+    # piquant's order: the same codes with the nibbles of every byte swapped
+    p_lo = Piq.Params.new_preset("nf4")
+    p_lo.props.high_nibble_first = False
+    lo = tensor_bytes(q.quantize_new(p_lo, src))
+    hi = tensor_bytes(t)
+    check_list(list(hi), [((b & 0xF) << 4) | (b >> 4) for b in lo], "bnb bytes = piquant bytes, nibbles swapped")
+    check(nibbles(hi, n, True) == nibbles(lo, n, False), "codes differ between the orders")
+    # ADD into an accumulator
+    acc = Piq.Tensor.new(Piq.Dtype.F32, n)
+    acc.fill(0.5)
+    q.dequantize(t, acc, Piq.ReduceOp.ADD)
+    once = np.float32(0.5) + y
+    check_list(tensor_f32(acc).tolist(), once.tolist(), "0.5 + dequantized")
+    q.dequantize(t, acc, Piq.ReduceOp.ADD)
+    check_list(tensor_f32(acc).tolist(), (once + y).tolist(), "ADD twice")
+
+
+@test("formats/int8-block/wrap-scales-and-zero-points")
+def _():
+    q = Piq.Quantizer()
+    n, block = 70, 16
+    xs = gen_a(n)
+    src, arr = f32_tensor(xs)
+    p = Piq.Params(dtype=Piq.Dtype.INT8, granularity=Piq.Granularity.BLOCK, block_size=block,
+                   scale_rule=Piq.ScaleRule.MIN_MAX)
+    ok, scales_size, zps_size = p.get_scales_size(n)
+    check(ok and scales_size == 5 * 4 and zps_size == 5 * 4, "sizes %r %r" % (scales_size, zps_size))
+    t = q.quantize_new(p, src)
+    scales = np.frombuffer(t.get_scales().get_data(), dtype="<f4")
+    zps = np.frombuffer(t.get_zero_points().get_data(), dtype="<i4")
+    codes = np.frombuffer(tensor_bytes(t), dtype=np.int8)
+    want_y = []
+    for b in range(5):
+        blk = [float(v) for v in arr[b * block:(b + 1) * block]]
+        s, zp = minmax_params(blk, Piq.Dtype.INT8)
+        check(float(scales[b]) == s and int(zps[b]) == zp,
+              "block %d: scale %r zp %d, expected %r %d" % (b, float(scales[b]), zps[b], s, zp))
+        want = quantize_nearest(blk, s, zp, Piq.Dtype.INT8)
+        check_list(codes[b * block:(b + 1) * block].tolist(), want, "block %d codes" % b)
+        want_y += dequantize_f32(want, s, zp)
+    # data quantized "elsewhere": codes, scales and zero points as plain bytes
+    w = Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, codes.tobytes())
+    w.set_params(Piq.Params(dtype=Piq.Dtype.INT8, granularity=Piq.Granularity.BLOCK, block_size=block,
+                            scale_rule=Piq.ScaleRule.MIN_MAX))
+    w.set_scales(GLib.Bytes.new(scales.tobytes()))
+    w.set_zero_points(GLib.Bytes.new(zps.tobytes()))
+    check(w.get_scales().get_data() == scales.tobytes(), "get_scales() after set_scales()")
+    y = tensor_f32(q.dequantize_new(w, Piq.Dtype.F32))
+    check_list(y.tolist(), want_y, "dequantized from wrapped bytes")
+    bare = Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, codes.tobytes())
+    bare.set_params(p)
+    expect_error(Piq.Error.SIZE, q.dequantize_new, bare, Piq.Dtype.F32)
+
+
+@test("formats/binary/dot")
+def _():
+    q = Piq.Quantizer()
+    n = 300  # blocks of 128, 128 and 44
+    p = Piq.Params.new_preset("binary")
+    check(p.props.dtype == Piq.Dtype.BINARY and p.props.block_size == 128, "binary preset")
+    ta, tb = [], []
+    ys = []
+    for xs in (gen_a(n), gen_b(n)):
+        src, arr = f32_tensor(xs)
+        t = q.quantize_new(p, src)
+        check(t.get_n_bytes() == 38, "300 bits take %d bytes" % t.get_n_bytes())
+        bits = tensor_bytes(t)
+        check_list([(bits[i // 8] >> (i % 8)) & 1 for i in range(n)],
+                   [1 if not math.copysign(1.0, float(v)) < 0 else 0 for v in arr], "sign bits")
+        scales = np.frombuffer(t.get_scales().get_data(), dtype=np.float32)
+        want_s = []
+        for b0 in range(0, n, 128):
+            acc = np.float32(0)
+            for v in arr[b0:b0 + 128]:
+                acc = np.float32(acc + np.abs(v))
+            want_s.append(float(acc / np.float32(len(arr[b0:b0 + 128]))))
+        check_list(scales.tolist(), want_s, "scales = mean |x| per block")
+        y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
+        check_list(y.tolist(), [want_s[i // 128] * (1 if (bits[i // 8] >> (i % 8)) & 1 else -1) for i in range(n)],
+                   "dequantized ±scale")
+        ta.append(t)
+        ys.append(y.astype(np.float64))
+    ok, dot = q.binary_dot(ta[0], ta[1])
+    want = float(sum(float(a) * float(b) for a, b in zip(ys[0], ys[1])))
+    check(ok and abs(dot - want) <= 1e-9 * max(1.0, abs(want)), "binary_dot %r, dequantized dot %r" % (dot, want))
+    ok, self_dot = q.binary_dot(ta[0], ta[0])
+    want = float(sum(float(a) * float(a) for a in ys[0]))
+    check(abs(self_dot - want) <= 1e-9 * want, "a·a %r, expected %r" % (self_dot, want))
+
+
+@test("formats/q8_0/ggml-bytes")
+def _():
+    q = Piq.Quantizer()
+    n = 70  # 3 blocks, the last holds 6 values and 26 zeros
+    xs = gen_a(n)
+    src, arr = f32_tensor(xs)
+    p = Piq.Params.new_preset("q8_0")
+    t = q.quantize_new(p, src)
+    raw = tensor_bytes(t)
+    check(len(raw) == 3 * 34 and t.get_scales() is None, "3 blocks of 34 bytes, scales inside")
+    want_y = []
+    for b in range(3):
+        blk = raw[34 * b:34 * (b + 1)]
+        vals = [float(v) for v in arr[32 * b:32 * b + 32]] + [0.0] * max(0, 32 * b + 32 - n)
+        amax = max(abs(v) for v in vals)
+        d = np.float32(amax) / np.float32(127)
+        dh = np.frombuffer(blk[:2], dtype="<f2")[0]
+        check(dh == np.float16(d), "block %d: f16 scale %r, expected %r" % (b, float(dh), float(np.float16(d))))
+        idv = np.float32(1) / d
+        want = [int(round_half_away(float(np.float32(v) * idv))) for v in vals]
+        check_list(np.frombuffer(blk[2:], dtype=np.int8).tolist(), want, "block %d qs" % b)
+        want_y += [float(np.float32(c) * np.float32(dh)) for c in want]
+    y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
+    check_list(y.tolist(), want_y[:n], "dequantized qs·d")
+
+
+@test("formats/errors")
+def _():
+    q = Piq.Quantizer()
+    src, _arr = f32_tensor(gen_a(70))
+    per_row = Piq.Params(dtype=Piq.Dtype.INT8, granularity=Piq.Granularity.CHANNEL, block_size=16)
+    expect_error(Piq.Error.SIZE, q.quantize_new, per_row, src)
+    nf4 = Piq.Params.new_preset("nf4")
+    nf4.props.scale_dtype = Piq.Dtype.E8M0
+    expect_error(Piq.Error.UNSUPPORTED, q.quantize_new, nf4, src)
+    expect_error(Piq.Error.UNSUPPORTED, Piq.Params.new_preset, "no-such-format")
+    check("mxfp4" in Piq.Params.list_presets() and "q4_0" in Piq.Params.list_presets(), "list_presets()")
+
+
 if __name__ == "__main__":
     main()

@@ -232,6 +232,115 @@ double[] as_doubles (float[] xs) {
     return d;
 }
 
+
+/* ------------------------------------------------------------- formats -- */
+/* The block formats of docs/formats.md; every expectation is computed here
+ * from the format definitions, never read back from piquant. */
+
+float[] gen_a (int n) {
+    var out_v = new float[n];
+    for (int i = 0; i < n; i++)
+        out_v[i] = (float) (((i * 7919) % 1009 - 504) / 168.0);
+    return out_v;
+}
+
+float[] gen_b (int n) {
+    var out_v = new float[n];
+    for (int i = 0; i < n; i++)
+        out_v[i] = (float) (((i * 104729) % 1013 - 506) / 200.0);
+    return out_v;
+}
+
+/* floor(log2(a)) of a positive finite number, exactly */
+int floor_log2 (double a) {
+    int e;
+    Math.frexp (a, out e);
+    return e - 1;
+}
+
+bool is_negative (double x) {
+    return Math.copysign (1.0, x) < 0;
+}
+
+struct Minifloat {
+    int ebits;
+    int mbits;
+    int bias;
+    double max;
+    uint max_code;
+    uint inf_code;
+    uint nan_code;
+}
+
+Minifloat fmt_e4m3 () {
+    return { 4, 3, 7, 448.0, 0x7E, 0, 0x7F };
+}
+
+Minifloat fmt_e2m1 () {
+    return { 2, 1, 1, 6.0, 0x07, 0, 0 };
+}
+
+/* round to nearest, ties to even; overflow saturates or gives NaN/Inf */
+uint minifloat_encode (float x, Minifloat f, bool saturate) {
+    int width = 1 + f.ebits + f.mbits;
+    uint sign = is_negative (x) ? 1u << (width - 1) : 0;
+    if (x.is_nan ())
+        return f.nan_code != 0 ? sign | f.nan_code : 0;
+    double a = Math.fabs (x);
+    int emin = 1 - f.bias;
+    double mag;
+    if (a.is_infinity () != 0) {
+        mag = double.INFINITY;
+    } else {
+        int qe = (a >= Math.ldexp (1.0, emin) ? floor_log2 (a) : emin) - f.mbits;
+        mag = Math.ldexp (round_half_even (Math.ldexp (a, -qe)), qe);
+    }
+    if (mag > f.max) {
+        if (saturate || f.nan_code == 0)
+            return sign | f.max_code;
+        return sign | (f.inf_code != 0 ? f.inf_code : f.nan_code);
+    }
+    if (mag < Math.ldexp (1.0, emin))
+        return sign | (uint) Math.ldexp (mag, f.mbits - emin);
+    int e = floor_log2 (mag);
+    uint m = (uint) Math.ldexp (mag, f.mbits - e) - (1u << f.mbits);
+    return sign | (uint) (e + f.bias) << f.mbits | m;
+}
+
+double minifloat_decode (uint code, Minifloat f) {
+    int width = 1 + f.ebits + f.mbits;
+    uint mag = code & ((1u << (width - 1)) - 1);
+    if (f.nan_code != 0 && mag == f.nan_code)
+        return double.NAN;
+    uint e = mag >> f.mbits, m = mag & ((1u << f.mbits) - 1);
+    double v = e == 0 ? Math.ldexp (m, 1 - f.bias - f.mbits)
+                      : Math.ldexp ((1u << f.mbits) | m, (int) e - f.bias - f.mbits);
+    return (code >> (width - 1)) != 0 ? -v : v;
+}
+
+int64[] nibbles (uint8[] data, int n, bool high_first) {
+    var out_c = new int64[n];
+    for (int i = 0; i < n; i++) {
+        bool low = high_first ? i % 2 == 1 : i % 2 == 0;
+        out_c[i] = low ? data[i / 2] & 0xF : data[i / 2] >> 4;
+    }
+    return out_c;
+}
+
+float f32_at (uint8[] b, int i) {
+    float v = 0;
+    Memory.copy (&v, &b[i], 4);
+    return v;
+}
+
+double f16_at (uint8[] b, int i) {
+    uint h = b[i] | (uint) b[i + 1] << 8;
+    uint e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    double v = e == 0 ? Math.ldexp (m, -24) : e == 31 ? (m != 0 ? double.NAN : double.INFINITY)
+                                                       : Math.ldexp (1024 + m, (int) e - 25);
+    return (h & 0x8000) != 0 ? -v : v;
+}
+
 /* --------------------------------------------------------------- tests -- */
 
 TestCase[] make_tests () {
@@ -493,6 +602,279 @@ TestCase[] make_tests () {
             throw new TestError.FAILED ("quantize into a read-only tensor accepted");
         } catch (Piq.Error.READ_ONLY e) {
         }
+    });
+
+
+    tests += new TestCase ("vala/formats/fp8-e4m3/cast-saturate-nan", () => {
+        var q = new Piq.Quantizer ();
+        float[] xs = { 1.0f, 448.0f, 0.001953125f, 1000.0f, -1000.0f, 464.0f, 465.0f, -0.0f, 0.0f, float.NAN,
+                       0.0029296875f, 248.0f, 1e-5f, float.INFINITY, -float.INFINITY, 0.3f, -2.7f };
+        foreach (float v in gen_a (40))
+            xs += v;
+        var src = f32_tensor (xs);
+        int[] fixed_i = { 0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14 };
+        uint[] fixed_c = { 0x38, 0x7E, 0x01, 0x7E, 0xFE, 0x7E, 0x7E, 0x80, 0x7F, 0x02, 0x78, 0x00, 0x7E, 0xFE };
+        for (int k = 0; k < fixed_i.length; k++)
+            check (minifloat_encode (xs[fixed_i[k]], fmt_e4m3 (), true) == fixed_c[k], "oracle code of %g".printf (xs[fixed_i[k]]));
+        foreach (bool saturate in new bool[] { true, false }) {
+            var p = new Piq.Params (Piq.Dtype.FP8_E4M3) { scale = 1.0, saturate = saturate };
+            var t = q.quantize_new (p, src);
+            check (t.get_n_bytes () == xs.length && t.get_scales () == null, "one byte per element, no scales");
+            var want = new int64[xs.length];
+            var want_y = new double[xs.length];
+            for (int i = 0; i < xs.length; i++) {
+                want[i] = minifloat_encode (xs[i], fmt_e4m3 (), saturate);
+                want_y[i] = minifloat_decode ((uint) want[i], fmt_e4m3 ());
+            }
+            check_codes (unpack (t.get_bytes ().get_data (), xs.length, 8), want, "fp8 codes, saturate=%s".printf (saturate.to_string ()));
+            check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), want_y, "decoded values");
+        }
+        unowned uint8[] ns = q.quantize_new (new Piq.Params (Piq.Dtype.FP8_E4M3) { saturate = false }, src).get_bytes ().get_data ();
+        check (ns[3] == 0x7F && ns[4] == 0xFF && ns[5] == 0x7E && ns[6] == 0x7F,
+               "non-saturating: 1000, -1000, 464, 465 -> %02x %02x %02x %02x".printf (ns[3], ns[4], ns[5], ns[6]));
+    });
+
+    tests += new TestCase ("vala/formats/mxfp4/e8m0-scales", () => {
+        var q = new Piq.Quantizer ();
+        int n = 70; /* blocks of 32, 32 and a ragged 6 */
+        float[] xs = gen_a (n);
+        var p = new Piq.Params.preset ("mxfp4");
+        check (p.dtype == Piq.Dtype.FP4_E2M1 && p.block_size == 32 && p.scale_dtype == Piq.Dtype.E8M0, "mxfp4 preset");
+        var t = q.quantize_new (p, f32_tensor (xs));
+        check (t.get_n_bytes () == 35, "70 fp4 take %u bytes".printf ((uint) t.get_n_bytes ()));
+        uint8[] scales = t.get_scales ().get_data ();
+        int64[] codes = nibbles (t.get_bytes ().get_data (), n, false);
+        var want_codes = new int64[n];
+        var want_y = new double[n];
+        check (scales.length == 3, "%d scales".printf (scales.length));
+        for (int b0 = 0; b0 < n; b0 += 32) {
+            double amax = 0;
+            for (int i = b0; i < int.min (b0 + 32, n); i++)
+                amax = double.max (amax, Math.fabs (xs[i]));
+            int e = floor_log2 (amax) - 2; /* the spec's floor rule, emax_elem(E2M1) = 2 */
+            check (scales[b0 / 32] == e + 127, "block %d: E8M0 %u, expected %d".printf (b0 / 32, scales[b0 / 32], e + 127));
+            for (int i = b0; i < int.min (b0 + 32, n); i++) {
+                uint c = minifloat_encode ((float) Math.ldexp (xs[i], -e), fmt_e2m1 (), true);
+                want_codes[i] = c;
+                want_y[i] = Math.ldexp (minifloat_decode (c, fmt_e2m1 ()), e);
+            }
+        }
+        check_codes (codes, want_codes, "E2M1 codes, low nibble first");
+        double[] y = q.dequantize_new (t, Piq.Dtype.F32).to_values ();
+        check_doubles (y, want_y, "dequantized");
+        double[] table = { 0, 0.5, 1, 1.5, 2, 3, 4, 6 };
+        for (int i = 0; i < n; i++) {
+            double v = Math.ldexp (table[codes[i] & 7], scales[i / 32] - 127);
+            check (y[i] == ((codes[i] & 8) != 0 ? -v : v), "code %d gave %g".printf ((int) codes[i], y[i]));
+        }
+    });
+
+    tests += new TestCase ("vala/formats/nf4/bnb-order-and-add", () => {
+        var q = new Piq.Quantizer ();
+        int n = 201; /* blocks of 64 and a ragged 9; an odd count ends in half a byte */
+        float[] xs = gen_a (n);
+        var src = f32_tensor (xs);
+        var p = new Piq.Params.preset ("nf4");
+        check (p.dtype == Piq.Dtype.NF4 && p.block_size == 64 && p.high_nibble_first, "nf4 preset is bitsandbytes' layout");
+        var t = q.quantize_new (p, src);
+        check (t.get_n_bytes () == 101, "201 nf4 take %u bytes".printf ((uint) t.get_n_bytes ()));
+        uint8[] sc = t.get_scales ().get_data ();
+        for (int b = 0; b < 4; b++) {
+            float m = 0;
+            for (int i = 64 * b; i < int.min (64 * b + 64, n); i++)
+                m = float.max (m, Math.fabsf (xs[i]));
+            check (f32_at (sc, 4 * b) == m, "block %d absmax %g, expected %g".printf (b, f32_at (sc, 4 * b), m));
+        }
+        double[] y = q.dequantize_new (t, Piq.Dtype.F32).to_values ();
+        for (int i = 0; i < n; i++) {
+            double a = f32_at (sc, 4 * (i / 64));
+            check (Math.fabs (y[i] - xs[i]) <= 0.152 * a, "[%d] %g -> %g, more than half of NF4's widest gap".printf (i, xs[i], y[i]));
+            if (Math.fabs (xs[i]) == a)
+                check (y[i] == xs[i], "[%d] the block's absmax came back as %g".printf (i, y[i]));
+        }
+        var p_lo = new Piq.Params.preset ("nf4");
+        p_lo.high_nibble_first = false;
+        uint8[] lo = q.quantize_new (p_lo, src).get_bytes ().get_data ();
+        uint8[] hi = t.get_bytes ().get_data ();
+        for (int k = 0; k < hi.length; k++)
+            check (hi[k] == (uint8) (((lo[k] & 0xF) << 4) | (lo[k] >> 4)), "byte %d: bnb %02x, piquant %02x".printf (k, hi[k], lo[k]));
+        check_codes (nibbles (hi, n, true), nibbles (lo, n, false), "codes of the two orders");
+        var acc = new Piq.Tensor (Piq.Dtype.F32, n);
+        acc.fill (0.5);
+        q.dequantize (t, acc, Piq.ReduceOp.ADD);
+        var once = new double[n];
+        var twice = new double[n];
+        for (int i = 0; i < n; i++) {
+            float o = 0.5f + (float) y[i];
+            once[i] = o;
+            float w = o + (float) y[i];
+            twice[i] = w;
+        }
+        check_doubles (acc.to_values (), once, "0.5 + dequantized");
+        q.dequantize (t, acc, Piq.ReduceOp.ADD);
+        check_doubles (acc.to_values (), twice, "ADD twice");
+    });
+
+    tests += new TestCase ("vala/formats/int8-block/raw-and-wrapped", () => {
+        var q = new Piq.Quantizer ();
+        int n = 70, block = 16;
+        float[] xs = gen_a (n);
+        var p = new Piq.Params (Piq.Dtype.INT8) { granularity = Piq.Granularity.BLOCK, block_size = block,
+                                                  scale_rule = Piq.ScaleRule.MIN_MAX };
+        size_t scales_size, zps_size;
+        p.get_scales_size (n, out scales_size, out zps_size);
+        check (scales_size == 20 && zps_size == 20, "sizes %u %u".printf ((uint) scales_size, (uint) zps_size));
+        /* the raw form, into Vala arrays */
+        var codes = new int8[n];
+        var scales = new float[5];
+        var zps = new int32[5];
+        q.quantize_blocks_raw (p, Piq.Dtype.F32, (void*) xs, n, (void*) codes, n, (void*) scales, scales_size,
+                               (void*) zps, zps_size);
+        var want_y = new double[n];
+        for (int b = 0; b < 5; b++) {
+            float[] blk = xs[b * block:int.min ((b + 1) * block, n)];
+            double s;
+            int64 zp;
+            minmax_params (blk, Piq.Dtype.INT8, true, out s, out zp);
+            check (scales[b] == s && zps[b] == zp, "block %d: scale %g zp %d, expected %g %d".printf (b, scales[b], zps[b], s, (int) zp));
+            int64[] want = quantize_nearest (blk, s, zp, Piq.Dtype.INT8);
+            var got = new int64[blk.length];
+            for (int i = 0; i < blk.length; i++)
+                got[i] = codes[b * block + i];
+            check_codes (got, want, "block %d codes".printf (b));
+            double[] y = dequantize_f32 (want, s, zp);
+            for (int i = 0; i < blk.length; i++)
+                want_y[b * block + i] = y[i];
+        }
+        var y_raw = new float[n];
+        q.dequantize_blocks_raw (p, (void*) codes, n, n, (void*) scales, scales_size, (void*) zps, zps_size,
+                                 Piq.Dtype.F32, (void*) y_raw, n * sizeof (float), Piq.ReduceOp.SET);
+        check_doubles (as_doubles (y_raw), want_y, "dequantize_blocks_raw ()");
+        /* the same bytes wrapped in a tensor, as data quantized elsewhere */
+        unowned uint8[] code_bytes = (uint8[]) codes;
+        code_bytes.length = n;
+        unowned uint8[] scale_bytes = (uint8[]) scales;
+        scale_bytes.length = 20;
+        unowned uint8[] zp_bytes = (uint8[]) zps;
+        zp_bytes.length = 20;
+        var w = new Piq.Tensor.from_data (Piq.Dtype.INT8, n, code_bytes);
+        w.set_params (p);
+        w.set_scales (new Bytes (scale_bytes));
+        w.set_zero_points (new Bytes (zp_bytes));
+        check (w.get_scales ().compare (new Bytes (scale_bytes)) == 0, "get_scales () after set_scales ()");
+        check_doubles (q.dequantize_new (w, Piq.Dtype.F32).to_values (), want_y, "dequantized from wrapped bytes");
+        var bare = new Piq.Tensor.from_data (Piq.Dtype.INT8, n, code_bytes);
+        bare.set_params (p);
+        try {
+            q.dequantize_new (bare, Piq.Dtype.F32);
+            throw new TestError.FAILED ("dequantize without scales did not fail");
+        } catch (Piq.Error.SIZE e) {
+        }
+    });
+
+    tests += new TestCase ("vala/formats/binary/dot", () => {
+        var q = new Piq.Quantizer ();
+        int n = 300; /* blocks of 128, 128 and 44 */
+        var p = new Piq.Params.preset ("binary");
+        check (p.dtype == Piq.Dtype.BINARY && p.block_size == 128, "binary preset");
+        Piq.Tensor[] ts = {};
+        double[] ya = {}, yb = {};
+        for (int k = 0; k < 2; k++) {
+            float[] xs = k == 0 ? gen_a (n) : gen_b (n);
+            var t = q.quantize_new (p, f32_tensor (xs));
+            check (t.get_n_bytes () == 38, "300 bits take %u bytes".printf ((uint) t.get_n_bytes ()));
+            uint8[] bits = t.get_bytes ().get_data ();
+            uint8[] sc = t.get_scales ().get_data ();
+            var want_y = new double[n];
+            for (int b0 = 0; b0 < n; b0 += 128) {
+                float acc = 0;
+                int m = int.min (128, n - b0);
+                for (int i = b0; i < b0 + m; i++)
+                    acc = acc + Math.fabsf (xs[i]);
+                float s = acc / (float) m;
+                check (f32_at (sc, 4 * (b0 / 128)) == s, "block %d: scale %g, mean |x| %g".printf (b0 / 128, f32_at (sc, 4 * (b0 / 128)), s));
+                for (int i = b0; i < b0 + m; i++) {
+                    int bit = (bits[i / 8] >> (i % 8)) & 1;
+                    check (bit == (is_negative (xs[i]) ? 0 : 1), "[%d] sign bit %d for %g".printf (i, bit, xs[i]));
+                    want_y[i] = bit == 1 ? s : -s;
+                }
+            }
+            double[] y = q.dequantize_new (t, Piq.Dtype.F32).to_values ();
+            check_doubles (y, want_y, "dequantized +-scale");
+            ts += t;
+            if (k == 0)
+                ya = y;
+            else
+                yb = y;
+        }
+        double dot;
+        check (q.binary_dot (ts[0], ts[1], out dot), "binary_dot ()");
+        double want = 0;
+        for (int i = 0; i < n; i++)
+            want += ya[i] * yb[i];
+        check (Math.fabs (dot - want) <= 1e-9 * double.max (1, Math.fabs (want)), "binary_dot %.17g, dequantized dot %.17g".printf (dot, want));
+    });
+
+    tests += new TestCase ("vala/formats/q8_0/ggml-bytes", () => {
+        var q = new Piq.Quantizer ();
+        int n = 70; /* 3 blocks, the last holds 6 values and 26 zeros */
+        float[] xs = gen_a (n);
+        var t = q.quantize_new (new Piq.Params.preset ("q8_0"), f32_tensor (xs));
+        uint8[] raw = t.get_bytes ().get_data ();
+        check (raw.length == 3 * 34 && t.get_scales () == null, "3 blocks of 34 bytes, scales inside");
+        var want_y = new double[n];
+        for (int b = 0; b < 3; b++) {
+            var vals = new float[32];
+            float amax = 0;
+            for (int j = 0; j < 32; j++) {
+                vals[j] = 32 * b + j < n ? xs[32 * b + j] : 0.0f;
+                amax = float.max (amax, Math.fabsf (vals[j]));
+            }
+            float d = amax / 127.0f;
+            double dh = f16_at (raw, 34 * b);
+            check (Math.fabs (dh - d) <= Math.ldexp (1.0, floor_log2 (d) - 11), "block %d: f16 scale %g, f32 d %g".printf (b, dh, d));
+            float id = 1.0f / d;
+            var want = new int64[32];
+            var got = new int64[32];
+            for (int j = 0; j < 32; j++) {
+                float r = vals[j] * id;
+                double k = Math.floor (Math.fabs (r) + 0.5); /* roundf: ties away from zero */
+                want[j] = (int64) (r < 0 ? -k : k);
+                got[j] = (int8) raw[34 * b + 2 + j];
+                if (32 * b + j < n) {
+                    float v = (float) want[j] * (float) dh;
+                    want_y[32 * b + j] = v;
+                }
+            }
+            check_codes (got, want, "block %d qs".printf (b));
+        }
+        check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), want_y, "dequantized qs*d");
+    });
+
+    tests += new TestCase ("vala/formats/errors", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (gen_a (70));
+        try {
+            q.quantize_new (new Piq.Params (Piq.Dtype.INT8) { granularity = Piq.Granularity.CHANNEL, block_size = 16 }, src);
+            throw new TestError.FAILED ("70 elements as rows of 16 accepted");
+        } catch (Piq.Error.SIZE e) {
+        }
+        var nf4 = new Piq.Params.preset ("nf4");
+        nf4.scale_dtype = Piq.Dtype.E8M0;
+        try {
+            q.quantize_new (nf4, src);
+            throw new TestError.FAILED ("NF4 with E8M0 scales accepted");
+        } catch (Piq.Error.UNSUPPORTED e) {
+        }
+        try {
+            new Piq.Params.preset ("no-such-format");
+            throw new TestError.FAILED ("an unknown preset accepted");
+        } catch (Piq.Error.UNSUPPORTED e) {
+        }
+        bool found = false;
+        foreach (unowned string name in Piq.Params.list_presets ())
+            found = found || name == "mxfp4";
+        check (found, "list_presets () lacks mxfp4");
     });
 
     return tests;

@@ -130,6 +130,23 @@ fi
 
 check "version" sh -c "'$tool' --version | grep -q '^piquant [0-9]'"
 
+# The demo on a small tensor: the integer table, then one formats row per
+# preset (the presets are the names the formats table starts its rows with).
+if "$tool" demo -n 4099 -r nearest -t 1 > "$tmp/demo" 2>&1; then
+  missing=
+  for name in int8 uint4 mxfp8_e4m3 mxfp8_e5m2 mxfp6_e2m3 mxfp6_e3m2 mxfp4 mxint8 nf4 fp4_bnb nf8 \
+              fp8_e4m3 fp8_e5m2 int8_block int4_block binary q8_0 q4_0; do
+    grep -q "^$name " "$tmp/demo" || missing="$missing $name"
+  done
+  if [ -z "$missing" ] && grep -q 'B/elem' "$tmp/demo" && grep -q 'MAE' "$tmp/demo"; then
+    ok "demo/integer-and-formats-tables"
+  else
+    not_ok "demo/integer-and-formats-tables" "missing rows:$missing" "$(cat "$tmp/demo")"
+  fi
+else
+  not_ok "demo/integer-and-formats-tables" "$(cat "$tmp/demo")"
+fi
+
 # The man page and the bash completion know every command and option that
 # --help lists.
 srcdir=${G_TEST_SRCDIR:-$(dirname "$0")}

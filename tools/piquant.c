@@ -414,6 +414,21 @@ sum_squared_difference (const float *a, const float *b, guint64 n)
   return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
 
+/* Σ |a − b| in binary64, with the same fixed order as above. */
+static double
+sum_abs_difference (const float *a, const float *b, guint64 n)
+{
+  double lanes[4] = { 0.0, 0.0, 0.0, 0.0 };
+  guint64 i = 0;
+
+  for (; i + 4 <= n; i += 4)
+    for (guint k = 0; k < 4; k++)
+      lanes[k] += fabs ((double) a[i + k] - (double) b[i + k]);
+  for (; i < n; i++)
+    lanes[0] += fabs ((double) a[i] - (double) b[i]);
+  return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+
 /* What one table row reports. */
 typedef struct {
   gint64 usec;
@@ -465,36 +480,60 @@ static const Column demo_columns[] = {
   { NULL,         "SQNR dB",     7 },
 };
 
+/* The formats table: one row per preset (piq_params_list_presets()). B/elem
+ * counts the codes and the scales and zero points stored beside them. */
+static const Column format_columns[] = {
+  { NULL,         "preset",    -10 },
+  { NULL,         "dtype",      -8 },
+  { NULL,         "block",       6 },
+  { NULL,         "scales",     -6 },
+  { NULL,         "rounding",  -10 },
+  { NULL,         "B/elem",      6 },
+  { "quantize",   "ms",          8 },
+  { "quantize",   "Melem/s",     8 },
+  { "quantize",   "GB/s",        6 },
+  { "dequantize", "ms",          8 },
+  { "dequantize", "Melem/s",     8 },
+  { "dequantize", "GB/s",        6 },
+  { NULL,         "MAE",         9 },
+  { NULL,         "RMSE",        9 },
+  { NULL,         "SQNR dB",     7 },
+};
+
 #define COLUMN_GAP "  "
+#define MAX_COLUMNS 16
+
+G_STATIC_ASSERT (G_N_ELEMENTS (demo_columns) <= MAX_COLUMNS);
+G_STATIC_ASSERT (G_N_ELEMENTS (format_columns) <= MAX_COLUMNS);
 
 static void
-print_cells (const char *const *cells)
+print_cells (const Column *columns, gsize n_columns, const char *const *cells)
 {
-  for (gsize i = 0; i < G_N_ELEMENTS (demo_columns); i++)
-    g_print ("%s%*s", i > 0 ? COLUMN_GAP : "", demo_columns[i].width, cells[i]);
+  for (gsize i = 0; i < n_columns; i++)
+    g_print ("%s%*s", i > 0 ? COLUMN_GAP : "", columns[i].width, cells[i]);
   g_print ("\n");
 }
 
 /* Each group's name centred in a rule over its columns, then the titles. */
 static void
-print_table_header (void)
+print_table_header (const Column *columns, gsize n_columns)
 {
-  const char *titles[G_N_ELEMENTS (demo_columns)];
+  const char *titles[MAX_COLUMNS];
   g_autoptr(GString) groups = g_string_new (NULL);
   const gsize gap = strlen (COLUMN_GAP);
   gsize position = 0;           /* where column i starts */
 
-  for (gsize i = 0; i < G_N_ELEMENTS (demo_columns); i++)
-    titles[i] = demo_columns[i].title;
+  for (gsize i = 0; i < n_columns; i++)
+    titles[i] = columns[i].title;
 
-  for (gsize i = 0; i < G_N_ELEMENTS (demo_columns); )
+  for (gsize i = 0; i < n_columns; )
     {
-      const char *group = demo_columns[i].group;
-      gsize span = ABS (demo_columns[i].width);
+      const char *group = columns[i].group;
+      gsize span = ABS (columns[i].width);
       gsize j = i + 1;
 
-      for (; j < G_N_ELEMENTS (demo_columns) && g_strcmp0 (demo_columns[j].group, group) == 0; j++)
-        span += gap + ABS (demo_columns[j].width);
+      for (; j < n_columns && g_strcmp0 (columns[j].group, group) == 0; j++)
+        span += gap + ABS (columns[j].width);
 
       if (group != NULL)
         {
@@ -514,7 +553,7 @@ print_table_header (void)
     }
 
   g_print ("%s\n", groups->str);
-  print_cells (titles);
+  print_cells (columns, n_columns, titles);
 }
 
 static double
@@ -548,9 +587,143 @@ print_demo_row (const DemoRow *row, guint64 n_elements)
   cells[c++] = isinf (row->sqnr_db) ? g_strdup ("inf") : g_strdup_printf ("%.2f", row->sqnr_db);
   g_assert (c == G_N_ELEMENTS (demo_columns));
 
-  print_cells ((const char *const *) cells);
+  print_cells (demo_columns, G_N_ELEMENTS (demo_columns), (const char *const *) cells);
   for (guint i = 0; i < c; i++)
     g_free (cells[i]);
+}
+
+/* One row of the formats table. */
+typedef struct {
+  const char  *preset;
+  PiqParams   *params;
+  double       bytes_per_element;   /* codes, scales and zero points */
+  Timing       quantize;
+  Timing       dequantize;
+  double       mae;
+  double       rmse;
+  double       sqnr_db;
+} FormatRow;
+
+static void
+print_format_row (const FormatRow *row, guint64 n_elements)
+{
+  const Timing *timings[] = { &row->quantize, &row->dequantize };
+  char *cells[G_N_ELEMENTS (format_columns)];
+  PiqParams *params = row->params;
+  guint c = 0;
+
+  cells[c++] = g_strdup (row->preset);
+  cells[c++] = g_strdup (piq_dtype_get_name (piq_params_get_dtype (params)));
+  if (piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR)
+    {
+      cells[c++] = g_strdup ("tensor");
+      cells[c++] = g_strdup ("f32");
+    }
+  else
+    {
+      cells[c++] = g_strdup_printf ("%u", piq_params_get_block_size (params));
+      cells[c++] = g_strdup (piq_dtype_get_name (piq_params_get_scale_dtype (params)));
+    }
+  cells[c++] = g_strdup (enum_nick (PIQ_TYPE_ROUND_MODE, piq_params_get_round_mode (params)));
+  cells[c++] = g_strdup_printf ("%.4f", row->bytes_per_element);
+  for (gsize t = 0; t < G_N_ELEMENTS (timings); t++)
+    {
+      double seconds = usec_to_seconds (timings[t]->usec);
+
+      cells[c++] = g_strdup_printf ("%.2f", timings[t]->usec / 1000.0);
+      cells[c++] = g_strdup_printf ("%.0f", n_elements / seconds / 1e6);
+      cells[c++] = g_strdup_printf ("%.2f", timings[t]->bytes / seconds / 1e9);
+    }
+  cells[c++] = g_strdup_printf ("%.3e", row->mae);
+  cells[c++] = g_strdup_printf ("%.3e", row->rmse);
+  cells[c++] = isinf (row->sqnr_db) ? g_strdup ("inf") : g_strdup_printf ("%.2f", row->sqnr_db);
+  g_assert (c == G_N_ELEMENTS (format_columns));
+
+  print_cells (format_columns, G_N_ELEMENTS (format_columns), (const char *const *) cells);
+  for (guint i = 0; i < c; i++)
+    g_free (cells[i]);
+}
+
+static gsize
+bytes_size (GBytes *bytes)
+{
+  return bytes != NULL ? g_bytes_get_size (bytes) : 0;
+}
+
+/* The round trip of one preset: quantize (which derives the block scales)
+ * and dequantize, both timed; per-tensor presets get their scale from the
+ * data first, untimed, by the preset's abs-max rule. */
+static gboolean
+measure_format (const Demo   *demo,
+                PiqParams    *params,
+                PiqTensor    *packed,
+                FormatRow    *row,
+                GError      **error)
+{
+  guint64 n = demo->options->n_elements;
+  g_autoptr(GBytes) scales = NULL;
+  g_autoptr(GBytes) zero_points = NULL;
+  gsize stored;
+  double squared_error;
+  gint64 start;
+
+  start = g_get_monotonic_time ();
+  if (!piq_quantizer_quantize (demo->quantizer, params, demo->input, packed, error))
+    return FALSE;
+  row->quantize.usec = g_get_monotonic_time () - start;
+
+  start = g_get_monotonic_time ();
+  if (!piq_quantizer_dequantize (demo->quantizer, packed, demo->output, PIQ_REDUCE_SET, error))
+    return FALSE;
+  row->dequantize.usec = g_get_monotonic_time () - start;
+
+  scales = piq_tensor_get_scales (packed);
+  zero_points = piq_tensor_get_zero_points (packed);
+  stored = piq_tensor_get_n_bytes (packed) + bytes_size (scales) + bytes_size (zero_points);
+  row->bytes_per_element = (double) stored / n;
+  row->quantize.bytes = row->dequantize.bytes = piq_tensor_get_n_bytes (demo->input) + stored;
+
+  squared_error = sum_squared_difference (piq_tensor_get_data (demo->input, NULL),
+                                          piq_tensor_get_data (demo->output, NULL), n);
+  row->mae = sum_abs_difference (piq_tensor_get_data (demo->input, NULL),
+                                 piq_tensor_get_data (demo->output, NULL), n) / n;
+  row->rmse = sqrt (squared_error / n);
+  row->sqnr_db = squared_error > 0.0 ? 10.0 * log10 (demo->signal / squared_error) : INFINITY;
+  return TRUE;
+}
+
+/* One row per selected rounding mode for the preset @name. */
+static gboolean
+demo_preset (const Demo *demo, const char *name, GError **error)
+{
+  g_autoptr(GEnumClass) round_modes = g_type_class_ref (PIQ_TYPE_ROUND_MODE);
+  g_autoptr(PiqParams) params = piq_params_new_preset (name, error);
+  g_autoptr(PiqTensor) packed = NULL;
+
+  if (params == NULL)
+    return FALSE;
+  piq_params_set_seed (params, demo->options->seed);
+  if (piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR &&
+      !piq_quantizer_compute_params (demo->quantizer, params, demo->input, error))
+    return FALSE;
+  packed = piq_tensor_new (piq_params_get_dtype (params), demo->options->n_elements, error);
+  if (packed == NULL)
+    return FALSE;
+
+  for (guint i = 0; i < round_modes->n_values; i++)
+    {
+      PiqRoundMode mode = round_modes->values[i].value;
+      FormatRow row = { .preset = name, .params = params };
+
+      if ((demo->options->round_modes & (1u << mode)) == 0)
+        continue;
+      piq_params_set_round_mode (params, mode);
+      if (!measure_format (demo, params, packed, &row, error))
+        return FALSE;
+      print_format_row (&row, demo->options->n_elements);
+      fflush (stdout);
+    }
+  return TRUE;
 }
 
 /* Quantizes the input into @packed with @params, dequantizes it back into
@@ -647,7 +820,7 @@ static void
 print_demo_footer (void)
 {
   g_print ("\nGB/s counts bytes read plus bytes written; Melem/s counts elements; "
-           "SQNR = 10 log10(sum x^2 / sum (x - x_hat)^2).\n");
+           "MAE = mean |x - x_hat|; SQNR = 10 log10(sum x^2 / sum (x - x_hat)^2).\n");
 }
 
 /* Untimed, before the first row: the first parallel region starts the
@@ -678,6 +851,7 @@ run_demo (const DemoOptions *options, GError **error)
   g_autoptr(PiqTensor) input = NULL;
   g_autoptr(PiqTensor) output = NULL;
   g_autoptr(GEnumClass) dtypes = g_type_class_ref (PIQ_TYPE_DTYPE);
+  g_autofree const char **presets = NULL;
   Demo demo = { .options = options, .quantizer = quantizer };
 
   piq_quantizer_set_n_threads (quantizer, options->n_threads);
@@ -699,15 +873,25 @@ run_demo (const DemoOptions *options, GError **error)
     return FALSE;
 
   print_demo_header (&demo);
-  print_table_header ();
-  /* Every quantized dtype the library declares, in the order of the enum. */
+  print_table_header (demo_columns, G_N_ELEMENTS (demo_columns));
+  /* Every integer dtype the library declares, in the order of the enum
+   * (piq_dtype_get_range() is TRUE for exactly those). */
   for (guint i = 0; i < dtypes->n_values; i++)
     {
       PiqDtype dtype = dtypes->values[i].value;
 
-      if (piq_dtype_is_quantized (dtype) && !demo_dtype (&demo, dtype, error))
+      if (piq_dtype_get_range (dtype, NULL, NULL) && !demo_dtype (&demo, dtype, error))
         return FALSE;
     }
+
+  /* Then every preset of the formats, with its own scales. */
+  g_print ("\nformats: the presets, scales derived by each (per block, or abs-max per tensor); "
+           "B/elem includes the scales\n\n");
+  print_table_header (format_columns, G_N_ELEMENTS (format_columns));
+  presets = piq_params_list_presets ();
+  for (guint i = 0; presets[i] != NULL; i++)
+    if (!demo_preset (&demo, presets[i], error))
+      return FALSE;
   print_demo_footer ();
   return TRUE;
 }
