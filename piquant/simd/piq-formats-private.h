@@ -431,3 +431,207 @@ void piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, in
 double piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b_bits,
                        const uint8_t *b_scales, uint64_t n, size_t block, PiqScaleKind kind)
   __attribute__((visibility ("hidden")));
+
+/* ---------------------------------------------------------------------------
+ * Per-block parameters, shared by the scalar driver and the vector bodies. */
+
+#define PIQ_FMIN_(a, b) ((a) < (b) ? (a) : (b))
+
+/* Store a block's scale in its kind and return the value stored, which is what the
+ * elements are encoded with. */
+static inline float
+piq_block_put_scale (PiqScaleKind kind, uint8_t *scales, uint64_t b, float s)
+{
+  switch (kind)
+    {
+    case PIQ_SCALE_F32:
+      memcpy (scales + 4 * b, &s, 4);
+      return s;
+    case PIQ_SCALE_F16:
+      {
+        /* saturate: a block range past f16's reach keeps the largest finite scale,
+         * and a scale too small for it the smallest subnormal, never 0 or Inf */
+        uint16_t h = piq_f32_to_f16 (s);
+        if ((h & 0x7fffu) >= 0x7c00u)
+          h = 0x7bffu;
+        else if ((h & 0x7fffu) == 0)
+          h = 0x0001u;
+        memcpy (scales + 2 * b, &h, 2);
+        return piq_f16_to_f32 (h);
+      }
+    default:
+      return 0.0f;   /* E8M0 is stored by the caller, which knows the exponent */
+    }
+}
+
+static inline float
+piq_block_get_scale (PiqScaleKind kind, const uint8_t *scales, uint64_t b)
+{
+  float s;
+  uint16_t h;
+
+  switch (kind)
+    {
+    case PIQ_SCALE_F32:
+      memcpy (&s, scales + 4 * b, 4);
+      return s;
+    case PIQ_SCALE_F16:
+      memcpy (&h, scales + 2 * b, 2);
+      return piq_f16_to_f32 (h);
+    default:
+      return piq_e8m0_decode (scales[b]);
+    }
+}
+
+/* The zero point of symmetric integers: 0, or the middle of an unsigned range (as
+ * piq_affine_from_range). */
+static inline int64_t
+piq_block_symmetric_zp (const PiqBlockArgs *a)
+{
+  return a->qmin < 0 ? 0 : (int64_t) PIQ_FMIN_ (((__int128) (uint64_t) a->qmax + 1) / 2,
+                                               (__int128) INT64_MAX);
+}
+
+static inline int
+piq_block_is_bfp (const PiqBlockArgs *a)
+{
+  return a->code >= PIQ_C_BFP2 && a->code <= PIQ_C_BFP8;
+}
+
+/* What one block is encoded with. */
+typedef struct {
+  int     shift;      /* BFP: elements are mag · 2^shift */
+  float   scale;      /* multiplies a decoded element */
+  float   inv;        /* multiplies an element before encoding */
+  int64_t zp;
+  int     nan_scale;  /* MX block with a non-finite amax: elements are 0, values NaN */
+} PiqBlockP;
+
+/* The MX integer element: q · 2^-(bits-2), |q| ≤ 2^(bits-1) − 1 (MXINT8: 127/64). */
+static inline int
+piq_mx_int_frac_bits (const PiqBlockArgs *a)
+{
+  int bits = a->bits;
+  return bits - 2;
+}
+
+typedef struct {
+  float lo, hi;        /* of the finite values; +Inf/−Inf when none */
+  float amax, sum_abs; /* of the finite values */
+  int   non_finite;
+} PiqBlockStats;
+
+/* A stored block's parameters, for decoding. */
+static inline void
+piq_block_load_params (const PiqBlockArgs *a, const uint8_t *scales, const int32_t *zero_points,
+                       uint64_t b, PiqBlockP *p)
+{
+  p->shift = 0;
+  p->inv = 0.0f;
+  p->nan_scale = 0;
+  p->zp = 0;
+  if (a->fixed)
+    {
+      p->scale = a->scale;
+      p->zp = a->zero_point;
+      return;
+    }
+  p->scale = piq_block_get_scale (a->scale_kind, scales, b);
+  p->nan_scale = a->scale_kind == PIQ_SCALE_E8M0 && scales[b] == 0xff;
+  if (piq_block_is_bfp (a))
+    p->shift = (int) scales[b] - 127 - piq_bfp_mbits (a->code);
+  if (a->code < 0 && a->scale_kind == PIQ_SCALE_E8M0)
+    p->scale = ldexpf (p->scale, -piq_mx_int_frac_bits (a));
+  if (zero_points != NULL)
+    p->zp = zero_points[b];
+  else if (a->code < 0 && a->scale_kind != PIQ_SCALE_E8M0)
+    p->zp = piq_block_symmetric_zp (a);   /* not stored: implied by the type */
+}
+
+static inline void
+piq_block_params_fixed (const PiqBlockArgs *a, PiqBlockP *p)
+{
+  p->shift = 0;
+  p->nan_scale = 0;
+  p->scale = a->scale;
+  p->inv = 1.0f / a->scale;
+  p->zp = a->zero_point;
+}
+
+/* A block's parameters from its statistics (the finite values' min, max, max |x|
+ * and Σ|x|, and whether any value is NaN or ±Inf): the scale is rounded to its
+ * storage and stored at index b, and the elements are encoded with the stored
+ * value. Shared by the scalar driver and the vector bodies, so both derive the
+ * same scales. */
+static inline void
+piq_block_params (const PiqBlockArgs *a, const PiqBlockStats *st, size_t n, uint64_t b,
+                  uint8_t *scales, int32_t *zero_points, PiqBlockP *p)
+{
+  float lo = st->lo, hi = st->hi;
+
+  p->zp = 0;
+  p->nan_scale = 0;
+  p->shift = 0;
+  if (lo > hi)
+    lo = hi = 0.0f;   /* no finite value */
+
+  if (a->scale_kind == PIQ_SCALE_E8M0 && piq_block_is_bfp (a))
+    {
+      uint8_t e = piq_bfp_exponent (st->non_finite ? NAN : st->amax, piq_bfp_mbits (a->code));
+      scales[b] = e;
+      p->nan_scale = e == 0xff;
+      p->shift = (int) e - 127 - piq_bfp_mbits (a->code);
+      return;
+    }
+  if (a->scale_kind == PIQ_SCALE_E8M0)
+    {
+      uint8_t e;
+      if (a->code < 0)
+        {
+          int fb = piq_mx_int_frac_bits (a);
+          e = piq_e8m0_from_amax (st->non_finite ? NAN : st->amax, a->e8m0_rule, 0, fb,
+                                  ldexpf ((float) a->qmax, -fb));
+          p->scale = ldexpf (piq_e8m0_decode (e), -fb);
+        }
+      else
+        {
+          const PiqMinifloat *f = &piq_minifloats[a->code];
+          e = piq_e8m0_from_amax (st->non_finite ? NAN : st->amax, a->e8m0_rule, f->emax, f->mbits, f->max);
+          p->scale = piq_e8m0_decode (e);
+        }
+      scales[b] = e;
+      p->nan_scale = e == 0xff;
+      p->inv = p->nan_scale ? 0.0f : 1.0f / p->scale;   /* exact: a power of two */
+      return;
+    }
+
+  if (a->code < 0)
+    {
+      double s;
+      int64_t zp;
+      piq_affine_from_range (lo, hi, a->qmin, a->qmax, a->rule == PIQ_BRULE_ABS_MAX,
+                             a->include_zero, &s, &zp);
+      p->scale = piq_block_put_scale (a->scale_kind, scales, b, (float) s);
+      p->inv = 1.0f / p->scale;
+      p->zp = zp;
+      if (zero_points != NULL)
+        zero_points[b] = (int32_t) zp;
+      return;
+    }
+
+  switch (a->code)
+    {
+    case PIQ_C_BINARY:
+      p->scale = piq_block_put_scale (a->scale_kind, scales, b, n ? st->sum_abs / (float) n : 0.0f);
+      break;
+    case PIQ_C_NF4: case PIQ_C_FP4_BNB: case PIQ_C_NF8:
+      p->scale = piq_block_put_scale (a->scale_kind, scales, b, st->amax);
+      break;
+    default:   /* minifloat with a float scale: amax maps to the format's max */
+      p->scale = piq_block_put_scale (a->scale_kind, scales, b,
+                            st->amax > 0.0f ? st->amax / piq_minifloats[a->code].max : 1.0f);
+    }
+  p->inv = p->scale > 0.0f && isfinite (p->scale) ? 1.0f / p->scale : 0.0f;
+}
+
+

@@ -29,52 +29,6 @@ piq_block_scale_size (PiqScaleKind kind)
   return kind == PIQ_SCALE_F32 ? 4 : kind == PIQ_SCALE_F16 ? 2 : 1;
 }
 
-/* Store a block's scale in its kind and return the value stored, which is what the
- * elements are encoded with. */
-static float
-put_scale (PiqScaleKind kind, uint8_t *scales, uint64_t b, float s)
-{
-  switch (kind)
-    {
-    case PIQ_SCALE_F32:
-      memcpy (scales + 4 * b, &s, 4);
-      return s;
-    case PIQ_SCALE_F16:
-      {
-        /* saturate: a block range past f16's reach keeps the largest finite scale,
-         * and a scale too small for it the smallest subnormal, never 0 or Inf */
-        uint16_t h = piq_f32_to_f16 (s);
-        if ((h & 0x7fffu) >= 0x7c00u)
-          h = 0x7bffu;
-        else if ((h & 0x7fffu) == 0)
-          h = 0x0001u;
-        memcpy (scales + 2 * b, &h, 2);
-        return piq_f16_to_f32 (h);
-      }
-    default:
-      return 0.0f;   /* E8M0 is stored by the caller, which knows the exponent */
-    }
-}
-
-static float
-get_scale (PiqScaleKind kind, const uint8_t *scales, uint64_t b)
-{
-  float s;
-  uint16_t h;
-
-  switch (kind)
-    {
-    case PIQ_SCALE_F32:
-      memcpy (&s, scales + 4 * b, 4);
-      return s;
-    case PIQ_SCALE_F16:
-      memcpy (&h, scales + 2 * b, 2);
-      return piq_f16_to_f32 (h);
-    default:
-      return piq_e8m0_decode (scales[b]);
-    }
-}
-
 static inline float
 load_x (const void *p, size_t i, int ft)
 {
@@ -125,53 +79,15 @@ piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int sym
   *zero_point = (int64_t) zp;
 }
 
-/* The zero point of symmetric integers: 0, or the middle of an unsigned range (as
- * piq_affine_from_range). */
-static int64_t
-symmetric_zero_point (const PiqBlockArgs *a)
-{
-  return a->qmin < 0 ? 0 : (int64_t) PIQ_MIN (((__int128) (uint64_t) a->qmax + 1) / 2,
-                                               (__int128) INT64_MAX);
-}
-
-static inline int
-is_bfp (const PiqBlockArgs *a)
-{
-  return a->code >= PIQ_C_BFP2 && a->code <= PIQ_C_BFP8;
-}
-
-/* What one block is encoded with. */
-typedef struct {
-  int     shift;      /* BFP: elements are mag · 2^shift */
-  float   scale;      /* multiplies a decoded element */
-  float   inv;        /* multiplies an element before encoding */
-  int64_t zp;
-  int     nan_scale;  /* MX block with a non-finite amax: elements are 0, values NaN */
-} BlockP;
-
-/* The MX integer element: q · 2^-(bits-2), |q| ≤ 2^(bits-1) − 1 (MXINT8: 127/64). */
-static int
-mx_int_frac_bits (const PiqBlockArgs *a)
-{
-  int bits = a->bits;
-  return bits - 2;
-}
-
 static void
 derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
-        uint8_t *scales, int32_t *zero_points, BlockP *p)
+        uint8_t *scales, int32_t *zero_points, PiqBlockP *p)
 {
-  float lo = INFINITY, hi = -INFINITY, amax = 0.0f, sum_abs = 0.0f;
-  int non_finite = 0;
+  PiqBlockStats st = { INFINITY, -INFINITY, 0.0f, 0.0f, 0 };
 
-  p->zp = 0;
-  p->nan_scale = 0;
-  p->shift = 0;
   if (a->fixed)
     {
-      p->scale = a->scale;
-      p->inv = 1.0f / a->scale;
-      p->zp = a->zero_point;
+      piq_block_params_fixed (a, p);
       return;
     }
   for (size_t i = 0; i < n; i++)
@@ -179,74 +95,15 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
       float x = load_x (src, i, ft);
       if (!isfinite (x))
         {
-          non_finite = 1;
+          st.non_finite = 1;
           continue;
         }
-      lo = PIQ_MIN (lo, x);
-      hi = PIQ_MAX (hi, x);
-      amax = PIQ_MAX (amax, fabsf (x));
-      sum_abs += fabsf (x);
+      st.lo = PIQ_MIN (st.lo, x);
+      st.hi = PIQ_MAX (st.hi, x);
+      st.amax = PIQ_MAX (st.amax, fabsf (x));
+      st.sum_abs += fabsf (x);
     }
-  if (lo > hi)
-    lo = hi = 0.0f;   /* no finite value */
-
-  if (a->scale_kind == PIQ_SCALE_E8M0 && is_bfp (a))
-    {
-      uint8_t e = piq_bfp_exponent (non_finite ? NAN : amax, piq_bfp_mbits (a->code));
-      scales[b] = e;
-      p->nan_scale = e == 0xff;
-      p->shift = (int) e - 127 - piq_bfp_mbits (a->code);
-      return;
-    }
-  if (a->scale_kind == PIQ_SCALE_E8M0)
-    {
-      uint8_t e;
-      if (a->code < 0)
-        {
-          int fb = mx_int_frac_bits (a);
-          e = piq_e8m0_from_amax (non_finite ? NAN : amax, a->e8m0_rule, 0, fb,
-                                  ldexpf ((float) a->qmax, -fb));
-          p->scale = ldexpf (piq_e8m0_decode (e), -fb);
-        }
-      else
-        {
-          const PiqMinifloat *f = &piq_minifloats[a->code];
-          e = piq_e8m0_from_amax (non_finite ? NAN : amax, a->e8m0_rule, f->emax, f->mbits, f->max);
-          p->scale = piq_e8m0_decode (e);
-        }
-      scales[b] = e;
-      p->nan_scale = e == 0xff;
-      p->inv = p->nan_scale ? 0.0f : 1.0f / p->scale;   /* exact: a power of two */
-      return;
-    }
-
-  if (a->code < 0)
-    {
-      double s;
-      int64_t zp;
-      piq_affine_from_range (lo, hi, a->qmin, a->qmax, a->rule == PIQ_BRULE_ABS_MAX,
-                             a->include_zero, &s, &zp);
-      p->scale = put_scale (a->scale_kind, scales, b, (float) s);
-      p->inv = 1.0f / p->scale;
-      p->zp = zp;
-      if (zero_points != NULL)
-        zero_points[b] = (int32_t) zp;
-      return;
-    }
-
-  switch (a->code)
-    {
-    case PIQ_C_BINARY:
-      p->scale = put_scale (a->scale_kind, scales, b, n ? sum_abs / (float) n : 0.0f);
-      break;
-    case PIQ_C_NF4: case PIQ_C_FP4_BNB: case PIQ_C_NF8:
-      p->scale = put_scale (a->scale_kind, scales, b, amax);
-      break;
-    default:   /* minifloat with a float scale: amax maps to the format's max */
-      p->scale = put_scale (a->scale_kind, scales, b,
-                            amax > 0.0f ? amax / piq_minifloats[a->code].max : 1.0f);
-    }
-  p->inv = p->scale > 0.0f && isfinite (p->scale) ? 1.0f / p->scale : 0.0f;
+  piq_block_params (a, &st, n, b, scales, zero_points, p);
 }
 
 static inline float
@@ -267,7 +124,7 @@ round_int (float v, int stochastic, float u)
 
 /* One element's code. */
 static inline uint64_t
-encode (const PiqBlockArgs *a, const BlockP *p, float x, uint64_t index)
+encode (const PiqBlockArgs *a, const PiqBlockP *p, float x, uint64_t index)
 {
   float u = uniform (a, index);
 
@@ -291,7 +148,7 @@ encode (const PiqBlockArgs *a, const BlockP *p, float x, uint64_t index)
       q = q < lo ? lo : q > hi ? hi : q;
       return (uint64_t) (int64_t) q;
     }
-  if (is_bfp (a))
+  if (piq_block_is_bfp (a))
     {
       /* per tensor: x / scale; per box: x · 2^−shift, exact */
       int m = piq_bfp_mbits (a->code);
@@ -329,7 +186,7 @@ encode (const PiqBlockArgs *a, const BlockP *p, float x, uint64_t index)
 }
 
 static inline float
-decode (const PiqBlockArgs *a, const BlockP *p, uint64_t code)
+decode (const PiqBlockArgs *a, const PiqBlockP *p, uint64_t code)
 {
   if (p->nan_scale)
     return NAN;
@@ -338,7 +195,7 @@ decode (const PiqBlockArgs *a, const BlockP *p, uint64_t code)
       __int128 q = a->qmin < 0 ? (__int128) piq_sign_extend (code, a->bits) : (__int128) code;
       return (float) (q - p->zp) * p->scale;
     }
-  if (is_bfp (a))
+  if (piq_block_is_bfp (a))
     {
       int m = piq_bfp_mbits (a->code);
       float mag = (float) (code & ((1u << m) - 1));
@@ -445,7 +302,7 @@ piq_block_quantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t fir
     {
       size_t m = PIQ_MIN (a->block, n - b0);
       uint64_t b = (first + b0) / a->block;
-      BlockP p;
+      PiqBlockP p;
 
       derive (a, s + b0 * esz, ft, m, b, scales, zero_points, &p);
       for (size_t i = 0; i < m; i++)
@@ -480,26 +337,9 @@ piq_block_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
     {
       size_t m = PIQ_MIN (a->block, n - b0);
       uint64_t b = (first + b0) / a->block;
-      BlockP p = { 0 };
+      PiqBlockP p;
 
-      if (a->fixed)
-        {
-          p.scale = a->scale;
-          p.zp = a->zero_point;
-        }
-      else
-        {
-          p.scale = get_scale (a->scale_kind, scales, b);
-          p.nan_scale = a->scale_kind == PIQ_SCALE_E8M0 && scales[b] == 0xff;
-          if (is_bfp (a))
-            p.shift = (int) scales[b] - 127 - piq_bfp_mbits (a->code);
-          if (a->code < 0 && a->scale_kind == PIQ_SCALE_E8M0)
-            p.scale = ldexpf (p.scale, -mx_int_frac_bits (a));
-          if (zero_points != NULL)
-            p.zp = zero_points[b];
-          else if (a->code < 0 && a->scale_kind != PIQ_SCALE_E8M0)
-            p.zp = symmetric_zero_point (a);   /* not stored: implied by the type */
-        }
+      piq_block_load_params (a, scales, zero_points, b, &p);
       for (size_t i = 0; i < m; i++)
         store_y (d + (b0 + i) * esz, 0,
                  decode (a, &p, piq_get_code (codes, first + b0 + i, a->bits, a->high_first)), ft, add);
@@ -531,7 +371,7 @@ piq_block_requantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t f
       size_t m = PIQ_MIN (a->block, n - b0);
       uint8_t scale[4];
       int32_t zp;
-      BlockP p;
+      PiqBlockP p;
 
       /* the scale goes through its storage type as in piq_block_quantize */
       derive (a, s + b0 * esz, ft, m, 0, scale, &zp, &p);
@@ -569,8 +409,8 @@ piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b
         agree += (uint64_t) __builtin_popcount ((uint8_t) ~(a_bits[(b0 + i) / 8] ^ b_bits[(b0 + i) / 8]));
       for (; i < m; i++)
         agree += piq_get_code (a_bits, b0 + i, 1, 0) == piq_get_code (b_bits, b0 + i, 1, 0);
-      total += (double) get_scale (kind, a_scales, b0 / block) *
-               (double) get_scale (kind, b_scales, b0 / block) *
+      total += (double) piq_block_get_scale (kind, a_scales, b0 / block) *
+               (double) piq_block_get_scale (kind, b_scales, b0 / block) *
                (double) ((int64_t) (2 * agree) - (int64_t) m);
     }
   return total;
