@@ -609,6 +609,8 @@ typedef struct {
   gint32        *zero_points;
   const gint32  *zero_points_in;
   int            add;
+  PiqBlockQuantizeFn   quantize_f32;     /* the kernel table's, for f32 data */
+  PiqBlockDequantizeFn dequantize_f32;
 } BlockJob;
 
 static void
@@ -624,12 +626,20 @@ block_range (void     *data,
   switch (job->op)
     {
     case BLOCK_QUANTIZE:
-      piq_block_quantize (&l->a, job->ft, job->src + first * job->esize, first, n,
-                          job->codes, job->scales, job->zero_points);
+      if (job->ft == PIQ_F_F32)
+        job->quantize_f32 (&l->a, job->src + first * job->esize, first, n, job->codes,
+                           job->scales, job->zero_points);
+      else
+        piq_block_quantize (&l->a, job->ft, job->src + first * job->esize, first, n,
+                            job->codes, job->scales, job->zero_points);
       break;
     case BLOCK_DEQUANTIZE:
-      piq_block_dequantize (&l->a, job->codes_in, job->scales_in, job->zero_points_in, first, n,
-                            job->ft, job->dst + first * job->esize, job->add);
+      if (job->ft == PIQ_F_F32)
+        job->dequantize_f32 (&l->a, job->codes_in, job->scales_in, job->zero_points_in, first,
+                             n, job->dst + first * job->esize, job->add);
+      else
+        piq_block_dequantize (&l->a, job->codes_in, job->scales_in, job->zero_points_in, first,
+                              n, job->ft, job->dst + first * job->esize, job->add);
       break;
     default:
       piq_block_requantize (&l->a, job->ft, job->src + first * job->esize, first, n,
@@ -647,6 +657,8 @@ run_blocks (PiqQuantizer *self,
 
   job->ft = piq_dtype_info (float_dtype)->kernel_index;
   job->esize = piq_dtype_info (float_dtype)->bits / 8;
+  job->quantize_f32 = self->kernels->block_quantize;
+  job->dequantize_f32 = self->kernels->block_dequantize;
   /* the formats cost more per element than the integer kernels: the same crossover
    * in elements is conservative */
   piq_parallel_run (self->n_threads, units, MAX (1, PIQ_GRAIN / l->unit),

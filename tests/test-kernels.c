@@ -21,6 +21,7 @@
 #include "piq-kernels-private.h"
 #include "piq-convert-private.h"
 #include "piq-cpu-private.h"
+#include "piq-formats-private.h"
 
 static const size_t lengths[] = { 0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 1023, 4099 };
 #define MAX_N 4099
@@ -361,12 +362,145 @@ run_sums (const PiqKernelTable *t, PiqSumsFn fn, PiqSumsFn ref, const char *f, c
   report (skip != NULL || check_reduce (NULL, NULL, ref, fn, float_index (f)), t->name, entry, skip);
 }
 
+
+/* ---- block formats: every configuration the vector bodies take, and some they
+ * hand to the scalar driver, byte-identical to the scalar entry ---- */
+
+typedef struct { int code, bits, sgn; PiqScaleKind kind; int rule, sat, hf, e8m0; } BlockCase;
+
+static const BlockCase block_cases[] = {
+  /* integers: affine, symmetric, f16 scales, MX */
+  { -1, 8, 0, PIQ_SCALE_F32, PIQ_BRULE_MIN_MAX, 1, 0, 0 },
+  { -1, 8, 1, PIQ_SCALE_F32, PIQ_BRULE_ABS_MAX, 1, 0, 0 },
+  { -1, 4, 0, PIQ_SCALE_F16, PIQ_BRULE_MIN_MAX, 1, 0, 0 },
+  { -1, 4, 1, PIQ_SCALE_F32, PIQ_BRULE_ABS_MAX, 1, 0, 0 },
+  { -1, 8, 1, PIQ_SCALE_E8M0, PIQ_BRULE_ABS_MAX, 1, 0, PIQ_E8M0_FLOOR },
+  /* FP8 with float scales in both overflow modes, MXFP8 by each rule */
+  { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+  { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_F16, 0, 0, 0, 0 },
+  { PIQ_C_FP8_E5M2, 8, 0, PIQ_SCALE_F32, 0, 0, 0, 0 },
+  { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_CEIL },
+  { PIQ_C_FP8_E5M2, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_EVEN },
+  { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
+  { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_RCEIL },
+  { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
+  { PIQ_C_NF4, 4, 0, PIQ_SCALE_F16, 0, 1, 0, 0 },
+  /* the scalar driver's: must be handed over unchanged */
+  { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
+  { PIQ_C_FP6_E2M3, 6, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
+  { PIQ_C_BFP3, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
+  { PIQ_C_BINARY, 1, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+};
+static const size_t block_sizes[] = { 0 /* per tensor */, 16, 32, 64, 128, 24, 3 };
+static const size_t block_lengths[] = { 0, 1, 7, 16, 17, 33, 64, 65, 127, 1023, 4099 };
+
+static PiqBlockArgs
+block_args (const BlockCase *c, size_t block, int stochastic)
+{
+  PiqBlockArgs a;
+
+  memset (&a, 0, sizeof a);
+  a.code = c->code;
+  a.bits = c->bits;
+  a.qmin = c->code < 0 && c->sgn ? -(1 << (c->bits - 1)) : 0;
+  a.qmax = c->code < 0 ? (c->sgn ? (1 << (c->bits - 1)) - 1 : (1 << c->bits) - 1) : 0;
+  a.scale_kind = c->kind;
+  a.rule = (PiqBlockRule) c->rule;
+  a.include_zero = 1;
+  a.e8m0_rule = (PiqE8m0Rule) c->e8m0;
+  a.saturate = c->sat;
+  a.high_first = c->hf;
+  a.stochastic = stochastic;
+  a.key0 = 0x1234567u;
+  a.key1 = 0x89abcdefu;
+  a.fixed = block == 0;
+  a.block = block == 0 ? 64 : block;
+  a.scale = 0.0173f;
+  a.zero_point = 0;
+  return a;
+}
+
+static int
+check_block (const PiqKernelTable *t, const BlockCase *c)
+{
+  enum { MAXN = 4099, FIRST = 384 * 3 };
+  static float x[MAXN];
+  static uint8_t codes[2][(FIRST + MAXN) * 2 + 64], scl[2][(FIRST + MAXN) * 4 + 64];
+  static int32_t zps[2][FIRST + MAXN];
+  static float y[2][MAXN];
+
+  for (size_t bi = 0; bi < sizeof block_sizes / sizeof block_sizes[0]; bi++)
+    for (size_t li = 0; li < sizeof block_lengths / sizeof block_lengths[0]; li++)
+      for (int stoch = 0; stoch < 2; stoch++)
+        for (int off = 0; off < 2; off++)
+          {
+            size_t n = block_lengths[li];
+            PiqBlockArgs a = block_args (c, block_sizes[bi], stoch);
+            /* a chunk may start at any whole unit: a multiple of the block and of 8 */
+            uint64_t first = off ? (uint64_t) a.block * 8 * 3 : 0;
+            size_t code_bytes = (size_t) ((first + n) * (uint64_t) c->bits + 7) / 8 + 8;
+            int add = (int) (rnd () & 1);
+
+            if (c->code < 0 && c->kind == PIQ_SCALE_E8M0 && a.fixed)
+              continue;
+            double mag = ldexp (1.0, (int) (rnd () % 40) - 20);
+            for (size_t i = 0; i < n; i++)
+              x[i] = (float) interesting (mag / 300);
+            for (int k = 0; k < 2; k++)
+              {
+                memset (codes[k], 0x5a, sizeof codes[k]);
+                memset (scl[k], 0x5a, sizeof scl[k]);
+                memset (zps[k], 0x5a, sizeof zps[k]);
+              }
+            piq_kernels_scalar.block_quantize (&a, x, first, n, codes[0], scl[0], zps[0]);
+            t->block_quantize (&a, x, first, n, codes[1], scl[1], zps[1]);
+            if (memcmp (codes[0], codes[1], code_bytes) != 0 ||
+                memcmp (scl[0], scl[1], sizeof scl[0]) != 0 ||
+                memcmp (zps[0], zps[1], sizeof zps[0]) != 0)
+              {
+                snprintf (diag, sizeof diag, "quantize: block %zu, n %zu, first %llu, %s",
+                          block_sizes[bi], n, (unsigned long long) first,
+                          stoch ? "stochastic" : "nearest");
+                return 0;
+              }
+            fill_random ((uint8_t *) y[0], n * 4);
+            memcpy (y[1], y[0], n * 4);
+            piq_kernels_scalar.block_dequantize (&a, codes[0], scl[0], zps[0], first, n, y[0], add);
+            t->block_dequantize (&a, codes[0], scl[0], zps[0], first, n, y[1], add);
+            if (memcmp (y[0], y[1], n * 4) != 0)
+              {
+                snprintf (diag, sizeof diag, "dequantize (%s): block %zu, n %zu, first %llu",
+                          add ? "add" : "set", block_sizes[bi], n, (unsigned long long) first);
+                return 0;
+              }
+          }
+  return 1;
+}
+
+static void
+run_block (const PiqKernelTable *t, const char *op, const char *skip)
+{
+  for (size_t k = 0; k < sizeof block_cases / sizeof block_cases[0]; k++)
+    {
+      const BlockCase *c = &block_cases[k];
+      char entry[160];
+      /* e.g. block/f32/code5-4bit/f32-scales/sat1/hf1: quantize and dequantize together */
+      snprintf (entry, sizeof entry, "%s/f32/%s%d-%dbit/%s-scales/sat%d/hf%d", op,
+                c->code < 0 ? (c->sgn ? "int" : "uint") : "code", c->code < 0 ? c->bits : c->code,
+                c->bits, c->kind == PIQ_SCALE_F32 ? "f32" : c->kind == PIQ_SCALE_F16 ? "f16" : "e8m0",
+                c->sat, c->hf);
+      report (skip != NULL || check_block (t, c), t->name, entry, skip);
+    }
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
 #define RUN_requantize(t, slot, f, r, o) run_requantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (r), STR_ (o), skip);
 #define RUN_minmax(t, slot, f)           run_minmax (t, t->slot, piq_kernels_scalar.slot, STR_ (f), skip);
 #define RUN_sums(t, slot, f)             run_sums (t, t->slot, piq_kernels_scalar.slot, STR_ (f), skip);
+#define RUN_block_quantize(t, slot, f)   run_block (t, "block", skip);
+#define RUN_block_dequantize(t, slot, f) /* checked with block_quantize */
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int

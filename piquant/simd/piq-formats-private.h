@@ -387,7 +387,7 @@ typedef enum {
   PIQ_BRULE_ABS_MAX = 1,   /* symmetric: amax maps to the end of the range */
 } PiqBlockRule;
 
-typedef struct {
+struct PiqBlockArgs {
   int          code;           /* PIQ_C_* or −1 for an integer type */
   int          int_index;      /* PIQ_I_* when code < 0 */
   int          bits;           /* storage bits per element (0: self-contained blocks) */
@@ -404,7 +404,7 @@ typedef struct {
   int          fixed;          /* per tensor: use scale/zero_point below, derive nothing */
   float        scale;
   int64_t      zero_point;
-} PiqBlockArgs;
+};
 
 /* Bytes of one scale, and of a tensor's codes. */
 size_t   piq_block_scale_size (PiqScaleKind kind) __attribute__((visibility ("hidden")));

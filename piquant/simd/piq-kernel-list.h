@@ -99,12 +99,20 @@ enum {
 #define PIQ_KL_MM_(X, F, f)  X (minmax, minmax[PIQ_F_##F], f)
 #define PIQ_KL_SUM_(X, F, f) X (sums, sums[PIQ_F_##F], f)
 
+/* The block formats (simd/piq-formats.c): every code format and granularity with
+ * f32 data; a body handles the cases it vectorizes and hands the rest to the
+ * scalar driver. Other float types always run the scalar driver. */
+#define PIQ_KL_BLOCK_(X) \
+  X (block_quantize, block_quantize, f32) \
+  X (block_dequantize, block_dequantize, f32)
+
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \
   PIQ_KL_PER_INT_ (PIQ_KL_D_F_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_R_R_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_MM_, X) \
-  PIQ_KL_PER_FLOAT_ (PIQ_KL_SUM_, X)
+  PIQ_KL_PER_FLOAT_ (PIQ_KL_SUM_, X) \
+  PIQ_KL_BLOCK_ (X)
 
 /* The identifier of an entry's function inside a kernel unit (each unit's are static). */
 #define PIQ_KNAME_quantize(f, i, r)   quantize_##f##_##i##_##r
@@ -112,3 +120,5 @@ enum {
 #define PIQ_KNAME_requantize(f, r, o) requantize_##f##_##r##_##o
 #define PIQ_KNAME_minmax(f)           minmax_##f
 #define PIQ_KNAME_sums(f)             sums_##f
+#define PIQ_KNAME_block_quantize(f)   block_quantize_##f
+#define PIQ_KNAME_block_dequantize(f) block_dequantize_##f

@@ -62,6 +62,15 @@ typedef void (*PiqRequantizeFn) (const void *src, void *dst, uint64_t index, siz
 #define PIQ_REDUCE_BLOCK 16384
 typedef void (*PiqMinMaxFn)     (const void *src, size_t n, PiqMinMax *out);
 typedef void (*PiqSumsFn)       (const void *src, size_t n, PiqSums *out);
+/* Block formats over whole blocks starting at element `first` (piq-formats-private.h
+ * has PiqBlockArgs and the contract of piq_block_quantize / piq_block_dequantize). */
+typedef struct PiqBlockArgs PiqBlockArgs;
+typedef void (*PiqBlockQuantizeFn)   (const PiqBlockArgs *a, const void *src, uint64_t first,
+                                      size_t n, uint8_t *codes, uint8_t *scales,
+                                      int32_t *zero_points);
+typedef void (*PiqBlockDequantizeFn) (const PiqBlockArgs *a, const uint8_t *codes,
+                                      const uint8_t *scales, const int32_t *zero_points,
+                                      uint64_t first, size_t n, void *dst, int add);
 
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
@@ -73,6 +82,8 @@ typedef struct {
   PiqRequantizeFn requantize[PIQ_N_FLOAT][PIQ_N_ROUND][PIQ_N_OP];
   PiqMinMaxFn     minmax[PIQ_N_FLOAT];
   PiqSumsFn       sums[PIQ_N_FLOAT];
+  PiqBlockQuantizeFn   block_quantize;     /* f32 source */
+  PiqBlockDequantizeFn block_dequantize;   /* f32 destination */
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

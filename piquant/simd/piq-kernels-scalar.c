@@ -14,6 +14,7 @@
 
 #include "piq-kernels-private.h"
 #include "piq-convert-private.h"
+#include "piq-formats-private.h"
 
 #define PIQ_ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -302,6 +303,16 @@ sums_generic (const void *src, size_t n, PiqSums *out, int ft)
 #define DEF_sums(f) \
   static void PIQ_KNAME_sums (f) (const void *src, size_t n, PiqSums *out) \
   { sums_generic (src, n, out, FT_##f); }
+
+#define DEF_block_quantize(f) \
+  static void PIQ_KNAME_block_quantize (f) (const PiqBlockArgs *a, const void *src, uint64_t first, \
+                                            size_t n, uint8_t *codes, uint8_t *scales, int32_t *zps) \
+  { piq_block_quantize (a, FT_##f, src, first, n, codes, scales, zps); }
+#define DEF_block_dequantize(f) \
+  static void PIQ_KNAME_block_dequantize (f) (const PiqBlockArgs *a, const uint8_t *codes, \
+                                              const uint8_t *scales, const int32_t *zps, \
+                                              uint64_t first, size_t n, void *dst, int add) \
+  { piq_block_dequantize (a, codes, scales, zps, first, n, FT_##f, dst, add); }
 
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)

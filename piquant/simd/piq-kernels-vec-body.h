@@ -715,10 +715,13 @@ VALL (f16, F16)
   .minmax[PIQ_F_##F] = PIQ_KNAME_minmax (f), \
   .sums[PIQ_F_##F] = PIQ_KNAME_sums (f),
 
+#include "piq-formats-vec-body.h"
+
 const PiqKernelTable PIQ_VEC_TABLE = {
   .name = PIQ_VEC_LABEL,
   .level = PIQ_VEC_LEVEL,
   .required = PIQ_VEC_REQUIRED,
+  PIQ_FORMAT_SLOTS
   SLOTS (f32, F32)
   SLOTS (bf16, BF16)
 #if HAVE_F16
