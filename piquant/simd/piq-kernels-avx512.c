@@ -35,6 +35,19 @@
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm512_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm512_cvtepi8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_F16_BITS(v)       ((vh) _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))
+#define PIQ_VEC_FLOOR_I(v)        ((vi) _mm512_cvt_roundps_epi32 ((__m512) (v), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC))
+#define PIQ_VEC_CVTU_EXACT        1
+/* ternary-logic truth table of (A ^ B) & C: (0xf0 ^ 0xcc) & 0xaa */
+#define PIQ_VEC_XOR_AND(a, b, m)  _mm512_ternarylogic_epi32 ((__m512i) (a), (__m512i) (b), _mm512_set1_epi32 ((int) (m)), 0x28)
+#define PIQ_VEC_INC_IF_LT(i, a, b) ((vi) _mm512_mask_sub_epi32 ((__m512i) (i), _mm512_cmp_ps_mask ((__m512) (a), (__m512) (b), _CMP_LT_OQ), (__m512i) (i), _mm512_set1_epi32 (-1)))
+#define PIQ_VEC_PACKS_DW(a, b)    _mm512_packs_epi32 ((__m512i) (a), (__m512i) (b))
+#define PIQ_VEC_PACKS_WB(a, b)    _mm512_packs_epi16 ((__m512i) (a), (__m512i) (b))
+#define PIQ_VEC_PACKUS_WB(a, b)   _mm512_packus_epi16 ((__m512i) (a), (__m512i) (b))
+#define PIQ_VEC_MADDUBS(b, k)     _mm512_maddubs_epi16 ((__m512i) (b), (__m512i) (k))
+#define PIQ_VEC_MADDWD(w, k)      _mm512_madd_epi16 ((__m512i) (w), (__m512i) (k))
+/* lane l of the packs holds units l, 4 + l, 8 + l, 12 + l (dwords) or l, 4 + l (qwords) */
+#define PIQ_VEC_FIX_DW(x)         _mm512_permutexvar_epi32 (_mm512_setr_epi32 (0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), (__m512i) (x))
+#define PIQ_VEC_FIX_QW(x)         _mm512_permutexvar_epi64 (_mm512_setr_epi64 (0, 2, 4, 6, 1, 3, 5, 7), (__m512i) (x))
 #define PIQ_VEC_STREAM(p, v)      _mm512_stream_ps ((float *) (p), (__m512) (v))
 #define PIQ_VEC_STREAM_HALF(p, h) _mm256_stream_si256 ((__m256i *) (p), (__m256i) (h))
 #define PIQ_VEC_STREAM_16(p, c)   _mm_stream_si128 ((__m128i *) (p), (__m128i) (c))
