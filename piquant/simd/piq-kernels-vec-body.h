@@ -49,8 +49,9 @@
  * accelerate stay NULL and the dispatch uses the scalar kernel.
  *
  * Structure: a vector of PIQ_W elements at a time, packed and unpacked in registers
- * (PIQ_W·bits/8 is a whole number of bytes for every packed type); the tail of a
- * call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
+ * (PIQ_W·bits/8 is a whole number of bytes for every packed type); where the x86
+ * pack hooks exist, quantize to ≤ 8-bit codes goes four vectors at a time
+ * (codes4/store_codes4); the tail of a call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
  */
 #include <stdint.h>
 #include <string.h>
