@@ -15,6 +15,23 @@
  *                              the low PIQ_W bytes of a vb16, zero-/sign-extended to vi
  *                              (the ISA's widening instruction: the compiler does not
  *                              find it from generic code)
+ *   PIQ_VEC_FLOOR_I(v)         (optional) vf -> vi rounding toward −∞ (in range, no NaN)
+ *   PIQ_VEC_FLOOR(v)           (optional) vf -> vf floor (no NaN)
+ *   PIQ_VEC_CVTU_EXACT         (optional, defined) unsigned 32-bit -> float is one instruction
+ *   PIQ_VEC_INC_IF_LT(i, a, b) (optional) i + (a < b), per lane (vi, vf, vf -> vi)
+ *   PIQ_VEC_XOR_AND(a, b, m)   (optional) (a ^ b) & m on vu in one instruction
+ *   PIQ_VEC_BF16_PAIR(a, b)    (optional) two vf that are not NaN -> their 2·PIQ_W bf16
+ *                              (nearest even), in one vector the size of a vf
+ * where the ISA has the x86 saturating packs and byte multiply-adds (the packing of
+ * four vectors of codes at once, in registers; see pack4 below),
+ *   PIQ_VEC_PACKS_DW(a, b)     vi, vi -> vw: signed-saturating dword -> word pack, per 128-bit lane
+ *   PIQ_VEC_PACKS_WB(a, b), PIQ_VEC_PACKUS_WB(a, b)
+ *                              vw, vw -> vbw: the same for words -> bytes (signed, unsigned)
+ *   PIQ_VEC_MADDUBS(b, k)      vbw (unsigned) · vbw (signed), adjacent pairs summed -> vw
+ *   PIQ_VEC_MADDWD(w, k)       vw · vw, adjacent pairs summed -> vi
+ *   PIQ_VEC_FIX_DW(x), PIQ_VEC_FIX_QW(x)
+ *                              the dword (qword) permutation that undoes the per-lane
+ *                              interleave of the packs (identity for one 128-bit lane)
  * where the ISA converts binary16 in hardware,
  *   PIQ_VEC_LOAD_F16(p)        PIQ_W f16 at p -> vf          (exact)
  *   PIQ_VEC_STORE_F16(p, v)    vf -> PIQ_W f16 at p          (round to nearest even)
@@ -32,8 +49,9 @@
  * accelerate stay NULL and the dispatch uses the scalar kernel.
  *
  * Structure: a vector of PIQ_W elements at a time, packed and unpacked in registers
- * (PIQ_W·bits/8 is a whole number of bytes for every packed type); the tail of a
- * call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
+ * (PIQ_W·bits/8 is a whole number of bytes for every packed type); where the x86
+ * pack hooks exist, quantize to ≤ 8-bit codes goes four vectors at a time
+ * (codes4/store_codes4); the tail of a call runs the scalar kernel. No alignment is assumed (loads and stores go through memcpy).
  */
 #include <stdint.h>
 #include <string.h>
@@ -49,6 +67,10 @@
  * alone left quantize at ~60% of the bandwidth limit (measured with piquant bench). */
 #ifndef PIQ_PREFETCH
 # define PIQ_PREFETCH 2048
+#endif
+/* Elements ahead whose packed source dequantize prefetches (0: none). */
+#ifndef PIQ_DEQ_PREFETCH
+# define PIQ_DEQ_PREFETCH 0
 #endif
 
 typedef float    vf  __attribute__ ((vector_size (PIQ_W * 4)));
@@ -67,6 +89,9 @@ typedef uint32_t vu4  __attribute__ ((vector_size (16)));
 typedef uint64_t v2q  __attribute__ ((vector_size (16)));
 typedef uint8_t  vb8  __attribute__ ((vector_size (8)));
 typedef uint8_t  vb4  __attribute__ ((vector_size (4)));
+typedef int16_t  vw   __attribute__ ((vector_size (PIQ_W * 4)));   /* 2·PIQ_W words */
+typedef uint8_t  vbw  __attribute__ ((vector_size (PIQ_W * 4)));   /* 4·PIQ_W bytes */
+typedef uint8_t  vb2  __attribute__ ((vector_size (PIQ_W * 2)));   /* 2·PIQ_W bytes */
 
 #ifdef PIQ_VEC_LOAD_F16
 # define HAVE_F16 1
@@ -188,6 +213,14 @@ vf_to_bf16 (vf v)
   return __builtin_convertvector ((vu) (((vi) r & ~nan) | ((vi) q & nan)), vh);
 }
 
+/* The same for values that are not NaN (then the quiet-NaN case cannot arise). */
+VINLINE vh
+vf_to_bf16_finite (vf v)
+{
+  vu u = (vu) v;
+  return __builtin_convertvector ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16, vh);
+}
+
 VINLINE void
 vstore_f (void *p, vf v, int ft)
 {
@@ -217,8 +250,8 @@ vstore_f (void *p, vf v, int ft)
 typedef struct {
   vf  inv, scale, lo, hi;
   vi  zp;
-  vu  k0;
-  uint32_t k1;
+  vw  zp16;      /* zp as 16-bit lanes (mod 2^16), for the grouped packing */
+  int pack_ok;   /* L and H fit 16 bits: four vectors pack through saturating packs */
 } VArgs;
 
 #define ROUND_MAGIC 12582912.0f   /* 1.5 · 2^23 */
@@ -236,23 +269,73 @@ vargs_init (VArgs *va, const PiqKernelArgs *a)
   va->lo = vsplat (ok ? (float) lo : 0.0f);
   va->hi = vsplat (ok ? (float) hi : 0.0f);
   va->zp = (vi) { 0 } + (int32_t) a->zero_point;
-  va->k0 = (vu) { 0 } + a->key0;
-  va->k1 = a->key1;
+  va->zp16 = (vw) { 0 } + (int16_t) (uint16_t) a->zero_point;
+  va->pack_ok = ok && lo >= -32768 && hi <= 32767;
   return ok;
 }
 
-VINLINE vu
-vmix32 (vu x)
+/* ---- stochastic rounding's hash (piq_mix32 of docs/numerics.md) ----
+ * h = mix32 (index_lo ^ K) with K = key0 ^ mix32 (index_hi ^ key1), one K per call
+ * (a call never crosses a multiple of 2^32 in index). */
+
+#define MIX_C1 0x7feb352du
+#define MIX_C2 0x846ca68bu
+
+VINLINE uint32_t
+vhash_key (const PiqKernelArgs *a, uint64_t index)
 {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
+  return a->key0 ^ piq_mix32 ((uint32_t) (index >> 32) ^ a->key1);
 }
 
-/* The rounded, clamped value r = q − zp of PIQ_W elements starting at index. */
+/* mix32 after its first multiply; with PIQ_VEC_CVTU_EXACT only its top 24 bits (the
+ * low 8 are cleared: vstoch_r then uses h as it is). */
+VINLINE vu
+vmix32_tail (vu x)
+{
+  x ^= x >> 15;
+  x *= MIX_C2;
+#if defined PIQ_VEC_XOR_AND
+  return (vu) PIQ_VEC_XOR_AND (x, x >> 16, 0xffffff00u);
+#elif defined PIQ_VEC_CVTU_EXACT
+  return (x ^ (x >> 16)) & 0xffffff00u;
+#else
+  return x ^ (x >> 16);
+#endif
+}
+
+/* Hashes of PIQ_W consecutive indices from p (any p), as vmix32_tail leaves them. */
+VINLINE vu
+vhash (uint32_t key, uint32_t p)
+{
+  vu x = viota (p) ^ key;
+
+  x ^= x >> 16;      /* mix32's first step */
+  return vmix32_tail (x * MIX_C1);
+}
+
+/* The first step and multiply of mix32 without vector multiplies, for groups of
+ * 4·PIQ_W indices from p, a multiple of 4·PIQ_W: lane t holds p + t, t < 4·PIQ_W.
+ * With x = (p + t) ^ K = (p ^ K) ^ t and S = (p ^ K) >> 16 (t does not reach bit 16),
+ *   x ^ (x >> 16) = p ^ (K ^ S) ^ t = (p ^ kx) + (c ^ t),
+ * kx = (K ^ S) & ~(4·PIQ_W − 1), c = (K ^ S) & (4·PIQ_W − 1), so its product with C1
+ * is the scalar (p ^ kx)·C1 plus the constant vector (c ^ t)·C1. S changes only
+ * where p crosses a multiple of 2^16: one table per such segment. */
+typedef struct {
+  uint32_t kx;
+  vu       tc[4];
+} VHashSeg;
+
+VINLINE void
+vhash_segment (VHashSeg *hs, uint32_t key, uint32_t p)
+{
+  uint32_t ks = key ^ ((p ^ key) >> 16);
+  uint32_t c = ks & (4 * PIQ_W - 1);
+
+  hs->kx = ks & ~(uint32_t) (4 * PIQ_W - 1);
+  for (int k = 0; k < 4; k++)
+    hs->tc[k] = (viota ((uint32_t) k * PIQ_W) ^ c) * MIX_C1;
+}
+
 /* v = clamp(x · inv, L, H) with NaN -> 0: the rounding's input. */
 VINLINE vf
 vclamped (vf x, const VArgs *va)
@@ -267,36 +350,78 @@ vclamped (vf x, const VArgs *va)
   return vmin (vmax (v, va->lo), va->hi);
 }
 
-VINLINE vf
-vround (vf x, const VArgs *va, uint64_t index, int stochastic)
+/* Stochastic r = floor(v) + (u < v − floor(v)) of a clamped v, u = (h >> 8)·2^-24, as
+ * piq_round_f. Rounding clamped values gives the clamp of the rounded ones: rounding
+ * is monotonic and leaves the integer bounds alone. */
+VINLINE vi
+vstoch_r (vf v, vu h)
 {
-  const vf magic = vsplat (ROUND_MAGIC), one = vsplat (1.0f);
-  vf v = vclamped (x, va);
-  vf r = (v + magic) - magic;
+  vf fl, frac;
+  vi fi, up;
 
-  if (stochastic)
-    {
-      /* floor from nearest, then up with probability frac (same u as piq_uniform24) */
-      vf fl = r - (vf) ((vi) one & (r > v));
-      vf frac = v - fl;
-      vu h = vmix32 (viota ((uint32_t) index) ^ (va->k0 ^ piq_mix32 ((uint32_t) (index >> 32) ^ va->k1)));
-      vf u = __builtin_convertvector ((vi) (h >> 8), vf) * 0x1p-24f;
-      r = fl + (vf) ((vi) one & (u < frac));
-    }
-  return r;
+#if defined PIQ_VEC_FLOOR_I
+  fi = PIQ_VEC_FLOOR_I (v);
+  fl = __builtin_convertvector (fi, vf);
+#elif defined PIQ_VEC_FLOOR
+  fl = PIQ_VEC_FLOOR (v);
+  fi = __builtin_convertvector (fl, vi);
+#else
+  {
+    /* floor from nearest: (v + 1.5·2^23) − 1.5·2^23 is nearbyint(v) for |v| ≤ 2^22 */
+    const vf magic = vsplat (ROUND_MAGIC), one = vsplat (1.0f);
+    vf r = (v + magic) - magic;
+    fl = r - (vf) ((vi) one & (r > v));
+    fi = __builtin_convertvector (fl, vi);
+  }
+#endif
+  frac = v - fl;
+#ifdef PIQ_VEC_CVTU_EXACT
+  /* h & ~255 = 256·(h >> 8) has at most 24 significant bits, so it converts exactly,
+   * and (h >> 8)·2^-24 < frac ⟺ (h & ~255) < frac·2^32 (both sides exact). */
+# ifdef PIQ_VEC_INC_IF_LT
+  return PIQ_VEC_INC_IF_LT (fi, __builtin_convertvector (h, vf), frac * 0x1p32f);
+# else
+  up = (vi) (__builtin_convertvector (h, vf) < frac * 0x1p32f);
+# endif
+#else
+  up = (vi) (__builtin_convertvector ((vi) (h >> 8), vf) * 0x1p-24f < frac);
+#endif
+  return fi - up;      /* up is −1 where the draw rounds up */
 }
 
-/* q = r + zp as integers. Nearest rounding converts with the ISA's rounding
- * conversion where it has one: it rounds as the current rounding mode does, like
- * nearbyint in the scalar reference, in one instruction instead of three. */
+/* The rounded, clamped r = q − zp of PIQ_W elements, as float (requantize) and as
+ * integers. Nearest rounding converts with the ISA's rounding conversion where it
+ * has one: it rounds as the current rounding mode does, like nearbyint in the scalar
+ * reference, in one instruction. With integer bounds L = qmin − zp and H = qmax − zp
+ * (|L|, |H| ≤ 2^22), (v + 1.5·2^23) − 1.5·2^23 is exactly nearbyint(v), ties to even. */
 VINLINE vi
-vquant (vf x, const VArgs *va, uint64_t index, int stochastic)
+vnear_r (vf x, const VArgs *va)
 {
 #ifdef PIQ_VEC_CVT_NEAREST
-  if (!stochastic)
-    return PIQ_VEC_CVT_NEAREST (vclamped (x, va)) + va->zp;
+  return PIQ_VEC_CVT_NEAREST (vclamped (x, va));
+#else
+  const vf magic = vsplat (ROUND_MAGIC);
+  return __builtin_convertvector ((vclamped (x, va) + magic) - magic, vi);
 #endif
-  return __builtin_convertvector (vround (x, va, index, stochastic), vi) + va->zp;
+}
+
+VINLINE vi
+vquant_r (vf x, const VArgs *va, uint32_t key, uint32_t p, int stochastic)
+{
+  if (stochastic)
+    return vstoch_r (vclamped (x, va), vhash (key, p));
+  return vnear_r (x, va);
+}
+
+VINLINE vf
+vround (vf x, const VArgs *va, uint32_t key, uint32_t p, int stochastic)
+{
+  if (stochastic)
+    return __builtin_convertvector (vstoch_r (vclamped (x, va), vhash (key, p)), vf);
+  {
+    const vf magic = vsplat (ROUND_MAGIC);
+    return (vclamped (x, va) + magic) - magic;
+  }
 }
 
 /* ---- packing, in registers ----
@@ -396,41 +521,197 @@ stream_fence (int stream)
 }
 
 
+#ifdef PIQ_VEC_PACKS_DW
+/* ---- four vectors of codes at once (x86) ----
+ * r0…r3 hold r = q − zp of 4·PIQ_W elements. The saturating packs narrow them to
+ * bytes (no saturation happens: |r| < 2^15 and q fits the byte) with the zero point
+ * added on 16-bit lanes, in the packs' per-128-bit-lane order; sub-byte codes are then
+ * merged by multiply-adds of adjacent bytes (c0 + 16·c1; c0 + 4·c1 and then + 16·…),
+ * and one permutation of whole 4-element (dword) or 8-element (qword) units restores
+ * the element order before the final narrowing.
+ * pairs: r0, r1 are the even and odd elements of 2·PIQ_W elements, r2, r3 those of
+ * the next 2·PIQ_W (the bf16 loads that widen without a shuffle, vload_pairs). */
+VINLINE vbw
+codes4 (vi r0, vi r1, vi r2, vi r3, const VArgs *va, int bits, int is_signed, int pairs)
+{
+  if (pairs)
+    {
+      vw pe = (vw) PIQ_VEC_PACKS_DW (r0, r2) + va->zp16;
+      vw po = (vw) PIQ_VEC_PACKS_DW (r1, r3) + va->zp16;
+      typedef uint16_t vuw __attribute__ ((vector_size (PIQ_W * 4)));
+      return (vbw) (((vuw) pe & 0xff) | ((vuw) po << 8));
+    }
+  {
+    vw p0 = (vw) PIQ_VEC_PACKS_DW (r0, r1) + va->zp16;
+    vw p1 = (vw) PIQ_VEC_PACKS_DW (r2, r3) + va->zp16;
+    return bits == 8 && !is_signed ? (vbw) PIQ_VEC_PACKUS_WB (p0, p1) : (vbw) PIQ_VEC_PACKS_WB (p0, p1);
+  }
+}
+
+#define FIX_UNITS(x, pairs) ((pairs) ? (__typeof__ (x)) PIQ_VEC_FIX_QW (x) : (__typeof__ (x)) PIQ_VEC_FIX_DW (x))
+
+/* Pack and store the 4·PIQ_W·bits/8 bytes of codes4's result; stream: dst is
+ * aligned to that size and the store goes past the caches. */
+VINLINE void
+store_codes4 (uint8_t *dst, vbw b, int bits, int is_signed, int pairs, int stream)
+{
+  if (bits == 8)
+    {
+      b = FIX_UNITS (b, pairs);
+#ifdef PIQ_VEC_STREAM
+      if (stream)
+        {
+          PIQ_VEC_STREAM (dst, (vf) b);
+          return;
+        }
+#endif
+      memcpy (dst, &b, sizeof b);
+    }
+  else if (bits == 4)
+    {
+      vw w = (vw) PIQ_VEC_MADDUBS (is_signed ? b & 0x0f : b, (vbw) ((vw) { 0 } + 0x1001));
+      vb2 o = __builtin_convertvector (FIX_UNITS (w, pairs), vb2);
+#ifdef PIQ_VEC_STREAM
+      if (stream)
+        {
+          PIQ_VEC_STREAM_HALF (dst, (vh) o);
+          return;
+        }
+#endif
+      memcpy (dst, &o, sizeof o);
+    }
+  else
+    {
+      vw w = (vw) PIQ_VEC_MADDUBS (is_signed ? b & 0x03 : b, (vbw) ((vw) { 0 } + 0x0401));
+      vi dw = (vi) PIQ_VEC_MADDWD (w, (vw) ((vi) { 0 } + 0x00100001));
+      vb o = __builtin_convertvector (FIX_UNITS (dw, pairs), vb);
+      store_bytes (dst, bytes16 (&o, sizeof o), sizeof o, stream);
+    }
+}
+#endif
+
+/* 2·PIQ_W bf16 at p as their even and odd elements, widened exactly (a shift and a
+ * mask of the same load, no shuffle). */
+VINLINE void
+vload_pairs (const uint8_t *p, vf *even, vf *odd)
+{
+  vu x;
+
+  memcpy (&x, p, sizeof x);
+  *even = (vf) (x << 16);
+  *odd = (vf) (x & 0xffff0000u);
+}
+
 VINLINE void
 vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernelArgs *a,
-           int ft, int ii, int bits, int stochastic)
+           int ft, int ii, int bits, int is_signed, int stochastic)
 {
   const uint8_t *s = src;
   uint8_t *d = dst;
+  const size_t fs = fsize (ft);
   VArgs va;
   size_t i = 0;
   int stream = 0;
+  uint32_t key = stochastic ? vhash_key (a, index) : 0;
 
 #ifdef PIQ_VEC_STREAM
   stream = a->stream && (uintptr_t) dst % 64 == 0;
 #endif
-  if (vargs_init (&va, a))     /* always, for the ≤ 16-bit types this is used for */
-#pragma GCC unroll 4
-    for (; i + PIQ_W <= n; i += PIQ_W)
-      {
-        __builtin_prefetch (s + (i + PIQ_PREFETCH) * fsize (ft));
-        vi q = vquant (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic);
-        if (bits == 16)
-          {
-            vh h = __builtin_convertvector (q, vh);
-#ifdef PIQ_VEC_STREAM
-            if (stream)
-              PIQ_VEC_STREAM_HALF (d + 2 * i, h);
-            else
+  if (!vargs_init (&va, a))     /* always succeeds for the ≤ 16-bit types this is used for */
+    goto tail;
+
+#ifdef PIQ_VEC_PACKS_DW
+  /* Groups of four vectors; for stochastic rounding, at indices that are multiples
+   * of 4·PIQ_W (the hash's tables), reached with single vectors when the index is a
+   * multiple of PIQ_W (library calls start at multiples of 64: always). */
+  if (bits <= 8 && va.pack_ok && (!stochastic || (uint32_t) index % PIQ_W == 0))
+    {
+      const int pairs = ft == PIQ_F_BF16 && !stochastic;
+      const size_t gbytes = 4 * PIQ_W * bits / 8;
+      int stream4;
+
+      if (stochastic)
+        for (; (uint32_t) (index + i) % (4 * PIQ_W) != 0 && i + PIQ_W <= n; i += PIQ_W)
+          pack_store_w (d + i * bits / 8,
+                        codes_to_bytes (vquant_r (vload_f (s + i * fs, ft), &va, key, (uint32_t) (index + i), 1) + va.zp),
+                        bits, stream);
+      stream4 = stream && (uintptr_t) (d + i * bits / 8) % gbytes == 0;
+      while (i + 4 * PIQ_W <= n)
+        {
+          size_t end = n;
+          VHashSeg hs;
+
+          if (stochastic)
+            {
+              uint32_t p = (uint32_t) (index + i);
+              size_t seg = i + (0x10000u - (p & 0xffffu));
+              end = seg < n ? seg : n;
+              vhash_segment (&hs, key, p);
+            }
+          for (; i + 4 * PIQ_W <= end; i += 4 * PIQ_W)
+            {
+              const uint8_t *sp = s + i * fs;
+              vi r0, r1, r2, r3;
+
+              /* named vectors, not an array: an array of vectors ended up on the stack */
+              __builtin_prefetch (sp + PIQ_PREFETCH * fs);
+              __builtin_prefetch (sp + PIQ_W * fs + PIQ_PREFETCH * fs);
+              __builtin_prefetch (sp + 2 * PIQ_W * fs + PIQ_PREFETCH * fs);
+              __builtin_prefetch (sp + 3 * PIQ_W * fs + PIQ_PREFETCH * fs);
+              if (pairs)
+                {
+                  vf e0, o0, e1, o1;
+                  vload_pairs (sp, &e0, &o0);
+                  vload_pairs (sp + 4 * PIQ_W, &e1, &o1);
+                  r0 = vnear_r (e0, &va);
+                  r1 = vnear_r (o0, &va);
+                  r2 = vnear_r (e1, &va);
+                  r3 = vnear_r (o1, &va);
+                }
+              else if (stochastic)
+                {
+                  vu base = (vu) { 0 } + (((uint32_t) (index + i) ^ hs.kx) * MIX_C1);
+                  r0 = vstoch_r (vclamped (vload_f (sp, ft), &va), vmix32_tail (base + hs.tc[0]));
+                  r1 = vstoch_r (vclamped (vload_f (sp + PIQ_W * fs, ft), &va), vmix32_tail (base + hs.tc[1]));
+                  r2 = vstoch_r (vclamped (vload_f (sp + 2 * PIQ_W * fs, ft), &va), vmix32_tail (base + hs.tc[2]));
+                  r3 = vstoch_r (vclamped (vload_f (sp + 3 * PIQ_W * fs, ft), &va), vmix32_tail (base + hs.tc[3]));
+                }
+              else
+                {
+                  r0 = vnear_r (vload_f (sp, ft), &va);
+                  r1 = vnear_r (vload_f (sp + PIQ_W * fs, ft), &va);
+                  r2 = vnear_r (vload_f (sp + 2 * PIQ_W * fs, ft), &va);
+                  r3 = vnear_r (vload_f (sp + 3 * PIQ_W * fs, ft), &va);
+                }
+              store_codes4 (d + i * bits / 8, codes4 (r0, r1, r2, r3, &va, bits, is_signed, pairs),
+                            bits, is_signed, pairs, stream4);
+            }
+        }
+    }
 #endif
-              memcpy (d + 2 * i, &h, sizeof h);
-          }
-        else
-          pack_store_w (d + i * bits / 8, codes_to_bytes (q), bits, stream);
-      }
+
+#pragma GCC unroll 4
+  for (; i + PIQ_W <= n; i += PIQ_W)
+    {
+      __builtin_prefetch (s + (i + PIQ_PREFETCH) * fs);
+      vi q = vquant_r (vload_f (s + i * fs, ft), &va, key, (uint32_t) (index + i), stochastic) + va.zp;
+      if (bits == 16)
+        {
+          vh h = __builtin_convertvector (q, vh);
+#ifdef PIQ_VEC_STREAM
+          if (stream)
+            PIQ_VEC_STREAM_HALF (d + 2 * i, h);
+          else
+#endif
+            memcpy (d + 2 * i, &h, sizeof h);
+        }
+      else
+        pack_store_w (d + i * bits / 8, codes_to_bytes (q), bits, stream);
+    }
+tail:
   stream_fence (stream);
   if (i < n)
-    piq_kernels_scalar.quantize[ft][ii][stochastic] (s + i * fsize (ft), d + i * bits / 8, index + i, n - i, a);
+    piq_kernels_scalar.quantize[ft][ii][stochastic] (s + i * fs, d + i * bits / 8, index + i, n - i, a);
 }
 
 /* ---- dequantize ---- */
@@ -507,11 +788,56 @@ vdequantize (const void *src, void *dst, size_t n, const PiqKernelArgs *a,
   int stream = want_stream (dst, a, ft, add);
 
   vargs_init (&va, a);
+  if (ft == PIQ_F_BF16 && !add && isfinite (a->scale_f))
+    {
+      /* (q − zp)·scale with a finite scale is never NaN: bf16 rounding without the
+       * NaN test, two vectors at a time (one narrowing of both) */
+      int stream2 = stream && (uintptr_t) d % (4 * PIQ_W) == 0;
+
+#pragma GCC unroll 2
+      for (; i + 2 * PIQ_W <= n; i += 2 * PIQ_W)
+        {
+          vf y0 = bits == 16 ? vdeq16 (s + 2 * i, &va, is_signed)
+                             : vdeq (unpack_w (s + i * bits / 8, bits, is_signed), &va, is_signed);
+          vf y1 = bits == 16 ? vdeq16 (s + 2 * (i + PIQ_W), &va, is_signed)
+                             : vdeq (unpack_w (s + (i + PIQ_W) * bits / 8, bits, is_signed), &va, is_signed);
+#ifdef PIQ_VEC_BF16_PAIR
+          vf h = (vf) PIQ_VEC_BF16_PAIR (y0, y1);
+# ifdef PIQ_VEC_STREAM
+          if (stream2)
+            PIQ_VEC_STREAM (d + 2 * i, h);
+          else
+# endif
+            memcpy (d + 2 * i, &h, sizeof h);
+#else
+          vh h0 = vf_to_bf16_finite (y0), h1 = vf_to_bf16_finite (y1);
+# ifdef PIQ_VEC_STREAM
+          if (stream2)
+            {
+              PIQ_VEC_STREAM_HALF (d + 2 * i, h0);
+              PIQ_VEC_STREAM_HALF (d + 2 * i + sizeof h0, h1);
+            }
+          else
+# endif
+            {
+              memcpy (d + 2 * i, &h0, sizeof h0);
+              memcpy (d + 2 * i + sizeof h0, &h1, sizeof h1);
+            }
+#endif
+        }
+      (void) stream2;
+    }
+#pragma GCC unroll 4
   for (; i + PIQ_W <= n; i += PIQ_W)
-    vstore_op (d + i * fsize (ft),
-               bits == 16 ? vdeq16 (s + 2 * i, &va, is_signed)
-                          : vdeq (unpack_w (s + i * bits / 8, bits, is_signed), &va, is_signed),
-               ft, add, stream);
+    {
+#if PIQ_DEQ_PREFETCH
+      __builtin_prefetch (s + (i + PIQ_DEQ_PREFETCH) * bits / 8);
+#endif
+      vstore_op (d + i * fsize (ft),
+                 bits == 16 ? vdeq16 (s + 2 * i, &va, is_signed)
+                            : vdeq (unpack_w (s + i * bits / 8, bits, is_signed), &va, is_signed),
+                 ft, add, stream);
+    }
   stream_fence (stream);
   if (i < n)
     piq_kernels_scalar.dequantize[ii][ft][add] (s + i * bits / 8, d + i * fsize (ft), n - i, a);
@@ -529,6 +855,7 @@ vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKern
   size_t i = 0;
 
   int stream = want_stream (dst, a, ft, add);
+  uint32_t key = stochastic ? vhash_key (a, index) : 0;
 
   /* Types wider than 22 bits of range keep the scalar path (exact int128 clamping). */
   if (vargs_init (&va, a))
@@ -537,7 +864,7 @@ vrequantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKern
       {
         __builtin_prefetch (s + (i + PIQ_PREFETCH) * fsize (ft));
         vstore_op (d + i * fsize (ft),
-                 vround (vload_f (s + i * fsize (ft), ft), &va, index + i, stochastic) * va.scale,
+                 vround (vload_f (s + i * fsize (ft), ft), &va, key, (uint32_t) (index + i), stochastic) * va.scale,
                  ft, add, stream);
       }
   stream_fence (stream);
@@ -659,15 +986,16 @@ vsums (const void *src, size_t n, PiqSums *out, int ft)
 
 /* ---- instances ---- */
 
-#define VQ(f, F, i, I, BITS, r, R) \
+#define VQ(f, F, i, I, BITS, SGN, r, R) \
   static void PIQ_KNAME_quantize (f, i, r) (const void *src, void *dst, uint64_t index, size_t n, \
                                             const PiqKernelArgs *a) \
-  { vquantize (src, dst, index, n, a, PIQ_F_##F, PIQ_I_##I, BITS, PIQ_R_##R); }
-#define VQ_R(f, F, i, I, BITS) VQ (f, F, i, I, BITS, nearest, NEAREST) VQ (f, F, i, I, BITS, stochastic, STOCHASTIC)
+  { vquantize (src, dst, index, n, a, PIQ_F_##F, PIQ_I_##I, BITS, SGN, PIQ_R_##R); }
+#define VQ_R(f, F, i, I, BITS, SGN) \
+  VQ (f, F, i, I, BITS, SGN, nearest, NEAREST) VQ (f, F, i, I, BITS, SGN, stochastic, STOCHASTIC)
 #define VQ_I(f, F) \
-  VQ_R (f, F, uint2, UINT2, 2) VQ_R (f, F, int2, INT2, 2) VQ_R (f, F, uint4, UINT4, 4) \
-  VQ_R (f, F, int4, INT4, 4)   VQ_R (f, F, uint8, UINT8, 8) VQ_R (f, F, int8, INT8, 8) \
-  VQ_R (f, F, uint16, UINT16, 16) VQ_R (f, F, int16, INT16, 16)
+  VQ_R (f, F, uint2, UINT2, 2, 0) VQ_R (f, F, int2, INT2, 2, 1) VQ_R (f, F, uint4, UINT4, 4, 0) \
+  VQ_R (f, F, int4, INT4, 4, 1)   VQ_R (f, F, uint8, UINT8, 8, 0) VQ_R (f, F, int8, INT8, 8, 1) \
+  VQ_R (f, F, uint16, UINT16, 16, 0) VQ_R (f, F, int16, INT16, 16, 1)
 
 #define VD(i, I, BITS, SGN, f, F, o, O) \
   static void PIQ_KNAME_dequantize (i, f, o) (const void *src, void *dst, size_t n, const PiqKernelArgs *a) \
