@@ -36,6 +36,7 @@
 #include "piq-bench.h"
 #include "piq-kernels-private.h"
 #include "piq-cpu-private.h"
+#include "piq-formats-private.h"
 #include "piq-parallel-private.h"
 
 /* Who speaks in the one-line errors on stderr. */
@@ -56,7 +57,28 @@ typedef enum {
   KIND_DEQUANTIZE,
   KIND_REQUANTIZE,
   KIND_MINMAX,
+  KIND_BLOCK_QUANTIZE,     /* a code format or block scales: the block_quantize entry */
+  KIND_BLOCK_DEQUANTIZE,
 } OpKind;
+
+/* The block formats' rows, as piq-quantizer.c block_layout() prepares them for the
+ * presets; a per-tensor scale comes from the data (amax / max, compute_params' rule). */
+typedef struct {
+  int          code, bits, sgn;
+  size_t       block;
+  PiqScaleKind kind;
+  int          high_first, fixed;
+} BenchFormat;
+
+enum { BF_FP8, BF_MXFP8, BF_MXFP4, BF_NF4, BF_INT8_BLOCK, BF_INT4_BLOCK };
+static const BenchFormat bench_formats[] = {
+  [BF_FP8]        = { PIQ_C_FP8_E4M3, 8, 0, 64, PIQ_SCALE_F32, 0, 1 },
+  [BF_MXFP8]      = { PIQ_C_FP8_E4M3, 8, 0, 32, PIQ_SCALE_E8M0, 0, 0 },
+  [BF_MXFP4]      = { PIQ_C_FP4_E2M1, 4, 0, 32, PIQ_SCALE_E8M0, 0, 0 },
+  [BF_NF4]        = { PIQ_C_NF4, 4, 0, 64, PIQ_SCALE_F32, 1, 0 },
+  [BF_INT8_BLOCK] = { -1, 8, 1, 64, PIQ_SCALE_F32, 0, 0 },
+  [BF_INT4_BLOCK] = { -1, 4, 1, 64, PIQ_SCALE_F32, 0, 0 },
+};
 
 /* The buffers an op reads and writes; each is allocated once, for the largest count. */
 typedef enum {
@@ -66,11 +88,13 @@ typedef enum {
   BUF_CODES,         /* quantized codes: written by quantize, read by dequantize */
   BUF_F32_DST,
   BUF_BF16_DST,
+  BUF_SCALES,        /* block scales: at most 4 bytes per 16 elements */
   N_BUFS
 } BufId;
 
 static const unsigned buf_bits[N_BUFS] = {
   [BUF_F32_SRC] = 32, [BUF_BF16_SRC] = 16, [BUF_CODES] = 8, [BUF_F32_DST] = 32, [BUF_BF16_DST] = 16,
+  [BUF_SCALES] = 2,
 };
 
 typedef struct {
@@ -85,7 +109,17 @@ typedef struct {
   unsigned    dst_bits;
   int         rmw;       /* the destination is read as well (ADD) */
   int         target;    /* percent of the limit at every core; 0: none set */
+  int         format;    /* block rows: index of bench_formats */
 } HotOp;
+
+/* Block rows count the codes' bytes (the limit moves the same); their scales, 1 byte
+ * per 32 elements (E8M0) or 4 per 64 (f32), are extra work the limit does not do. */
+#define BLOCK_Q(label, f, b, tgt) \
+  { .name = "f32->" label, .kind = KIND_BLOCK_QUANTIZE, .ft = PIQ_F_F32, .src = BUF_F32_SRC, \
+    .dst = BUF_CODES, .src_bits = 32, .dst_bits = b, .target = tgt, .format = f }
+#define BLOCK_D(label, f, b, tgt) \
+  { .name = label "->f32 set", .kind = KIND_BLOCK_DEQUANTIZE, .ft = PIQ_F_F32, .src = BUF_CODES, \
+    .dst = BUF_F32_DST, .src_bits = b, .dst_bits = 32, .target = tgt, .format = f }
 
 static const HotOp hot_ops[] = {
   { .name = "f32->u8 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT8,
@@ -122,6 +156,18 @@ static const HotOp hot_ops[] = {
     .src_bits = 32, .dst_bits = 32 },
   { .name = "f32->i8 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_INT8,
     .round = PIQ_R_NEAREST, .src = BUF_F32_SRC, .dst = BUF_CODES, .src_bits = 32, .dst_bits = 8 },
+  BLOCK_Q ("fp8_e4m3", BF_FP8, 8, 70),
+  BLOCK_D ("fp8_e4m3", BF_FP8, 8, 70),
+  BLOCK_Q ("mxfp8_e4m3", BF_MXFP8, 8, 70),
+  BLOCK_D ("mxfp8_e4m3", BF_MXFP8, 8, 70),
+  BLOCK_Q ("mxfp4", BF_MXFP4, 4, 0),
+  BLOCK_D ("mxfp4", BF_MXFP4, 4, 0),
+  BLOCK_Q ("nf4", BF_NF4, 4, 0),
+  BLOCK_D ("nf4", BF_NF4, 4, 0),
+  BLOCK_Q ("int8_block64", BF_INT8_BLOCK, 8, 70),
+  BLOCK_D ("int8_block64", BF_INT8_BLOCK, 8, 70),
+  BLOCK_Q ("int4_block64", BF_INT4_BLOCK, 4, 70),
+  BLOCK_D ("int4_block64", BF_INT4_BLOCK, 4, 70),
 };
 
 #define N_OPS (sizeof hot_ops / sizeof hot_ops[0])
@@ -297,6 +343,10 @@ typedef struct {
   PiqKernelArgs    args;
   PiqMinMax       *mm;           /* one per PIQ_REDUCE_BLOCK */
   int              set_output;   /* a SET destination: streamed when large, as the library does */
+  PiqBlockQuantizeFn   block_quantize;
+  PiqBlockDequantizeFn block_dequantize;
+  PiqBlockArgs     block_args;
+  uint8_t         *scales;
 } OpJob;
 
 static void
@@ -313,6 +363,18 @@ op_range (void *data, uint64_t start, uint64_t n)
 
           job->minmax (src, len, &job->mm[(start + off) / PIQ_REDUCE_BLOCK]);
         }
+      return;
+    }
+  if (job->block_quantize != NULL)   /* codes and scales are indexed from element 0 */
+    {
+      job->block_quantize (&job->block_args, job->src + start * 4, start, n, job->dst,
+                           job->scales, NULL);
+      return;
+    }
+  if (job->block_dequantize != NULL)
+    {
+      job->block_dequantize (&job->block_args, job->src, job->scales, NULL, start, n,
+                             job->dst + start * 4, 0);
       return;
     }
   {
@@ -713,6 +775,45 @@ prepare_op (const Bench *b, const HotOp *op, OpJob *job)
   job->src_bits = op->src_bits;
   job->dst_bits = op->dst_bits;
   job->mm = b->mm;
+  if (op->kind == KIND_BLOCK_QUANTIZE || op->kind == KIND_BLOCK_DEQUANTIZE)
+    {
+      const BenchFormat *f = &bench_formats[op->format];
+      PiqBlockArgs *a = &job->block_args;
+      double amax = fabs (b->lo) > fabs (b->hi) ? fabs (b->lo) : fabs (b->hi);
+
+      a->code = f->code;
+      a->bits = f->bits;
+      a->qmin = f->code < 0 ? -(1 << (f->bits - 1)) : 0;
+      a->qmax = f->code < 0 ? (1 << (f->bits - 1)) - 1 : 0;
+      a->block = f->block;
+      a->scale_kind = f->kind;
+      a->rule = PIQ_BRULE_ABS_MAX;
+      a->e8m0_rule = PIQ_E8M0_FLOOR;
+      a->saturate = 1;
+      a->high_first = f->high_first;
+      a->fixed = f->fixed;
+      a->scale = f->code >= 0 ? (float) amax / piq_minifloats[f->code].max : 1.0f;
+      job->scales = b->buf[BUF_SCALES];
+      if (op->kind == KIND_BLOCK_QUANTIZE)
+        {
+          job->block_quantize = b->kernels->block_quantize;
+          job->set_output = 1;
+        }
+      else
+        {
+          /* codes and scales to decode: the quantize of the same format, untimed */
+          job->block_quantize = b->kernels->block_quantize;
+          job->src = b->buf[BUF_F32_SRC];
+          job->dst = b->buf[BUF_CODES];
+          op_range (job, 0, b->max_n);
+          job->block_quantize = NULL;
+          job->src = b->buf[BUF_CODES];
+          job->dst = b->buf[BUF_F32_DST];
+          job->block_dequantize = b->kernels->block_dequantize;
+          job->set_output = 1;
+        }
+      return;
+    }
   if (op->kind != KIND_MINMAX)
     {
       minmax_params (op->it, b->lo, b->hi, &scale, &zp);
@@ -735,6 +836,9 @@ prepare_op (const Bench *b, const HotOp *op, OpJob *job)
     case KIND_MINMAX:
       job->minmax = b->kernels->minmax[op->ft];
       break;
+    case KIND_BLOCK_QUANTIZE:
+    case KIND_BLOCK_DEQUANTIZE:
+      break;   /* prepared above */
     }
 }
 

@@ -139,10 +139,18 @@ typedef enum {
   PIQ_E8M0_RCEIL = 3,  /* 2^ceil(log2(amax / max_elem)), as cuBLAS */
 } PiqE8m0Rule;
 
+/* 2^k for k in [−149, 127], built from bits: exact, and no libm call in the per-block
+ * paths (the same value ldexpf gives). */
+static inline float
+piq_pow2f (int k)
+{
+  return k >= -126 ? piq_bits_f32 ((uint32_t) (k + 127) << 23) : piq_bits_f32 (1u << (k + 149));
+}
+
 static inline float
 piq_e8m0_decode (uint8_t e)
 {
-  return e == 0xff ? NAN : ldexpf (1.0f, (int) e - 127);
+  return e == 0xff ? NAN : piq_pow2f ((int) e - 127);
 }
 
 /* amax ≥ 0 or non-finite; emax/mbits/max of the element (INT8: 0, 6, 127/64). */
@@ -540,8 +548,8 @@ piq_block_load_params (const PiqBlockArgs *a, const uint8_t *scales, const int32
   p->nan_scale = a->scale_kind == PIQ_SCALE_E8M0 && scales[b] == 0xff;
   if (piq_block_is_bfp (a))
     p->shift = (int) scales[b] - 127 - piq_bfp_mbits (a->code);
-  if (a->code < 0 && a->scale_kind == PIQ_SCALE_E8M0)
-    p->scale = ldexpf (p->scale, -piq_mx_int_frac_bits (a));
+  if (a->code < 0 && a->scale_kind == PIQ_SCALE_E8M0 && !p->nan_scale)
+    p->scale = piq_pow2f ((int) scales[b] - 127 - piq_mx_int_frac_bits (a));
   if (zero_points != NULL)
     p->zp = zero_points[b];
   else if (a->code < 0 && a->scale_kind != PIQ_SCALE_E8M0)
@@ -563,12 +571,13 @@ piq_block_params_fixed (const PiqBlockArgs *a, PiqBlockP *p)
  * storage and stored at index b, and the elements are encoded with the stored
  * value. Shared by the scalar driver and the vector bodies, so both derive the
  * same scales. */
-static inline void
+static inline __attribute__((always_inline)) void
 piq_block_params (const PiqBlockArgs *a, const PiqBlockStats *st, size_t n, uint64_t b,
                   uint8_t *scales, int32_t *zero_points, PiqBlockP *p)
 {
   float lo = st->lo, hi = st->hi;
 
+  p->inv = 0.0f;
   p->zp = 0;
   p->nan_scale = 0;
   p->shift = 0;
@@ -590,8 +599,8 @@ piq_block_params (const PiqBlockArgs *a, const PiqBlockStats *st, size_t n, uint
         {
           int fb = piq_mx_int_frac_bits (a);
           e = piq_e8m0_from_amax (st->non_finite ? NAN : st->amax, a->e8m0_rule, 0, fb,
-                                  ldexpf ((float) a->qmax, -fb));
-          p->scale = ldexpf (piq_e8m0_decode (e), -fb);
+                                  (float) a->qmax * piq_pow2f (-fb));
+          p->scale = e == 0xff ? NAN : piq_pow2f ((int) e - 127 - fb);
         }
       else
         {
@@ -601,7 +610,12 @@ piq_block_params (const PiqBlockArgs *a, const PiqBlockStats *st, size_t n, uint
         }
       scales[b] = e;
       p->nan_scale = e == 0xff;
-      p->inv = p->nan_scale ? 0.0f : 1.0f / p->scale;   /* exact: a power of two */
+      /* 1 / scale: a power of two, built from bits (the division's exact result; it
+       * overflows to +Inf, as the division does, only for MX integers at E < fb) */
+      {
+        int k = 127 - (int) e + (a->code < 0 ? piq_mx_int_frac_bits (a) : 0);
+        p->inv = p->nan_scale ? 0.0f : k <= 127 ? piq_pow2f (k) : INFINITY;
+      }
       return;
     }
 

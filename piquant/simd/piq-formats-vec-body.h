@@ -49,6 +49,50 @@ fsplat_i (int32_t x)
   return (vi) { 0 } + x;
 }
 
+/* Lane-wise min / max of a whole vector by halving (no NaN lanes here). */
+#if PIQ_W == 16
+# define FSWAP_(k) { 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k), 4 ^ (k), 5 ^ (k), 6 ^ (k), 7 ^ (k), \
+                     8 ^ (k), 9 ^ (k), 10 ^ (k), 11 ^ (k), 12 ^ (k), 13 ^ (k), 14 ^ (k), 15 ^ (k) }
+#elif PIQ_W == 8
+# define FSWAP_(k) { 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k), 4 ^ (k), 5 ^ (k), 6 ^ (k), 7 ^ (k) }
+#else
+# define FSWAP_(k) { 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k) }
+#endif
+
+#define FREDUCE_(name, op) \
+  VINLINE float \
+  name (vf v) \
+  { \
+    if (PIQ_W == 16) v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (8 & (PIQ_W - 1)))); \
+    if (PIQ_W >= 8)  v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (4 & (PIQ_W - 1)))); \
+    v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (2))); \
+    v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (1))); \
+    return v[0]; \
+  }
+FREDUCE_ (fhmin, vmin)
+FREDUCE_ (fhmax, vmax)
+
+VINLINE vu
+fmaxu (vu a, vu b)
+{
+#ifdef PIQ_VEC_MAXU32
+  return (vu) PIQ_VEC_MAXU32 (a, b);
+#else
+  vi gt = (vi) (a > b);
+  return (a & (vu) gt) | (b & ~(vu) gt);
+#endif
+}
+
+VINLINE uint32_t
+fhmaxu (vu v)
+{
+  if (PIQ_W == 16) v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (8 & (PIQ_W - 1))));
+  if (PIQ_W >= 8)  v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (4 & (PIQ_W - 1))));
+  v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (2)));
+  v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (1)));
+  return v[0];
+}
+
 /* Round to nearest even (|v| < 2^22): nearbyintf. */
 VINLINE vi
 frint (vf v)
@@ -74,11 +118,19 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width)
   vi cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
   vi sub = (vi) (a < (uint32_t) (127 + emin) << 23);
   vi code = (cs & sub) | (cn & ~sub);
-  vi over = code > maxc;
   vi nan = (vi) (a > 0x7f800000u);
   vi s = (vi) (sign >> (32 - width));
 
-  code = (code & ~over) | (ovf & over);
+  if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */
+    {
+      vi lt = code < maxc;
+      code = (code & lt) | (maxc & ~lt);   /* a signed min */
+    }
+  else
+    {
+      vi over = code > maxc;
+      code = (code & ~over) | (ovf & over);
+    }
   if (nanc == 0)
     s &= ~nan;                             /* formats without NaN: NaN is +0 */
   code = (code & ~nan) | (nanc & nan);
@@ -190,63 +242,114 @@ fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
   return is_signed ? PIQ_VEC_S8_TO_I32 (b) : PIQ_VEC_U8_TO_I32 (b);
 }
 
-/* ---- quantize ---- */
+/* ---- quantize ----
+ * The format, the code width, the nibble order, saturation and signedness are
+ * compile-time constants of each specialization (FQ_LIST, FD_LIST below). */
 
 VINLINE void
 fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, uint64_t at,
-                size_t n, uint8_t *codes, int code)
+                size_t n, uint8_t *codes, int code, int bits, int hf, int sat)
 {
-  int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate;
   int64_t qlo = a->scale_kind == PIQ_SCALE_E8M0 ? -a->qmax : a->qmin;
   vf lo = vsplat ((float) (qlo - p->zp)), hi = vsplat ((float) (a->qmax - p->zp));
+  uint8_t *dst = codes + at * (uint64_t) bits / 8;
 
-  for (size_t i = 0; i < n; i += PIQ_W)
+  if (p->nan_scale)                        /* MX block with NaN or Inf: codes 0 */
     {
-      uint8_t *dst = codes + (at + i) * (uint64_t) a->bits / 8;
-      vi c = p->nan_scale ? fsplat_i (0) : fencode (a, p, fload (x + i), code, sat, lo, hi);
-      fstore (dst, c, a->bits, a->high_first);
+      memset (dst, 0, n * (size_t) bits / 8);
+      return;
+    }
+  for (size_t i = 0; i < n; i += PIQ_W, dst += PIQ_W * bits / 8)
+    fstore (dst, fencode (a, p, fload (x + i), code, sat, lo, hi), bits, hf);
+}
+
+/* The statistics of one block of a multiple of PIQ_W elements: max |x| as bits
+ * (ordered like the magnitudes; NaN and Inf on top), min and max for affine integers;
+ * a block with NaN or Inf takes the scalar statistics. */
+VINLINE void
+fstats (const float *x, size_t block, int code, PiqBlockStats *st)
+{
+  const float inf = INFINITY;
+  vf vlo = vsplat (inf), vhi = vsplat (-inf);
+  vu am = (vu) fsplat_i (0);
+  uint32_t amax_bits;
+
+  st->lo = inf;
+  st->hi = -inf;
+  st->amax = 0.0f;
+  st->sum_abs = 0.0f;
+  st->non_finite = 0;
+  for (size_t i = 0; i < block; i += PIQ_W)
+    {
+      vf v = fload (x + i);
+      am = fmaxu (am, (vu) v & 0x7fffffffu);
+      if (code < 0)
+        {
+          vlo = vmin (vlo, v);
+          vhi = vmax (vhi, v);
+        }
+    }
+  amax_bits = fhmaxu (am);
+  if (amax_bits < 0x7f800000u)
+    {
+      st->amax = piq_bits_f32 (amax_bits);
+      if (code < 0)
+        {
+          st->lo = fhmin (vlo);
+          st->hi = fhmax (vhi);
+        }
+      return;
+    }
+  for (size_t i = 0; i < block; i++)
+    {
+      float xi = x[i];
+      if (!isfinite (xi))
+        {
+          st->non_finite = 1;
+          continue;
+        }
+      st->lo = xi < st->lo ? xi : st->lo;
+      st->hi = xi > st->hi ? xi : st->hi;
+      st->amax = fabsf (xi) > st->amax ? fabsf (xi) : st->amax;
     }
 }
 
+/* Blocks go in groups: first every block's statistics and parameters, then every
+ * block's codes, so that the blocks' dependency chains (reduction, scale, encoding)
+ * overlap instead of running one after the other. */
+#define FGROUP 16
+
 VINLINE void
 fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
-           uint8_t *scales, int32_t *zero_points, int code)
+           uint8_t *scales, int32_t *zero_points, int code, int bits, int hf, int sat)
 {
   size_t b0 = 0;
-  PiqBlockP p;
+  PiqBlockP p[FGROUP];
 
   if (a->fixed)
     {
       b0 = n - n % PIQ_W;
-      piq_block_params_fixed (a, &p);
-      fquantize_span (a, &p, x, first, b0, codes, code);
+      piq_block_params_fixed (a, &p[0]);
+      fquantize_span (a, &p[0], x, first, b0, codes, code, bits, hf, sat);
     }
   else
-    for (; b0 + a->block <= n; b0 += a->block)
+    while (b0 + a->block <= n)
       {
-        const float inf = INFINITY;
-        vf vlo = vsplat (inf), vhi = vsplat (-inf), vam = vsplat (0.0f);
-        vi bad = fsplat_i (0);
-        PiqBlockStats st = { inf, -inf, 0.0f, 0.0f, 0 };
-
-        for (size_t i = 0; i < a->block; i += PIQ_W)
+        size_t g = (n - b0) / a->block;
+        g = g < FGROUP ? g : FGROUP;
+        for (size_t k = 0; k < g; k++)
           {
-            vf v = fload (x + b0 + i), av = (vf) ((vu) v & 0x7fffffffu);
-            vi fin = (vi) ((vu) av < 0x7f800000u);
-            vlo = vmin (vlo, vsel (fin, v, vsplat (inf)));
-            vhi = vmax (vhi, vsel (fin, v, vsplat (-inf)));
-            vam = vmax (vam, vsel (fin, av, vsplat (0.0f)));
-            bad |= ~fin;
+            PiqBlockStats st;
+            size_t at = b0 + k * a->block;
+            fstats (x + at, a->block, code, &st);
+            piq_block_params (a, &st, a->block, (first + at) / a->block, scales, zero_points, &p[k]);
           }
-        for (int l = 0; l < PIQ_W; l++)
+        for (size_t k = 0; k < g; k++)
           {
-            st.lo = vlo[l] < st.lo ? vlo[l] : st.lo;
-            st.hi = vhi[l] > st.hi ? vhi[l] : st.hi;
-            st.amax = vam[l] > st.amax ? vam[l] : st.amax;
-            st.non_finite |= bad[l] != 0;
+            size_t at = b0 + k * a->block;
+            fquantize_span (a, &p[k], x + at, first + at, a->block, codes, code, bits, hf, sat);
           }
-        piq_block_params (a, &st, a->block, (first + b0) / a->block, scales, zero_points, &p);
-        fquantize_span (a, &p, x + b0, first + b0, a->block, codes, code);
+        b0 += g * a->block;
       }
   if (b0 < n)   /* the ragged last block, or the per-tensor tail */
     piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, scales, zero_points);
@@ -256,19 +359,20 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
 
 VINLINE void
 fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
-             const int32_t *zero_points, uint64_t first, size_t n, float *y, int add, int code)
+             const int32_t *zero_points, uint64_t first, size_t n, float *y, int add, int code,
+             int bits, int hf, int is_signed)
 {
   size_t step = a->fixed ? n - n % PIQ_W : a->block, b0 = 0;
-  int is_signed = code < 0 && a->qmin < 0;
 
   for (; step > 0 && b0 + step <= n; b0 += step)
     {
       PiqBlockP p;
+      const uint8_t *src = codes + (first + b0) * (uint64_t) bits / 8;
+
       piq_block_load_params (a, scales, zero_points, (first + b0) / a->block, &p);
-      for (size_t i = 0; i < step; i += PIQ_W)
+      for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)
         {
-          const uint8_t *src = codes + (first + b0 + i) * (uint64_t) a->bits / 8;
-          vf v = fdecode (&p, fload_codes (src, a->bits, is_signed, a->high_first), code);
+          vf v = fdecode (&p, fload_codes (src, bits, is_signed, hf), code);
           if (add)
             v = fload (y + b0 + i) + v;      /* the scalar order: a NaN's payload follows it */
           memcpy (y + b0 + i, &v, sizeof v);
@@ -279,36 +383,51 @@ fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
                           add);
 }
 
-/* One entry per table: the format is a constant in each call below, so the compiler
- * specializes the codecs. */
-#define FCODES_(X) X (-1) X (PIQ_C_FP8_E4M3) X (PIQ_C_FP8_E5M2) X (PIQ_C_FP4_E2M1) X (PIQ_C_NF4)
+/* The specializations: (format, code bits, high nibble first, saturate or signed).
+ * Minifloats without NaN (FP4) always saturate; integers saturate by clamping. */
+#define FQ_LIST(X) \
+  X (-1, 8, 0, 1) X (-1, 4, 0, 1) \
+  X (PIQ_C_FP8_E4M3, 8, 0, 1) X (PIQ_C_FP8_E4M3, 8, 0, 0) \
+  X (PIQ_C_FP8_E5M2, 8, 0, 1) X (PIQ_C_FP8_E5M2, 8, 0, 0) \
+  X (PIQ_C_FP4_E2M1, 4, 0, 1) X (PIQ_C_NF4, 4, 0, 1) X (PIQ_C_NF4, 4, 1, 1)
+#define FD_LIST(X) \
+  X (-1, 8, 0, 0) X (-1, 8, 0, 1) X (-1, 4, 0, 0) X (-1, 4, 0, 1) \
+  X (PIQ_C_FP8_E4M3, 8, 0, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0) X (PIQ_C_FP4_E2M1, 4, 0, 0) \
+  X (PIQ_C_NF4, 4, 0, 0) X (PIQ_C_NF4, 4, 1, 0)
 
 static void
 block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size_t n,
                     uint8_t *codes, uint8_t *scales, int32_t *zero_points)
 {
-  if (!fvec_takes (a))
+  int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
+            a->code < 0 || a->code == PIQ_C_NF4;
+
+  if (fvec_takes (a))
     {
-      piq_block_quantize (a, PIQ_F_F32, src, first, n, codes, scales, zero_points);
-      return;
-    }
-#define FQ_(c) if (a->code == (c)) { fquantize (a, src, first, n, codes, scales, zero_points, c); return; }
-  FCODES_ (FQ_)
+#define FQ_(c, b, h, s) \
+      if (a->code == (c) && a->bits == (b) && a->high_first == (h) && sat == (s)) \
+        { fquantize (a, src, first, n, codes, scales, zero_points, c, b, h, s); return; }
+      FQ_LIST (FQ_)
 #undef FQ_
+    }
+  piq_block_quantize (a, PIQ_F_F32, src, first, n, codes, scales, zero_points);
 }
 
 static void
 block_dequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
                       const int32_t *zero_points, uint64_t first, size_t n, void *dst, int add)
 {
-  if (!fvec_takes (a))
+  int is_signed = a->code < 0 && a->qmin < 0;
+
+  if (fvec_takes (a))
     {
-      piq_block_dequantize (a, codes, scales, zero_points, first, n, PIQ_F_F32, dst, add);
-      return;
-    }
-#define FD_(c) if (a->code == (c)) { fdequantize (a, codes, scales, zero_points, first, n, dst, add, c); return; }
-  FCODES_ (FD_)
+#define FD_(c, b, h, s) \
+      if (a->code == (c) && a->bits == (b) && a->high_first == (h) && is_signed == (s)) \
+        { fdequantize (a, codes, scales, zero_points, first, n, dst, add, c, b, h, s); return; }
+      FD_LIST (FD_)
 #undef FD_
+    }
+  piq_block_dequantize (a, codes, scales, zero_points, first, n, PIQ_F_F32, dst, add);
 }
 
 #define PIQ_FORMAT_SLOTS \
