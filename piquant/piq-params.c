@@ -48,6 +48,7 @@ struct _PiqParams
   PiqDtype      scale_dtype;
   gboolean      saturate;
   gboolean      high_nibble_first;
+  gboolean      double_quant;
 };
 
 G_DEFINE_FINAL_TYPE (PiqParams, piq_params, G_TYPE_OBJECT)
@@ -66,6 +67,7 @@ enum {
   PROP_SCALE_DTYPE,
   PROP_SATURATE,
   PROP_HIGH_NIBBLE_FIRST,
+  PROP_DOUBLE_QUANT,
   N_PROPS
 };
 
@@ -93,6 +95,7 @@ piq_params_get_property (GObject    *object,
     case PROP_SCALE_DTYPE:  g_value_set_enum (value, self->scale_dtype); break;
     case PROP_SATURATE:     g_value_set_boolean (value, self->saturate); break;
     case PROP_HIGH_NIBBLE_FIRST: g_value_set_boolean (value, self->high_nibble_first); break;
+    case PROP_DOUBLE_QUANT: g_value_set_boolean (value, self->double_quant); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -121,6 +124,7 @@ piq_params_set_property (GObject      *object,
     case PROP_HIGH_NIBBLE_FIRST:
       piq_params_set_high_nibble_first (self, g_value_get_boolean (value));
       break;
+    case PROP_DOUBLE_QUANT: piq_params_set_double_quant (self, g_value_get_boolean (value)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -276,6 +280,21 @@ piq_params_class_init (PiqParamsClass *klass)
   properties[PROP_HIGH_NIBBLE_FIRST] =
     g_param_spec_boolean ("high-nibble-first", NULL, NULL, FALSE, rw);
 
+  /**
+   * PiqParams:double-quant:
+   *
+   * NF4, FP4 (bitsandbytes) and NF8 with f32 block scales: store the scales
+   * double-quantized, as bitsandbytes' `compress_statistics`: their mean as an
+   * f32 offset, then per chunk of 256 scales one f32 maximum and one byte per
+   * scale, the nearest code of bitsandbytes' signed 8-bit dynamic map
+   * (docs/formats.md). The codes are encoded with the exact scales and decoded
+   * with the reconstructed ones, as bitsandbytes does.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_DOUBLE_QUANT] =
+    g_param_spec_boolean ("double-quant", NULL, NULL, FALSE, rw);
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -365,6 +384,7 @@ piq_params_copy (PiqParams *self)
   copy->scale_dtype = self->scale_dtype;
   copy->saturate = self->saturate;
   copy->high_nibble_first = self->high_nibble_first;
+  copy->double_quant = self->double_quant;
   return copy;
 }
 
@@ -645,6 +665,27 @@ PIQ_PARAMS_SETTER (saturate, gboolean, PROP_SATURATE, TRUE)
  */
 PIQ_PARAMS_SETTER (high_nibble_first, gboolean, PROP_HIGH_NIBBLE_FIRST, TRUE)
 
+/**
+ * piq_params_get_double_quant:
+ * @self: parameters
+ *
+ * Gets [property@Piq.Params:double-quant].
+ *
+ * Returns: whether block scales are stored double-quantized
+ *
+ * Since: 1.0
+ */
+/**
+ * piq_params_set_double_quant:
+ * @self: parameters
+ * @double_quant: whether to store block scales double-quantized
+ *
+ * Sets [property@Piq.Params:double-quant].
+ *
+ * Since: 1.0
+ */
+PIQ_PARAMS_SETTER (double_quant, gboolean, PROP_DOUBLE_QUANT, TRUE)
+
 /* The presets: each a format of the field, by the name its users know. */
 typedef struct {
   const char     *name;
@@ -654,34 +695,37 @@ typedef struct {
   PiqDtype        scale_dtype;
   PiqScaleRule    rule;
   gboolean        high_nibble_first;
+  gboolean        double_quant;
 } PiqPreset;
 
 static const PiqPreset presets[] = {
-  { "mxfp8_e4m3", PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
-  { "mxfp8_e5m2", PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
-  { "mxfp6_e2m3", PIQ_DTYPE_FP6_E2M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
-  { "mxfp6_e3m2", PIQ_DTYPE_FP6_E3M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
-  { "mxfp4",      PIQ_DTYPE_FP4_E2M1, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
-  { "mxint8",     PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE },
-  { "nf4",        PIQ_DTYPE_NF4,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE },
-  { "fp4_bnb",    PIQ_DTYPE_FP4_BNB,  PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE },
-  { "nf8",        PIQ_DTYPE_NF8,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "fp8_e4m3",   PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "fp8_e5m2",   PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "int8_block", PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "int4_block", PIQ_DTYPE_INT4,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "binary",     PIQ_DTYPE_BINARY,   PIQ_GRANULARITY_BLOCK, 128, PIQ_DTYPE_F32, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "q8_0",       PIQ_DTYPE_Q8_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "q4_0",       PIQ_DTYPE_Q4_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "msfp12",     PIQ_DTYPE_BFP3,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
-  { "msfp16",     PIQ_DTYPE_BFP7,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_ABS_MAX,    FALSE },
+  { "mxfp8_e4m3", PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE, FALSE },
+  { "mxfp8_e5m2", PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE, FALSE },
+  { "mxfp6_e2m3", PIQ_DTYPE_FP6_E2M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE, FALSE },
+  { "mxfp6_e3m2", PIQ_DTYPE_FP6_E3M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE, FALSE },
+  { "mxfp4",      PIQ_DTYPE_FP4_E2M1, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE, FALSE },
+  { "mxint8",     PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_POW2_FLOOR, FALSE, FALSE },
+  { "nf4",        PIQ_DTYPE_NF4,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE, FALSE },
+  { "fp4_bnb",    PIQ_DTYPE_FP4_BNB,  PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE, FALSE },
+  { "nf4_dq",     PIQ_DTYPE_NF4,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    TRUE, TRUE },
+  { "nf8",        PIQ_DTYPE_NF8,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "fp8_e4m3",   PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "fp8_e5m2",   PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "int8_block", PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "int4_block", PIQ_DTYPE_INT4,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "binary",     PIQ_DTYPE_BINARY,   PIQ_GRANULARITY_BLOCK, 128, PIQ_DTYPE_F32, PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "q8_0",       PIQ_DTYPE_Q8_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "q4_0",       PIQ_DTYPE_Q4_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "msfp12",     PIQ_DTYPE_BFP3,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
+  { "msfp16",     PIQ_DTYPE_BFP7,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, PIQ_SCALE_RULE_ABS_MAX,    FALSE, FALSE },
 };
 
 /**
  * piq_params_new_preset:
  * @name: a preset name: `mxfp8_e4m3`, `mxfp8_e5m2`, `mxfp6_e2m3`, `mxfp6_e3m2`,
  *   `mxfp4`, `mxint8` (OCP MX, blocks of 32, E8M0 floor rule), `nf4`, `fp4_bnb`
- *   (bitsandbytes: f32 absmax per 64, high nibble first), `nf8`, `fp8_e4m3`,
+ *   (bitsandbytes: f32 absmax per 64, high nibble first), `nf4_dq` (`nf4` with
+ *   double-quantized scales, as QLoRA), `nf8`, `fp8_e4m3`,
  *   `fp8_e5m2` (per-tensor cast, scale 1), `int8_block`, `int4_block`
  *   (symmetric, f32 scale per 64), `binary` (mean |x| per 128), `q8_0`, `q4_0`,
  *   `msfp12`, `msfp16` (block floating point, boxes of 16)
@@ -710,6 +754,7 @@ piq_params_new_preset (const char  *name,
         self->scale_dtype = presets[i].scale_dtype;
         self->scale_rule = presets[i].rule;
         self->high_nibble_first = presets[i].high_nibble_first;
+        self->double_quant = presets[i].double_quant;
         return self;
       }
   g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "no preset is called \"%s\"", name);
@@ -817,6 +862,15 @@ validate_blocks (PiqParams           *self,
                    piq_dtype_describe (self->scale_dtype));
       return FALSE;
     }
+  if (self->double_quant &&
+      (!(self->dtype == PIQ_DTYPE_NF4 || self->dtype == PIQ_DTYPE_FP4_BNB || self->dtype == PIQ_DTYPE_NF8) ||
+       self->scale_dtype != PIQ_DTYPE_F32))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "double quantization applies to the f32 block scales of nf4, fp4_bnb and nf8, "
+                   "not to %s with %s scales", info->name, piq_dtype_describe (self->scale_dtype));
+      return FALSE;
+    }
   if (self->zero_point != 0 && info->kind == PIQ_KIND_CODE)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_ZERO_POINT,
@@ -869,6 +923,13 @@ piq_params_validate (PiqParams  *self,
     }
   if (info->bits == 0 || self->granularity != PIQ_GRANULARITY_TENSOR)
     return validate_blocks (self, info, error);
+  if (self->double_quant)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
+                   "double quantization compresses per-block or per-channel scales; a per-tensor "
+                   "scale has nothing to compress");
+      return FALSE;
+    }
   if (self->scale_rule >= PIQ_SCALE_RULE_POW2_FLOOR)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,

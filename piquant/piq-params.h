@@ -95,6 +95,11 @@ PIQ_AVAILABLE_IN_1_0
 void            piq_params_set_high_nibble_first (PiqParams   *self,
                                                  gboolean      high_nibble_first);
 PIQ_AVAILABLE_IN_1_0
+gboolean        piq_params_get_double_quant     (PiqParams    *self);
+PIQ_AVAILABLE_IN_1_0
+void            piq_params_set_double_quant     (PiqParams    *self,
+                                                 gboolean      double_quant);
+PIQ_AVAILABLE_IN_1_0
 gboolean        piq_params_validate             (PiqParams    *self,
                                                  GError      **error);
 

@@ -474,6 +474,7 @@ typedef struct {
   guint64      n_blocks;           /* scales (0: none, the ggml types and per tensor) */
   gsize        scales_size;
   gsize        zero_points_size;   /* 0 unless affine integers */
+  gboolean     double_quant;       /* scales_size is the compressed form of n_blocks f32 */
   guint64      unit;               /* elements per parallel unit: whole blocks and bytes */
 } BlockLayout;
 
@@ -571,6 +572,9 @@ block_layout (PiqParams    *params,
                 : PIQ_SCALE_F32;
   l->n_blocks = n / a->block + (n % a->block != 0);
   l->scales_size = (gsize) l->n_blocks * piq_block_scale_size (a->scale_kind);
+  l->double_quant = piq_params_get_double_quant (params);
+  if (l->double_quant)
+    l->scales_size = piq_dq_size (l->n_blocks);
   if (a->code < 0 && a->rule == PIQ_BRULE_MIN_MAX && a->scale_kind != PIQ_SCALE_E8M0)
     l->zero_points_size = (gsize) l->n_blocks * sizeof (gint32);
   /* a unit holds whole blocks and starts on a byte: lcm (block, 8 / gcd (bits, 8)) */
@@ -740,6 +744,21 @@ quantize_blocks_impl (PiqQuantizer  *self,
   job.codes = dst;
   job.scales = scales;
   job.zero_points = zero_points;
+  if (l.double_quant)
+    {
+      /* the codes take the exact scales; the compressed ones are stored */
+      g_autofree float *exact = g_try_new (float, MAX (l.n_blocks, 1));
+      if (exact == NULL)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GUINT64_FORMAT
+                       " block scales", l.n_blocks);
+          return FALSE;
+        }
+      job.scales = (guint8 *) exact;
+      run_blocks (self, &job, src_dtype);
+      piq_dq_compress (exact, l.n_blocks, scales);
+      return TRUE;
+    }
   run_blocks (self, &job, src_dtype);
   return TRUE;
 }
@@ -822,6 +841,20 @@ dequantize_blocks_impl (PiqQuantizer  *self,
   job.zero_points_in = zero_points;
   job.dst = dst;
   job.add = op == PIQ_REDUCE_ADD;
+  if (l.double_quant)
+    {
+      g_autofree float *expanded = g_try_new (float, MAX (l.n_blocks, 1));
+      if (expanded == NULL)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GUINT64_FORMAT
+                       " block scales", l.n_blocks);
+          return FALSE;
+        }
+      piq_dq_expand (scales, l.n_blocks, expanded);
+      job.scales_in = (const guint8 *) expanded;
+      run_blocks (self, &job, dst_dtype);
+      return TRUE;
+    }
   run_blocks (self, &job, dst_dtype);
   return TRUE;
 }
@@ -896,6 +929,28 @@ requantize_blocks (PiqQuantizer  *self,
       !block_layout (params, n, &l, NULL, error) ||
       !check_size (dtype, n, dst_size, "the destination", error))
     return FALSE;
+  if (l.double_quant)
+    {
+      /* the scales the codes decode with exist only once all blocks are known: go
+       * through the codes (n·bits/8 bytes) and the compressed scales */
+      gsize codes_size;
+      g_autofree guint8 *codes = NULL, *scales = NULL;
+
+      if (!piq_dtype_get_size_for_n (piq_params_get_dtype (params), n, &codes_size, error))
+        return FALSE;
+      codes = g_try_malloc (MAX (codes_size, 1));
+      scales = g_try_malloc (l.scales_size);
+      if (codes == NULL || scales == NULL)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GSIZE_FORMAT
+                       " bytes of codes", codes_size);
+          return FALSE;
+        }
+      return quantize_blocks_impl (self, params, dtype, src, n, codes, codes_size, scales,
+                                   l.scales_size, NULL, 0, NULL, error) &&
+             dequantize_blocks_impl (self, params, codes, codes_size, n, scales, l.scales_size,
+                                     NULL, 0, dtype, dst, dst_size, op, error);
+    }
   job.src = src;
   job.dst = dst;
   job.add = op == PIQ_REDUCE_ADD;

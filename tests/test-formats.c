@@ -12,6 +12,17 @@
 
 #include <piquant/piquant.h>
 
+/* bnb's dynamic map (a committed constant table, tools/gen-dynamic-map.py) */
+#include "piq-dynamic-map-table.h"
+
+/* bitsandbytes' NF4 values (functional.py get_4bit_type) */
+static const float nf4_table[16] = {
+  -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+  -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+  0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+  0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f,
+};
+
 #define N_MINIFLOATS 5
 
 typedef struct {
@@ -849,6 +860,82 @@ test_bfp (void)
   }
 }
 
+/* NF4 double quantization (bitsandbytes' compress_statistics): the offset is the
+ * mean absmax, each chunk of 256 scales keeps its max |absmax − offset| and a code per
+ * scale, the nearest entry of bnb's dynamic map (exhaustive search here); the codes
+ * are those of the exact absmax, the values decode with the reconstructed one. */
+static void
+test_double_quant (void)
+{
+  const gsize n = 64 * 600 + 17;       /* 601 blocks: three chunks, a ragged block */
+  g_autofree float *x = normal_data (n, 21);
+  g_autoptr(PiqQuantizer) q = quantizer (2);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqParams) p = piq_params_new_preset ("nf4_dq", &error);
+  g_autoptr(PiqParams) plain = piq_params_new_preset ("nf4", &error);
+  g_autoptr(PiqTensor) xt = f32_tensor (x, n), t = NULL, t0 = NULL, y = NULL;
+  g_autoptr(GBytes) sb = NULL, sb0 = NULL;
+  const guint8 *s;
+  const float *absmax;
+  gsize size, want_size;
+  gsize nb = (n + 63) / 64, nc = (nb + 255) / 256;
+  double sum = 0, mae = 0;
+  float offset;
+
+  g_assert_true (piq_params_get_double_quant (p));
+  t = piq_quantizer_quantize_new (q, p, xt, &error);
+  t0 = piq_quantizer_quantize_new (q, plain, xt, &error);
+  g_assert_no_error (error);
+  /* the same codes as without double quantization */
+  g_assert_cmpmem (piq_tensor_get_data (t, NULL), piq_tensor_get_n_bytes (t),
+                   piq_tensor_get_data (t0, NULL), piq_tensor_get_n_bytes (t0));
+  sb = piq_tensor_get_scales (t);
+  sb0 = piq_tensor_get_scales (t0);
+  s = g_bytes_get_data (sb, &size);
+  absmax = g_bytes_get_data (sb0, NULL);
+  want_size = 4 + 4 * nc + nb;
+  g_assert_cmpuint (size, ==, want_size);
+  g_assert_true (piq_params_get_scales_size (p, n, &size, NULL, &error));
+  g_assert_cmpuint (size, ==, want_size);
+  for (gsize b = 0; b < nb; b++)
+    sum += absmax[b];
+  offset = (float) (sum / nb);
+  g_assert_cmpmem (s, 4, &offset, 4);
+  y = piq_quantizer_dequantize_new (q, t, PIQ_DTYPE_F32, &error);
+  g_assert_no_error (error);
+  for (gsize c = 0; c < nc; c++)
+    {
+      float amax2 = 0, inv;
+      for (gsize b = c * 256; b < MIN (nb, c * 256 + 256); b++)
+        amax2 = MAX (amax2, fabsf (absmax[b] - offset));
+      g_assert_cmpmem (s + 4 + 4 * c, 4, &amax2, 4);
+      inv = 1.0f / amax2;
+      for (gsize b = c * 256; b < MIN (nb, c * 256 + 256); b++)
+        {
+          float v = (absmax[b] - offset) * inv, best = INFINITY, rec;
+          guint code = 0;
+          for (guint k = 0; k < 256; k++)
+            if (fabsf (piq_dynamic_map[k] - v) < best)
+              {
+                best = fabsf (piq_dynamic_map[k] - v);
+                code = k;
+              }
+          g_assert_cmpuint (s[4 + 4 * nc + b], ==, code);
+          rec = piq_dynamic_map[code] * amax2 + offset;
+          for (gsize i = b * 64; i < MIN (n, b * 64 + 64); i++)
+            {
+              guint8 byte = ((const guint8 *) piq_tensor_get_data (t, NULL))[i / 2];
+              unsigned nib = (byte >> (i % 2 ? 0 : 4)) & 15;
+              g_assert_cmpfloat (f32_data (y)[i], ==, nf4_table[nib] * rec);
+            }
+        }
+    }
+  for (gsize i = 0; i < n; i++)
+    mae += fabs (x[i] - f32_data (y)[i]);
+  g_test_message ("nf4 with double quantization: MAE %.4f, %.4f bits per element",
+                  mae / n, (piq_tensor_get_n_bytes (t) + want_size) * 8.0 / n);
+}
+
 /* Data quantized elsewhere: codes, scales and zero points set as bytes. */
 static void
 test_wrap_foreign (void)
@@ -1037,6 +1124,7 @@ main (int argc, char **argv)
   g_test_add_func ("/formats/ggml/q8_0-q4_0", test_ggml);
   g_test_add_func ("/formats/binary/dot", test_binary);
   g_test_add_func ("/formats/bfp/boxes", test_bfp);
+  g_test_add_func ("/formats/bnb/double-quant", test_double_quant);
   g_test_add_func ("/formats/wrap-foreign", test_wrap_foreign);
   g_test_add_func ("/formats/errors", test_errors);
   g_test_add_func ("/formats/non-finite", test_non_finite);

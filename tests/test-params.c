@@ -10,7 +10,7 @@
 
 static const char *all_props[] = {
   "dtype", "scale", "zero-point", "round-mode", "seed", "scale-rule", "include-zero",
-  "granularity", "block-size", "scale-dtype", "saturate", "high-nibble-first",
+  "granularity", "block-size", "scale-dtype", "saturate", "high-nibble-first", "double-quant",
 };
 
 /* A property's current value compared with its param spec's default. */

@@ -435,6 +435,17 @@ void piq_block_requantize (const PiqBlockArgs *a, int ft, const void *src, uint6
 void piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int symmetric,
                             int include_zero, double *scale, int64_t *zero_point)
   __attribute__((visibility ("hidden")));
+/* Double quantization of f32 block scales (bitsandbytes' compress_statistics): the
+ * mean as an f32 offset, then (scale − offset) per chunk of 256 as the nearest code of
+ * bnb's 8-bit dynamic map times the chunk's max |scale − offset| (f32). Layout:
+ * offset, one f32 per chunk, one code byte per block. */
+#define PIQ_DQ_CHUNK 256
+size_t piq_dq_size (uint64_t n_blocks) __attribute__((visibility ("hidden")));
+void piq_dq_compress (const float *scales, uint64_t n_blocks, uint8_t *out)
+  __attribute__((visibility ("hidden")));
+void piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
+  __attribute__((visibility ("hidden")));
+
 /* Binary vectors: Σ_blocks sa·sb·(agreeing bits − disagreeing bits). */
 double piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b_bits,
                        const uint8_t *b_scales, uint64_t n, size_t block, PiqScaleKind kind)

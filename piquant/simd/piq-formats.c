@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "piq-dynamic-map-table.h"
+
 #define PIQ_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PIQ_MAX(a, b) ((a) > (b) ? (a) : (b))
 
@@ -414,4 +416,72 @@ piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b
                (double) ((int64_t) (2 * agree) - (int64_t) m);
     }
   return total;
+}
+
+size_t
+piq_dq_size (uint64_t n_blocks)
+{
+  return 4 + 4 * (size_t) ((n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK) + (size_t) n_blocks;
+}
+
+/* The nearest map entry (ties to the lower code); the map is increasing. */
+static uint8_t
+dynamic_code (float v)
+{
+  unsigned lo = 0, hi = 255;
+
+  if (!(v > piq_dynamic_map[0]))
+    return 0;
+  if (v >= piq_dynamic_map[255])
+    return 255;
+  while (hi - lo > 1)
+    {
+      unsigned mid = (lo + hi) / 2;
+      if (piq_dynamic_map[mid] <= v)
+        lo = mid;
+      else
+        hi = mid;
+    }
+  return (uint8_t) (v - piq_dynamic_map[lo] <= piq_dynamic_map[hi] - v ? lo : hi);
+}
+
+void
+piq_dq_compress (const float *scales, uint64_t n_blocks, uint8_t *out)
+{
+  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  uint8_t *codes = out + 4 + 4 * n_chunks;
+  double sum = 0.0;
+  float offset;
+
+  for (uint64_t b = 0; b < n_blocks; b++)
+    sum += scales[b];
+  offset = n_blocks ? (float) (sum / (double) n_blocks) : 0.0f;
+  memcpy (out, &offset, 4);
+  for (uint64_t c = 0; c < n_chunks; c++)
+    {
+      uint64_t end = PIQ_MIN ((c + 1) * PIQ_DQ_CHUNK, n_blocks);
+      float amax = 0.0f, inv;
+      for (uint64_t b = c * PIQ_DQ_CHUNK; b < end; b++)
+        amax = PIQ_MAX (amax, fabsf (scales[b] - offset));
+      memcpy (out + 4 + 4 * c, &amax, 4);
+      inv = amax > 0.0f ? 1.0f / amax : 0.0f;
+      for (uint64_t b = c * PIQ_DQ_CHUNK; b < end; b++)
+        codes[b] = dynamic_code ((scales[b] - offset) * inv);
+    }
+}
+
+void
+piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
+{
+  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  const uint8_t *codes = in + 4 + 4 * n_chunks;
+  float offset, amax;
+
+  memcpy (&offset, in, 4);
+  for (uint64_t b = 0; b < n_blocks; b++)
+    {
+      if (b % PIQ_DQ_CHUNK == 0)
+        memcpy (&amax, in + 4 + 4 * (b / PIQ_DQ_CHUNK), 4);
+      scales[b] = piq_dynamic_map[codes[b]] * amax + offset;   /* bnb: dequantize, then + offset */
+    }
 }
