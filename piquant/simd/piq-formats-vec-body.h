@@ -334,10 +334,145 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
     }
 }
 
-/* Blocks go in groups: first every block's statistics and parameters, then every
- * block's codes, so that the blocks' dependency chains (reduction, scale, encoding)
- * overlap instead of running one after the other. */
-#define FGROUP 16
+/* Blocks go in groups of PIQ_W: first every block's statistics and parameters, then
+ * every block's codes, so that the blocks' dependency chains (reduction, scale,
+ * encoding) overlap instead of running one after the other. */
+#define FGROUP PIQ_W
+
+/* One level of a transposing max: lanes [c·2s, c·2s + 2s) of a source hold one
+ * block's partial maxima; the result holds each block's in s lanes, blocks in
+ * order, A's before B's. After log2 PIQ_W levels lane j holds block j's maximum. */
+#define FT_LO_(l, s) ((((l) / (s)) < PIQ_W / (2 * (s)) ? 0 : PIQ_W) + \
+                      ((l) / (s) % (PIQ_W / (2 * (s)))) * 2 * (s) + (l) % (s))
+#if PIQ_W == 16
+# define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o, \
+    FT_LO_ (4, s) + o, FT_LO_ (5, s) + o, FT_LO_ (6, s) + o, FT_LO_ (7, s) + o, FT_LO_ (8, s) + o,       \
+    FT_LO_ (9, s) + o, FT_LO_ (10, s) + o, FT_LO_ (11, s) + o, FT_LO_ (12, s) + o, FT_LO_ (13, s) + o,   \
+    FT_LO_ (14, s) + o, FT_LO_ (15, s) + o }
+#elif PIQ_W == 8
+# define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o, \
+    FT_LO_ (4, s) + o, FT_LO_ (5, s) + o, FT_LO_ (6, s) + o, FT_LO_ (7, s) + o }
+#else
+# define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o }
+#endif
+#define FT_LEVEL_(m, n, s) \
+  for (int j = 0; j < (n); j++) \
+    m[j] = fmaxu (__builtin_shuffle (m[2 * j], m[2 * j + 1], (vu) FT_MASK_ (s, 0)), \
+                  __builtin_shuffle (m[2 * j], m[2 * j + 1], (vu) FT_MASK_ (s, s)));
+
+/* The parameters of PIQ_W whole blocks at once, for the rules whose scale is a
+ * function of max |x| alone and cheap in lanes: the E8M0 floor rule (MX elements
+ * and MX integers), absmax-based f32 scales of the minifloats and NF4, and
+ * symmetric integers with f32 scales. Each lane computes exactly what
+ * piq_block_params computes for its block; a block with NaN or Inf takes the
+ * scalar route. Returns 0 (nothing done) for the other cases. */
+VINLINE int
+fgroup_params (const PiqBlockArgs *a, const float *x, uint64_t b_first, uint8_t *scales,
+               int32_t *zero_points, PiqBlockP *p, int code)
+{
+  const size_t K = a->block / PIQ_W;
+  int e8m0 = a->scale_kind == PIQ_SCALE_E8M0;
+  vu m[PIQ_W];
+  vi e, big;
+  vf amax, scale, inv;
+  int32_t ebuf[PIQ_W], badbuf[PIQ_W];
+  float sbuf[PIQ_W], ibuf[PIQ_W];
+
+  if (e8m0 ? a->e8m0_rule != PIQ_E8M0_FLOOR
+           : a->scale_kind != PIQ_SCALE_F32 || (code < 0 && a->rule != PIQ_BRULE_ABS_MAX))
+    return 0;
+  for (int j = 0; j < PIQ_W; j++)
+    {
+      vu am = (vu) fsplat_i (0);
+      for (size_t k = 0; k < K; k++)
+        am = fmaxu (am, (vu) fload (x + (j * K + k) * PIQ_W) & 0x7fffffffu);
+      m[j] = am;
+    }
+  /* level s leaves s vectors */
+#if PIQ_W == 16
+  FT_LEVEL_ (m, 8, 8)
+#endif
+#if PIQ_W >= 8
+  FT_LEVEL_ (m, 4, 4)
+#endif
+  FT_LEVEL_ (m, 2, 2)
+  FT_LEVEL_ (m, 1, 1)
+  big = (vi) (m[0] >= 0x7f800000u);        /* NaN or Inf in the block */
+  amax = (vf) m[0];
+
+  if (e8m0)
+    {
+      int emax = code < 0 ? 0 : piq_minifloats[code].emax;
+      int fb = code < 0 ? piq_mx_int_frac_bits (a) : 0;
+      vi k;
+      e = (vi) (m[0] >> 23) - (127 + emax);
+      e = (e & (e > -127)) | (fsplat_i (-127) & (e <= -127));
+      e = (e & (e < 127)) | (fsplat_i (127) & (e >= 127));
+      e = (e + 127) & (vi) (m[0] != 0u);
+      e = (e & ~big) | (fsplat_i (255) & big);
+      /* 1 / 2^(E − 127 − fb) = 2^k from bits: normal for k ≥ −126, 2^−127 at
+       * E = 254 (k = −127), +Inf beyond 127 (MX integers only), 0 for NaN scales */
+      k = fsplat_i (127 + fb) - e;
+      inv = (vf) ((k + 127) << 23);
+      inv = vsel (k == -127, (vf) fsplat_i (0x00400000), inv);
+      inv = vsel (k > 127, vsplat (INFINITY), inv);
+      inv = vsel (e == 255, vsplat (0.0f), inv);
+      memcpy (ebuf, &e, sizeof ebuf);
+      memcpy (ibuf, &inv, sizeof ibuf);
+      memcpy (badbuf, &big, sizeof badbuf);
+      for (int j = 0; j < PIQ_W; j++)
+        {
+          scales[b_first + j] = (uint8_t) ebuf[j];
+          p[j].shift = 0;
+          p[j].zp = 0;
+          p[j].nan_scale = ebuf[j] == 255;
+          p[j].inv = ibuf[j];
+          p[j].scale = 0.0f;               /* encoding needs inv only */
+        }
+      return 1;
+    }
+
+  if (code < 0)
+    {
+      /* piq_affine_from_range, symmetric: max(a / (range / 2), eps), binary32 */
+      float half = (float) ((double) (float) (double) ((__int128) a->qmax - a->qmin) / 2);
+      scale = amax / vsplat (half);
+      scale = vsel (scale > vsplat (0x1p-23f), scale, vsplat (0x1p-23f));
+      inv = vsplat (1.0f) / scale;
+    }
+  else if (code == PIQ_C_NF4)
+    {
+      scale = amax;
+      inv = vsel (amax > vsplat (0.0f), vsplat (1.0f) / amax, vsplat (0.0f));
+    }
+  else
+    {
+      scale = vsel (amax > vsplat (0.0f), amax / vsplat (piq_minifloats[code].max), vsplat (1.0f));
+      inv = vsel (scale > vsplat (0.0f), vsplat (1.0f) / scale, vsplat (0.0f));
+    }
+  memcpy (sbuf, &scale, sizeof sbuf);
+  memcpy (ibuf, &inv, sizeof ibuf);
+  memcpy (badbuf, &big, sizeof badbuf);
+  for (int j = 0; j < PIQ_W; j++)
+    {
+      if (badbuf[j])
+        {
+          PiqBlockStats st;
+          fstats (x + j * a->block, a->block, code, &st);
+          piq_block_params (a, &st, a->block, b_first + j, scales, zero_points, &p[j]);
+          continue;
+        }
+      memcpy (scales + 4 * (b_first + j), &sbuf[j], 4);
+      p[j].shift = 0;
+      p[j].nan_scale = 0;
+      p[j].scale = sbuf[j];
+      p[j].inv = ibuf[j];
+      p[j].zp = code < 0 ? piq_block_symmetric_zp (a) : 0;
+      if (code < 0 && zero_points != NULL)   /* as piq_block_params: given a buffer, fill it */
+        zero_points[b_first + j] = (int32_t) p[j].zp;
+    }
+  return 1;
+}
 
 VINLINE void
 fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
@@ -357,6 +492,8 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
       {
         size_t g = (n - b0) / a->block;
         g = g < FGROUP ? g : FGROUP;
+        if (g < FGROUP || !fgroup_params (a, x + b0, (first + b0) / a->block, scales, zero_points, p,
+                                        code))
         for (size_t k = 0; k < g; k++)
           {
             PiqBlockStats st;
