@@ -44,6 +44,14 @@ enum {
 #undef PIQ_IDX_
 };
 
+/* 2^k for k in [−149, 127], built from bits: exact, and no libm call in the per-element
+ * and per-block paths (multiplying by it is ldexpf wherever the product is normal). */
+static inline float
+piq_pow2f (int k)
+{
+  return k >= -126 ? piq_bits_f32 ((uint32_t) (k + 127) << 23) : piq_bits_f32 (1u << (k + 149));
+}
+
 /* ---------------------------------------------------------------------------
  * Minifloats (OCP FP8 E4M3FN / E5M2, MX FP6 E2M3 / E3M2, FP4 E2M1). */
 
@@ -77,9 +85,9 @@ piq_minifloat_decode (const PiqMinifloat *f, unsigned code)
   else if (f->inf_code && mag == f->inf_code)
     v = INFINITY;
   else if (e == 0)
-    v = ldexpf ((float) m, 1 - f->bias - f->mbits);
+    v = (float) m * piq_pow2f (1 - f->bias - f->mbits);
   else
-    v = ldexpf ((float) ((1u << f->mbits) | m), (int) e - f->bias - f->mbits);
+    v = (float) ((1u << f->mbits) | m) * piq_pow2f ((int) e - f->bias - f->mbits);
   return (code >> (width - 1)) & 1 ? -v : v;
 }
 
@@ -99,12 +107,12 @@ piq_minifloat_encode (const PiqMinifloat *f, float v, int saturate, int stochast
   if (a != a)
     return f->nan_code ? sign | f->nan_code : 0;
   /* the quantum at a's binade (the subnormal one below the smallest normal) */
-  qe = (a >= ldexpf (1.0f, emin) ? (int) ((piq_f32_bits (a) >> 23) & 0xff) - 127 : emin) - f->mbits;
+  qe = (a >= piq_pow2f (emin) ? (int) ((piq_f32_bits (a) >> 23) & 0xff) - 127 : emin) - f->mbits;
   if (isinf (a))
     mag = INFINITY;
   else
     {
-      t = ldexpf (a, -qe);                 /* exact: a power-of-two scaling */
+      t = a * piq_pow2f (-qe);             /* exact: a power-of-two scaling */
       if (stochastic)
         {
           k = floorf (t);
@@ -112,7 +120,7 @@ piq_minifloat_encode (const PiqMinifloat *f, float v, int saturate, int stochast
         }
       else
         k = nearbyintf (t);
-      mag = ldexpf (k, qe);                /* exact, and may carry into the next binade */
+      mag = k * piq_pow2f (qe);            /* exact, and may carry into the next binade */
     }
   if (mag > f->max)
     {
@@ -120,11 +128,11 @@ piq_minifloat_encode (const PiqMinifloat *f, float v, int saturate, int stochast
         return sign | f->max_code;
       return sign | (f->inf_code ? f->inf_code : f->nan_code);
     }
-  if (mag < ldexpf (1.0f, emin))
-    return sign | (unsigned) ldexpf (mag, f->mbits - emin);
+  if (mag < piq_pow2f (emin))
+    return sign | (unsigned) (mag * piq_pow2f (f->mbits - emin));
   {
     int e = (int) ((piq_f32_bits (mag) >> 23) & 0xff) - 127;
-    unsigned m = (unsigned) ldexpf (mag, f->mbits - e) - (1u << f->mbits);
+    unsigned m = (unsigned) (mag * piq_pow2f (f->mbits - e)) - (1u << f->mbits);
     return sign | (unsigned) (e + f->bias) << f->mbits | m;
   }
 }
@@ -138,14 +146,6 @@ typedef enum {
   PIQ_E8M0_EVEN  = 2,  /* amax's mantissa rounded (half up) to the element's bits, then floor */
   PIQ_E8M0_RCEIL = 3,  /* 2^ceil(log2(amax / max_elem)), as cuBLAS */
 } PiqE8m0Rule;
-
-/* 2^k for k in [−149, 127], built from bits: exact, and no libm call in the per-block
- * paths (the same value ldexpf gives). */
-static inline float
-piq_pow2f (int k)
-{
-  return k >= -126 ? piq_bits_f32 ((uint32_t) (k + 127) << 23) : piq_bits_f32 (1u << (k + 149));
-}
 
 static inline float
 piq_e8m0_decode (uint8_t e)
