@@ -1208,6 +1208,68 @@ def _():
     check_list(y.tolist(), want_y[:n], "dequantized qs·d")
 
 
+@test("formats/msfp16/shared-exponent")
+def _():
+    # MSFP16: sign + 7-bit magnitude per element, one exponent byte per box of 16:
+    # E = the box maximum's binary32 exponent + 1 (+1 when rounding it carries),
+    # value = (-1)^s * mag * 2^(E - 127 - 7); computed here from the definition
+    q = Piq.Quantizer()
+    xs = gen_a(40)  # boxes of 16, 16 and a ragged 8
+    src, arr = f32_tensor(xs)
+    p = Piq.Params.new_preset("msfp16")
+    check(p.props.dtype == Piq.Dtype.BFP7 and p.props.block_size == 16, "msfp16 preset")
+    t = q.quantize_new(p, src)
+    check(t.get_n_bytes() == 40, "40 bfp7 elements take %d bytes" % t.get_n_bytes())
+    exps = list(t.get_scales().get_data())
+    codes = list(tensor_bytes(t))
+    y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32)).tolist()
+    for b0 in range(0, 40, 16):
+        blk = [float(v) for v in arr[b0:b0 + 16]]
+        amax = max(abs(v) for v in blk)
+        e = math.frexp(amax)[1] if amax else -127  # amax < 2^e
+        if amax and round(amax * 2.0 ** (7 - e)) >= 128:
+            e += 1
+        want_e = e + 127 if amax else 0
+        check(exps[b0 // 16] == want_e, "box %d: exponent %d, want %d" % (b0 // 16, exps[b0 // 16], want_e))
+        for i, v in enumerate(blk):
+            mag = min(int(round_half_even(abs(v) * 2.0 ** (127 + 7 - want_e))), 127)
+            want = (128 if math.copysign(1.0, v) < 0 else 0) | mag
+            check(codes[b0 + i] == want, "element %d: code %d, want %d" % (b0 + i, codes[b0 + i], want))
+            val = math.copysign(mag * 2.0 ** (want_e - 127 - 7), v)
+            check(y[b0 + i] == val, "element %d: %r, want %r" % (b0 + i, y[b0 + i], val))
+
+
+@test("formats/nf4/double-quant")
+def _():
+    # bitsandbytes' compress_statistics: the same codes as plain nf4, the scales
+    # stored as an f32 offset, one f32 per 256 blocks and a byte per block
+    q = Piq.Quantizer()
+    n = 64 * 300 + 5
+    xs = gen_a(n)
+    src, arr = f32_tensor(xs)
+    plain = q.quantize_new(Piq.Params.new_preset("nf4"), src)
+    p = Piq.Params.new_preset("nf4_dq")
+    check(p.props.double_quant, "nf4_dq preset")
+    t = q.quantize_new(p, src)
+    check(tensor_bytes(t) == tensor_bytes(plain), "double quantization changed the codes")
+    blocks = (n + 63) // 64
+    size = t.get_scales().get_size()
+    check(size == 4 + 4 * 2 + blocks, "scales take %d bytes" % size)
+    ok, want_size, _ = p.get_scales_size(n)
+    check(ok and want_size == size, "get_scales_size")
+    absmax = np.frombuffer(plain.get_scales().get_data(), np.float32)
+    offset = np.frombuffer(t.get_scales().get_data()[:4], np.float32)[0]
+    check(offset == np.float32(np.float64(absmax.astype(np.float64).sum()) / blocks),
+          "offset %r is not the mean absmax" % offset)
+    y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
+    y0 = tensor_f32(q.dequantize_new(plain, Piq.Dtype.F32))
+    err, err0 = float(np.abs(y - arr).mean()), float(np.abs(y0 - arr).mean())
+    check(err < err0 * 1.02, "double quantization MAE %g against %g" % (err, err0))
+    bad = Piq.Params.new_preset("nf4_dq")
+    bad.props.scale_dtype = Piq.Dtype.F16
+    expect_error(Piq.Error.UNSUPPORTED, q.quantize_new, bad, src)
+
+
 @test("formats/errors")
 def _():
     q = Piq.Quantizer()
