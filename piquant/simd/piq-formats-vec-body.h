@@ -16,11 +16,12 @@
  */
 #include "piq-formats-private.h"
 
-/* Which calls the vector bodies take. */
+/* Which calls the vector bodies take; dequantization does not round, so the
+ * rounding mode matters to quantization only. */
 VINLINE int
-fvec_takes (const PiqBlockArgs *a)
+fvec_takes (const PiqBlockArgs *a, int quantize)
 {
-  if (a->stochastic || a->bits == 0 || (!a->fixed && a->block % PIQ_W != 0))
+  if ((quantize && a->stochastic) || a->bits == 0 || (!a->fixed && a->block % PIQ_W != 0))
     return 0;
   if (a->code < 0)
     return a->bits == 8 || a->bits == 4;
@@ -559,7 +560,7 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
   int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
             a->code < 0 || a->code == PIQ_C_NF4;
 
-  if (fvec_takes (a))
+  if (fvec_takes (a, 1))
     {
 #define FQ_(c, b, h, s) \
       if (a->code == (c) && a->bits == (b) && a->high_first == (h) && sat == (s)) \
@@ -576,7 +577,7 @@ block_dequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
 {
   int is_signed = a->code < 0 && a->qmin < 0;
 
-  if (fvec_takes (a))
+  if (fvec_takes (a, 0))
     {
 #define FD_(c, b, h, s) \
       if (a->code == (c) && a->bits == (b) && a->high_first == (h) && is_signed == (s)) \
