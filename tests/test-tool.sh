@@ -113,9 +113,9 @@ done
 "$tool" help quantize > "$tmp/help2" 2>&1
 check "help/help-quantize-same-text" cmp "$tmp/help1" "$tmp/help2"
 missing=
-for option in --dtype --input-dtype --input-format --rounding --seed --scale-rule \
-              --no-include-zero --scale --zero-point --granularity --block-size --threads \
-              --no-progress; do
+for option in --dtype --preset --input-dtype --input-format --rounding --seed --scale-rule \
+              --no-include-zero --scale --zero-point --granularity --block-size --scale-dtype \
+              --double-quant --threads --no-progress; do
   grep -q -e "$option" "$tmp/help1" || missing="$missing $option"
 done
 "$tool" dequantize --help > "$tmp/help1" 2>&1
@@ -198,13 +198,27 @@ check_exit "usage/quantize/extra-argument" 2 'unexpected argument' \
   "$tool" quantize -i f32 "$tmp/zeros.f32" "$tmp/a.piqt" extra
 check_exit "usage/quantize/unknown-option" 2 'Unknown option' \
   "$tool" quantize --frobnicate "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/granularity-channel" 2 'per-channel quantization is not available' \
-  "$tool" quantize -i f32 --granularity channel "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/granularity-block" 2 'per-block quantization is not available' \
-  "$tool" quantize -i f32 --granularity block "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-with-block" 2 'per-channel and per-block scales are derived' \
+  "$tool" quantize -i f32 --granularity block --scale 0.5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-with-preset-block" 2 'per-channel and per-block scales are derived' \
+  "$tool" quantize -i f32 --preset mxfp4 --scale 0.5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-with-ggml" 2 'ggml types keep their scales' \
+  "$tool" quantize -i f32 -d q8_0 --scale 0.5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/preset-unknown" 2 "no preset is called 'mxfp5' (presets: mxfp8_e4m3" \
+  "$tool" quantize -i f32 --preset mxfp5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-dtype-unknown" 2 "scale-dtype must be f32, f16 or e8m0, not 'bf16'" \
+  "$tool" quantize -i f32 -g block --scale-dtype bf16 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-dtype-per-tensor" 2 'scale-dtype applies to --granularity channel or block' \
+  "$tool" quantize -i f32 --scale-dtype f16 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/double-quant-per-tensor" 2 'per-tensor scale has nothing to compress' \
+  "$tool" quantize -i f32 --double-quant "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/pow2-rule-f32-scales" 2 'need E8M0' \
+  "$tool" quantize -i f32 -d int8 -g block --scale-rule pow2-floor "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/channel-rows" 2 'not whole rows of 1000' \
+  "$tool" quantize -i f32 -d int8 -g channel -b 1000 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/granularity-unknown" 2 'must be tensor, channel or block' \
   "$tool" quantize -i f32 --granularity row "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/block-size" 2 'per-block quantization is not available' \
+check_exit "usage/quantize/block-size-per-tensor" 2 'block-size applies to --granularity channel or block' \
   "$tool" quantize -i f32 --block-size 64 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/dtype-float" 2 'dtype must be one of uint2' \
   "$tool" quantize -i f32 --dtype f32 "$tmp/zeros.f32" "$tmp/a.piqt"
@@ -280,9 +294,9 @@ check_exit "file/dequantize/trailing-bytes" 1 'the file has' "$tool" dequantize 
 { printf 'PIQT\002'; tail -c +6 "$tmp/zeros.piqt"; } > "$tmp/v2.piqt"
 check_exit "file/dequantize/version-2" 1 'version 2 is not supported' \
   "$tool" dequantize "$tmp/v2.piqt" "$tmp/x.npy"
-LC_ALL=C sed 's/^granularity=tensor$/granularity=block /' "$tmp/zeros.piqt" > "$tmp/block.piqt"
-check_exit "file/dequantize/granularity-block" 1 "granularity 'block' is not supported" \
-  "$tool" dequantize "$tmp/block.piqt" "$tmp/x.npy"
+LC_ALL=C sed 's/^granularity=tensor$/granularity=row   /' "$tmp/zeros.piqt" > "$tmp/row.piqt"
+check_exit "file/dequantize/granularity-unknown" 1 "granularity 'row' is not supported" \
+  "$tool" dequantize "$tmp/row.piqt" "$tmp/x.npy"
 LC_ALL=C sed 's/^n_elements=1024$/n_elements=1025/' "$tmp/zeros.piqt" > "$tmp/count.piqt"
 check_exit "file/dequantize/shape-count" 1 'holds 1024 elements, n_elements says 1025' \
   "$tool" dequantize "$tmp/count.piqt" "$tmp/x.npy"
