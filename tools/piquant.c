@@ -2650,8 +2650,7 @@ cmd_quantize (const Command *command, int argc, char **argv)
       entries[i].arg_data = &options.double_quant;
   g_option_group_add_entries (group, entries);
   ok = parse_command_options (command, group, &argc, &argv);
-  preset = g_steal_pointer (&options.preset);
-  options.preset = preset;
+  preset = options.preset;      /* freed on return; parse_q_preset allocated it */
   if (!ok)
     return EXIT_USAGE;
   who = g_get_prgname ();
