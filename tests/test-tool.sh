@@ -113,9 +113,9 @@ done
 "$tool" help quantize > "$tmp/help2" 2>&1
 check "help/help-quantize-same-text" cmp "$tmp/help1" "$tmp/help2"
 missing=
-for option in --dtype --input-dtype --input-format --rounding --seed --scale-rule \
-              --no-include-zero --scale --zero-point --granularity --block-size --threads \
-              --no-progress; do
+for option in --dtype --preset --input-dtype --input-format --rounding --seed --scale-rule \
+              --no-include-zero --scale --zero-point --granularity --block-size --scale-dtype \
+              --double-quant --threads --no-progress; do
   grep -q -e "$option" "$tmp/help1" || missing="$missing $option"
 done
 "$tool" dequantize --help > "$tmp/help1" 2>&1
@@ -198,13 +198,27 @@ check_exit "usage/quantize/extra-argument" 2 'unexpected argument' \
   "$tool" quantize -i f32 "$tmp/zeros.f32" "$tmp/a.piqt" extra
 check_exit "usage/quantize/unknown-option" 2 'Unknown option' \
   "$tool" quantize --frobnicate "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/granularity-channel" 2 'per-channel quantization is not available' \
-  "$tool" quantize -i f32 --granularity channel "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/granularity-block" 2 'per-block quantization is not available' \
-  "$tool" quantize -i f32 --granularity block "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-with-block" 2 'per-channel and per-block scales are derived' \
+  "$tool" quantize -i f32 --granularity block --scale 0.5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-with-preset-block" 2 'per-channel and per-block scales are derived' \
+  "$tool" quantize -i f32 --preset mxfp4 --scale 0.5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-with-ggml" 2 'ggml types keep their scales' \
+  "$tool" quantize -i f32 -d q8_0 --scale 0.5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/preset-unknown" 2 "no preset is called 'mxfp5' (presets: mxfp8_e4m3" \
+  "$tool" quantize -i f32 --preset mxfp5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-dtype-unknown" 2 "scale-dtype must be f32, f16 or e8m0, not 'bf16'" \
+  "$tool" quantize -i f32 -g block --scale-dtype bf16 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/scale-dtype-per-tensor" 2 'scale-dtype applies to --granularity channel or block' \
+  "$tool" quantize -i f32 --scale-dtype f16 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/double-quant-per-tensor" 2 'per-tensor scale has nothing to compress' \
+  "$tool" quantize -i f32 --double-quant "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/pow2-rule-f32-scales" 2 'need E8M0' \
+  "$tool" quantize -i f32 -d int8 -g block --scale-rule pow2-floor "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/channel-rows" 2 'not whole rows of 1000' \
+  "$tool" quantize -i f32 -d int8 -g channel -b 1000 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/granularity-unknown" 2 'must be tensor, channel or block' \
   "$tool" quantize -i f32 --granularity row "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/block-size" 2 'per-block quantization is not available' \
+check_exit "usage/quantize/block-size-per-tensor" 2 'block-size applies to --granularity channel or block' \
   "$tool" quantize -i f32 --block-size 64 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/dtype-float" 2 'dtype must be one of uint2' \
   "$tool" quantize -i f32 --dtype f32 "$tmp/zeros.f32" "$tmp/a.piqt"
@@ -280,9 +294,9 @@ check_exit "file/dequantize/trailing-bytes" 1 'the file has' "$tool" dequantize 
 { printf 'PIQT\002'; tail -c +6 "$tmp/zeros.piqt"; } > "$tmp/v2.piqt"
 check_exit "file/dequantize/version-2" 1 'version 2 is not supported' \
   "$tool" dequantize "$tmp/v2.piqt" "$tmp/x.npy"
-LC_ALL=C sed 's/^granularity=tensor$/granularity=block /' "$tmp/zeros.piqt" > "$tmp/block.piqt"
-check_exit "file/dequantize/granularity-block" 1 "granularity 'block' is not supported" \
-  "$tool" dequantize "$tmp/block.piqt" "$tmp/x.npy"
+LC_ALL=C sed 's/^granularity=tensor$/granularity=row   /' "$tmp/zeros.piqt" > "$tmp/row.piqt"
+check_exit "file/dequantize/granularity-unknown" 1 "granularity 'row' is not supported" \
+  "$tool" dequantize "$tmp/row.piqt" "$tmp/x.npy"
 LC_ALL=C sed 's/^n_elements=1024$/n_elements=1025/' "$tmp/zeros.piqt" > "$tmp/count.piqt"
 check_exit "file/dequantize/shape-count" 1 'holds 1024 elements, n_elements says 1025' \
   "$tool" dequantize "$tmp/count.piqt" "$tmp/x.npy"
@@ -803,6 +817,211 @@ else
               dequantize/other-types raw/float-types npy/versions npy/rejections; do
     skip "$name" "no python3 with numpy"
   done
+fi
+
+# ---- formats, per-channel and per-block scales ----
+#
+# Each case quantizes an f32 .npy, dequantizes it twice (the same bytes both
+# times, and quantizing again gives the same container), and checks with
+# numpy: the container's keys and sizes (scales and zero points after the
+# data, ending the file), the round-trip error against a bound derived from
+# the format (below, per element, with a the absmax of its block, A the
+# tensor's), and for mxfp4, q8_0 and int8 per channel that the output is
+# exactly what an independent decoder of the documented layout gives.
+cat > "$tmp/formats.py" << 'PY'
+import sys
+import numpy as np
+
+
+def fail(message):
+    sys.stderr.write(message + "\n")
+    sys.exit(1)
+
+
+def read_piqt(path):
+    blob = open(path, "rb").read()
+    h = int.from_bytes(blob[8:12], "little")
+    keys = {}
+    for line in blob[12:12 + h].decode().split("\n"):
+        line = line.strip()
+        if line:
+            k, v = line.split("=", 1)
+            keys[k] = v
+    off = 12 + h
+    nd = int(keys["data_bytes"])
+    ns = int(keys.get("scales_bytes", 0))
+    nz = int(keys.get("zero_points_bytes", 0))
+    if len(blob) != off + nd + ns + nz:
+        fail("file size %d, header says %d" % (len(blob), off + nd + ns + nz))
+    return (keys, blob[off:off + nd], blob[off + nd:off + nd + ns],
+            blob[off + nd + ns:off + nd + ns + nz])
+
+
+def block_absmax(x, b):
+    n = x.size
+    pad = np.zeros(-n % b, np.float64)
+    blocks = np.abs(np.concatenate([x, pad])).reshape(-1, b).max(axis=1)
+    return np.repeat(blocks, b)[:n]
+
+
+FP4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float32)
+
+
+def main(case, src, piqt, out, want):
+    x = np.load(src).astype(np.float64).ravel()
+    y = np.load(out)
+    if y.shape != np.load(src).shape or y.dtype != np.float32:
+        fail("output %s %s" % (y.shape, y.dtype))
+    y = y.astype(np.float64).ravel()
+    keys, data, scales, zps = read_piqt(piqt)
+    for kv in want.split(","):
+        k, v = kv.split("=")
+        if keys.get(k) != v:
+            fail("%s=%s, want %s" % (k, keys.get(k), v))
+    err = np.abs(y - x)
+    A = np.abs(x).max()
+    eps = 1e-6 * A
+    if case == "mxfp4":
+        # E8M0 scale s = 2^(floor(log2 a) - 2): |x|/s < 8, the codes reach 6
+        # with steps of 2 at the top: error <= 2s <= a/2.
+        bound = 0.5 * block_absmax(x, 32)
+        e = np.frombuffer(scales, np.uint8).astype(np.float64)
+        c = np.frombuffer(data, np.uint8)
+        codes = np.stack([c & 15, c >> 4], axis=1).ravel()[:x.size]
+        ref = np.where(codes & 8, -1, 1) * FP4[codes & 7] * np.repeat(2.0 ** (e - 127), 32)[:x.size]
+    elif case in ("nf4", "nf4-per-tensor"):
+        # the widest gap of the NF4 table is 1 - 0.6962 = 0.3038: half of it
+        b = 64 if case == "nf4" else x.size
+        bound = 0.1520 * block_absmax(x, b)
+    elif case == "nf4-dq":
+        # as nf4, plus the scale's error: half a step of the dynamic map near
+        # 1 (0.9/64/2 < 0.0071) times the chunk maximum (<= A)
+        bound = 0.1520 * block_absmax(x, 64) + 0.0071 * A
+    elif case == "q8_0":
+        # d = a/127 stored as f16: half a step, plus 127 times d's rounding
+        d_bound = block_absmax(x, 32) / 127
+        bound = d_bound / 2 + 127 * d_bound * 2.0 ** -11
+        blocks = np.frombuffer(data, np.uint8).reshape(-1, 34)
+        d = blocks[:, :2].copy().view(np.float16).astype(np.float32).ravel()
+        q = blocks[:, 2:].copy().view(np.int8).astype(np.float32)
+        ref = (q * d[:, None]).ravel()
+    elif case == "msfp16":
+        # 7-bit magnitudes under a box exponent E with every |x| < 2^(E-127)
+        # <= 4a: half a step of 2^(E-127-7) <= a/64
+        bound = block_absmax(x, 16) / 64
+    elif case == "int8-channel":
+        # affine per row: scale = range/255 (0 included); the rounded zero
+        # point may shift the grid by half a step: error <= one step
+        rows = np.load(src).reshape(-1, np.load(src).shape[-1]).astype(np.float64)
+        rng = np.maximum(rows.max(axis=1), 0) - np.minimum(rows.min(axis=1), 0)
+        bound = np.repeat(rng / 255, rows.shape[1])
+        s = np.frombuffer(scales, np.float32)
+        z = np.frombuffer(zps, np.int32)
+        q = np.frombuffer(data, np.int8).reshape(rows.shape).astype(np.int64)
+        ref = ((q - z[:, None]).astype(np.float32) * s[:, None]).ravel()
+    elif case == "fp8":
+        # per tensor, scale A/448: 3 mantissa bits (half a step is |x|/16 at
+        # most) or a subnormal step of 2^-9 scale
+        bound = np.abs(x) / 16 + (A / 448) * 2.0 ** -10
+    else:
+        fail("unknown case " + case)
+    worst = np.argmax(err - bound)
+    if err[worst] > bound[worst] + eps:
+        fail("element %d: |%r - %r| = %g exceeds the bound %g"
+             % (worst, y[worst], x[worst], err[worst], bound[worst]))
+    if case in ("mxfp4", "q8_0", "int8-channel"):
+        ref = np.asarray(ref, np.float32)
+        if not np.array_equal(ref, np.load(out).ravel()):
+            i = np.flatnonzero(ref != np.load(out).ravel())[0]
+            fail("element %d: piquant gives %r, the layout decodes to %r"
+                 % (i, np.load(out).ravel()[i], ref[i]))
+
+
+if sys.argv[1] == "make":
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((6, 96)) * np.exp(rng.uniform(-3, 3, (6, 1)))
+    x[2, 5] = 40.0          # an outlier: its block's scale, not the others'
+    np.save(sys.argv[2], x.astype(np.float32))
+    np.save(sys.argv[3], (rng.standard_normal((5, 100)) * 0.01).astype(np.float32))
+else:
+    main(*sys.argv[1:])
+PY
+
+# format_case NAME CASE INPUT WANT [quantize options...]
+format_case () {
+  name=$1 fcase=$2 in=$3 want=$4
+  shift 4
+  piqt=$tmp/fmt-$name.piqt out=$tmp/fmt-$name.npy
+  if ! err=$("$tool" quantize "$@" "$in" "$piqt" 2>&1) ||
+     ! err=$("$tool" quantize "$@" "$in" "$piqt.again" 2>&1) ||
+     ! err=$(cmp "$piqt" "$piqt.again" 2>&1) ||
+     ! err=$("$tool" dequantize "$piqt" "$out" 2>&1) ||
+     ! err=$("$tool" dequantize --threads 3 "$piqt" "$out.again.npy" 2>&1) ||
+     ! err=$(cmp "$out" "$out.again.npy" 2>&1) ||
+     ! err=$("$numpy_python" "$tmp/formats.py" "$fcase" "$in" "$piqt" "$out" "$want" 2>&1); then
+    not_ok "formats/$name" "$err"
+    return
+  fi
+  ok "formats/$name"
+}
+
+if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy" "$tmp/v.npy"; then
+  format_case mxfp4 mxfp4 "$tmp/w.npy" \
+    granularity=block,dtype=fp4_e2m1,block_size=32,scale_dtype=e8m0,scale_rule=pow2-floor,scales_bytes=18,zero_points_bytes=0 \
+    --preset mxfp4
+  format_case mxfp4-ragged mxfp4 "$tmp/v.npy" granularity=block,scales_bytes=16 -p mxfp4
+  format_case nf4 nf4 "$tmp/w.npy" \
+    granularity=block,dtype=nf4,block_size=64,scale_dtype=f32,high_nibble_first=true,double_quant=false,scales_bytes=36 \
+    --preset nf4
+  format_case nf4-double-quant nf4-dq "$tmp/w.npy" double_quant=true,high_nibble_first=true \
+    --preset nf4 --double-quant
+  format_case nf4-per-tensor nf4-per-tensor "$tmp/w.npy" granularity=tensor,dtype=nf4 -d nf4
+  format_case q8_0 q8_0 "$tmp/w.npy" dtype=q8_0,data_bytes=612,scales_bytes=0,zero_points_bytes=0 \
+    --preset q8_0
+  format_case msfp16 msfp16 "$tmp/w.npy" dtype=bfp7,block_size=16,scale_dtype=e8m0,scales_bytes=36 \
+    --preset msfp16
+  format_case int8-channel int8-channel "$tmp/w.npy" \
+    granularity=channel,block_size=96,scale_rule=min-max,scales_bytes=24,zero_points_bytes=24 \
+    -d int8 -g channel
+  format_case int8-channel-ragged-rows int8-channel "$tmp/v.npy" block_size=100,zero_points_bytes=20 \
+    -d int8 --granularity channel
+  format_case fp8_e4m3 fp8 "$tmp/w.npy" granularity=tensor,dtype=fp8_e4m3,scale_rule=abs-max \
+    -d fp8_e4m3 --scale-rule abs-max
+  format_case fp8_e4m3-preset fp8 "$tmp/w.npy" granularity=tensor,dtype=fp8_e4m3 -p fp8_e4m3
+
+  # Explicit options override the preset.
+  if "$tool" quantize -p mxfp4 -b 64 -d fp8_e4m3 "$tmp/w.npy" "$tmp/o.piqt" &&
+     grep -q '^block_size=64$' "$tmp/o.piqt" && grep -q '^dtype=fp8_e4m3$' "$tmp/o.piqt" &&
+     grep -q '^scale_dtype=e8m0$' "$tmp/o.piqt"; then
+    ok "formats/options-override-preset"
+  else
+    not_ok "formats/options-override-preset" "$(head -c 600 "$tmp/o.piqt")"
+  fi
+
+  # Damaged block containers: scales cut short, sizes that disagree.
+  piqt=$tmp/fmt-nf4.piqt
+  size=$(wc -c < "$piqt")
+  head -c $((size - 4)) "$piqt" > "$tmp/cut.piqt"
+  check_exit "formats/dequantize/scales-cut" 1 '36 of scales' \
+    "$tool" dequantize "$tmp/cut.piqt" "$tmp/x.npy"
+  LC_ALL=C sed 's/^block_size=64$/block_size=32/' "$piqt" > "$tmp/bs.piqt"
+  check_exit "formats/dequantize/sizes-disagree" 1 'scales_bytes is 36 .* take 72 and 0' \
+    "$tool" dequantize "$tmp/bs.piqt" "$tmp/x.npy"
+  LC_ALL=C sed 's/^scale_dtype=f32$/scale_dtype=xyz/' "$piqt" > "$tmp/sd.piqt"
+  check_exit "formats/dequantize/scale-dtype" 1 "scale_dtype 'xyz' is not f32, f16 or e8m0" \
+    "$tool" dequantize "$tmp/sd.piqt" "$tmp/x.npy"
+  LC_ALL=C sed 's/^saturate=true$/saturate=maybe/' "$piqt" > "$tmp/sat.piqt"
+  check_exit "formats/dequantize/bool" 1 "saturate 'maybe' is not true or false" \
+    "$tool" dequantize "$tmp/sat.piqt" "$tmp/x.npy"
+else
+  skip "formats/round-trips" "no python3 with numpy"
+fi
+
+if "$tool" info --presets > "$tmp/presets" && grep -qx mxfp4 "$tmp/presets" &&
+   grep -qx nf4_dq "$tmp/presets" && grep -qx q8_0 "$tmp/presets"; then
+  ok "info/presets"
+else
+  not_ok "info/presets" "$(cat "$tmp/presets")"
 fi
 
 echo "1..$n"

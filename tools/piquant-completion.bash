@@ -8,23 +8,27 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 _piquant_commands="info demo bench quantize dequantize help"
-_piquant_qtypes="uint2 int2 uint4 int4 uint8 int8 uint16 int16 uint32 int32 uint64 int64"
+_piquant_qtypes="uint2 int2 uint4 int4 uint8 int8 uint16 int16 uint32 int32 uint64 int64
+fp8_e4m3 fp8_e5m2 fp6_e2m3 fp6_e3m2 fp4_e2m1 nf4 fp4_bnb nf8 binary q8_0 q4_0
+bfp2 bfp3 bfp4 bfp5 bfp6 bfp7 bfp8"
 _piquant_ftypes="f32 f64 f16 bf16"
 
 _piquant_options()
 {
     case $1 in
         quantize)
-            echo "--help --dtype --input-dtype --input-format --rounding --seed --scale-rule" \
-                 "--no-include-zero --scale --zero-point --granularity --block-size --threads" \
-                 "--no-progress" ;;
+            echo "--help --dtype --preset --input-dtype --input-format --rounding --seed" \
+                 "--scale-rule --no-include-zero --scale --zero-point --granularity" \
+                 "--block-size --scale-dtype --double-quant --threads --no-progress" ;;
         dequantize)
             echo "--help --output-dtype --format --threads --no-progress" ;;
         demo)
             echo "--help --elements --seed --threads --rounding" ;;
         bench)
             echo "--help --elements --threads --repeat --op --json --simd-level --no-overhead" ;;
-        info | help)
+        info)
+            echo "--help --presets" ;;
+        help)
             echo "--help" ;;
         *)
             echo "--help --version" ;;
@@ -92,10 +96,17 @@ _piquant()
             COMPREPLY=($(compgen -W "nearest stochastic" -- "$cur")); return ;;
         demo:--rounding | demo:-r)
             COMPREPLY=($(compgen -W "nearest stochastic both" -- "$cur")); return ;;
+        quantize:--preset | quantize:-p)
+            # the library's list, from the piquant being completed
+            COMPREPLY=($(compgen -W "$("${words[0]}" info --presets 2> /dev/null)" -- "$cur"))
+            return ;;
         quantize:--scale-rule)
-            COMPREPLY=($(compgen -W "min-max abs-max mean-std" -- "$cur")); return ;;
+            COMPREPLY=($(compgen -W "min-max abs-max mean-std pow2-floor pow2-ceil pow2-even
+                                     pow2-rceil" -- "$cur")); return ;;
         quantize:--granularity | quantize:-g)
-            COMPREPLY=($(compgen -W "tensor" -- "$cur")); return ;;
+            COMPREPLY=($(compgen -W "tensor channel block" -- "$cur")); return ;;
+        quantize:--scale-dtype)
+            COMPREPLY=($(compgen -W "f32 f16 e8m0" -- "$cur")); return ;;
         bench:--simd-level | bench:-s)
             COMPREPLY=($(compgen -W "scalar sse4-2 avx2 avx512 avx512-bf16 avx512-fp16 neon" \
                                  -- "$cur")); return ;;
@@ -122,7 +133,8 @@ _piquant()
         word=${words[i]}
         case $word in
             --*=*) ;;
-            --no-include-zero | --no-progress | --json | --no-overhead | --help | -h) ;;
+            --no-include-zero | --double-quant | --no-progress | --json | --no-overhead | \
+            --presets | --help | -h) ;;
             -*) ((i++)) ;;
             *) ((n_args++)) ;;
         esac

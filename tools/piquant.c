@@ -252,9 +252,24 @@ cmd_info (const Command *command, int argc, char **argv)
   GOptionGroup *group = g_option_group_new (command->name, command->summary, NULL, NULL, NULL);
   g_autofree char *cpu_model = NULL;
   PiqQuantizer *quantizer;
+  gboolean presets = FALSE;
+  const GOptionEntry entries[] = {
+    { "presets", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, &presets,
+      "List the format presets that `piquant quantize -p NAME` accepts, one a line", NULL },
+    G_OPTION_ENTRY_NULL
+  };
 
+  g_option_group_add_entries (group, entries);
   if (!parse_command_options (command, group, &argc, &argv))
     return EXIT_USAGE;
+  if (presets)
+    {
+      g_autofree const char **names = piq_params_list_presets ();
+
+      for (const char **name = names; *name != NULL; name++)
+        g_print ("%s\n", *name);
+      return EXIT_OK;
+    }
 
   cpu_model = get_cpu_model ();
   quantizer = piq_quantizer_get_default ();
@@ -1113,8 +1128,14 @@ cmd_bench (const Command *command, int argc, char **argv)
  *   offset 12  H bytes   UTF-8 text, one KEY=VALUE per line, each line ending
  *                        in '\n'; padded with spaces and a final '\n'
  *   12 + H               the packed elements exactly as piquant lays them out
- *                        (see PiqDtype), data_bytes of them, to the end of
- *                        the file
+ *                        (see PiqDtype), data_bytes of them
+ *   12 + H + data_bytes  per-channel and per-block quantization only: the
+ *                        scales, scales_bytes of them, exactly as
+ *                        piq_tensor_get_scales() holds them (f32, f16 or E8M0
+ *                        per block, or the double-quantized form), then the
+ *                        zero points, zero_points_bytes of them (int32 per
+ *                        block, affine integer blocks only); nothing follows
+ *                        (per tensor, the data ends the file)
  *
  * Keys (readers ignore blank lines and keys they do not know; a change of
  * meaning takes a new version number):
@@ -1123,21 +1144,45 @@ cmd_bench (const Command *command, int argc, char **argv)
  *   n_elements    element count                           required
  *   shape         extents, comma-separated ("2,3"; empty for a 0-d array;
  *                 the element count for raw input)        required
- *   granularity   "tensor" (one scale and zero point for all elements)
- *                                                         required
- *   scale         %.17g, so the binary64 value round-trips required
- *   zero_point    integer                                 required
+ *   granularity   "tensor" (one scale and zero point for all elements),
+ *                 "channel" or "block" (a scale per block_size elements,
+ *                 after the data)                         required
+ *   scale         %.17g, so the binary64 value round-trips required (tensor)
+ *   zero_point    integer                                 required (tensor)
  *   source_dtype  f32, f64, f16 or bf16                   required
  *   data_bytes    bytes of packed data after the header   required
  *   round_mode    nearest or stochastic                   informative
  *   seed          the stochastic-rounding seed used       informative
- *   scale_rule    min-max, abs-max, mean-std or explicit  informative
- *   include_zero  true or false (min-max only)            informative
+ *   scale_rule    a PiqScaleRule nick (min-max, abs-max, mean-std,
+ *                 pow2-floor, …) or, per tensor, explicit  informative
+ *                                                         (tensor), required
+ *                                                         (channel, block)
+ *   include_zero  true or false                           informative
+ *                                                         (tensor: min-max
+ *                                                         only), required
+ *                                                         (channel, block)
+ *   high_nibble_first  true when the 4-bit codes of a byte are stored high
+ *                 nibble first (bitsandbytes order); per tensor written only
+ *                 when true; absent means false           required (when true)
  *
- * Room to grow: per-channel or per-block quantization will write
- * granularity=channel or block with keys such as axis, block_size and the
- * offset of a table of scales and zero points after the data; version 1
- * readers refuse any granularity but "tensor", so they never misread it. */
+ * Keys of granularity channel and block, all required there:
+ *   block_size    elements per scale: the row length for channel, the last
+ *                 block may be shorter for block
+ *   scale_dtype   f32, f16 or e8m0: how each scale is stored
+ *   double_quant  true or false: the f32 scales are stored double-quantized
+ *                 (bitsandbytes' compress_statistics: an f32 offset, an f32
+ *                 maximum per 256 scales, a byte per scale; docs/formats.md)
+ *   saturate      true or false: out-of-range values clamped when quantized
+ *                 (informative for the reader)
+ *   scales_bytes  bytes of scales after the data
+ *   zero_points_bytes  bytes of little-endian int32 zero points after the
+ *                 scales: a zero point per block for affine (min-max) integer
+ *                 blocks without E8M0 scales, else 0
+ *
+ * The ggml formats (q8_0, q4_0) keep their scales inside their blocks:
+ * scales_bytes is 0. Version 1 readers before per-channel and per-block
+ * support refuse any granularity but "tensor", so they never misread such a
+ * file; docs/formats.md describes the formats and the scale layouts. */
 #define PIQT_MAGIC          "PIQT"
 #define PIQT_VERSION        1
 #define PIQT_PREFIX_LEN     12
@@ -1525,7 +1570,23 @@ typedef struct {
   PiqDtype     source_dtype;
   gsize        data_bytes;
   gsize        data_offset;     /* set when read */
+  /* per-channel and per-block quantization */
+  PiqGranularity granularity;
+  guint        block_size;
+  PiqDtype     scale_dtype;
+  PiqScaleRule scale_rule_value; /* scale_rule, parsed when read */
+  gboolean     double_quant;
+  gboolean     high_nibble_first;
+  gboolean     saturate;
+  gsize        scales_bytes;
+  gsize        zero_points_bytes;
 } Container;
+
+static const char *
+bool_name (gboolean value)
+{
+  return value ? "true" : "false";
+}
 
 static void
 put_u32_le (guint8 *p, guint32 v)
@@ -1555,18 +1616,40 @@ container_format_header (const Container *container, gsize *length)
   g_string_append (text, "shape=");
   for (guint i = 0; i < container->n_dims; i++)
     g_string_append_printf (text, "%s%" G_GUINT64_FORMAT, i > 0 ? "," : "", container->shape[i]);
-  g_string_append (text, "\ngranularity=tensor\n");
-  g_string_append_printf (text, "scale=%s\n",
-                          g_ascii_formatd (scale, sizeof scale, "%.17g", container->scale));
-  g_string_append_printf (text, "zero_point=%" G_GINT64_FORMAT "\n", container->zero_point);
+  g_string_append_printf (text, "\ngranularity=%s\n",
+                          enum_nick (PIQ_TYPE_GRANULARITY, container->granularity));
+  if (container->granularity == PIQ_GRANULARITY_TENSOR)
+    {
+      g_string_append_printf (text, "scale=%s\n",
+                              g_ascii_formatd (scale, sizeof scale, "%.17g", container->scale));
+      g_string_append_printf (text, "zero_point=%" G_GINT64_FORMAT "\n", container->zero_point);
+    }
   g_string_append_printf (text, "round_mode=%s\n",
                           enum_nick (PIQ_TYPE_ROUND_MODE, container->round_mode));
   g_string_append_printf (text, "seed=%" G_GUINT64_FORMAT "\n", container->seed);
   g_string_append_printf (text, "scale_rule=%s\n", container->scale_rule);
-  if (strcmp (container->scale_rule, "min-max") == 0)
-    g_string_append_printf (text, "include_zero=%s\n", container->include_zero ? "true" : "false");
+  if (container->granularity != PIQ_GRANULARITY_TENSOR ||
+      strcmp (container->scale_rule, "min-max") == 0)
+    g_string_append_printf (text, "include_zero=%s\n", bool_name (container->include_zero));
+  if (container->granularity != PIQ_GRANULARITY_TENSOR)
+    {
+      g_string_append_printf (text, "block_size=%u\n", container->block_size);
+      g_string_append_printf (text, "scale_dtype=%s\n", piq_dtype_get_name (container->scale_dtype));
+      g_string_append_printf (text, "double_quant=%s\n", bool_name (container->double_quant));
+      g_string_append_printf (text, "high_nibble_first=%s\n",
+                              bool_name (container->high_nibble_first));
+      g_string_append_printf (text, "saturate=%s\n", bool_name (container->saturate));
+    }
+  else if (container->high_nibble_first)
+    g_string_append (text, "high_nibble_first=true\n");
   g_string_append_printf (text, "source_dtype=%s\n", piq_dtype_get_name (container->source_dtype));
   g_string_append_printf (text, "data_bytes=%" G_GSIZE_FORMAT "\n", container->data_bytes);
+  if (container->granularity != PIQ_GRANULARITY_TENSOR)
+    {
+      g_string_append_printf (text, "scales_bytes=%" G_GSIZE_FORMAT "\n", container->scales_bytes);
+      g_string_append_printf (text, "zero_points_bytes=%" G_GSIZE_FORMAT "\n",
+                              container->zero_points_bytes);
+    }
 
   pad = (PIQT_ALIGN - (PIQT_PREFIX_LEN + text->len) % PIQT_ALIGN) % PIQT_ALIGN;
   if (pad > 0)
@@ -1625,6 +1708,75 @@ container_unsigned (GHashTable *keys, const char *key, const char *name, guint64
   return TRUE;
 }
 
+/* A true/false key; absent keys take @absent, or are an error when
+ * @required. */
+static gboolean
+container_bool (GHashTable *keys, const char *key, gboolean required, gboolean absent,
+                const char *name, gboolean *out, GError **error)
+{
+  const char *value = g_hash_table_lookup (keys, key);
+
+  if (value == NULL)
+    {
+      if (required)
+        return container_lookup (keys, key, name, error) != NULL;
+      *out = absent;
+      return TRUE;
+    }
+  if (strcmp (value, "true") == 0)
+    *out = TRUE;
+  else if (strcmp (value, "false") == 0)
+    *out = FALSE;
+  else
+    return container_error (error, name, "%s '%s' is not true or false", key, value);
+  return TRUE;
+}
+
+/* The keys of per-channel and per-block quantization. */
+static gboolean
+container_parse_blocks (GHashTable *keys, const char *name, Container *container, GError **error)
+{
+  g_autoptr(GEnumClass) rules = g_type_class_ref (PIQ_TYPE_SCALE_RULE);
+  GEnumValue *rule;
+  const char *value;
+  guint64 n;
+
+  if (!container_unsigned (keys, "block_size", name, &n, error))
+    return FALSE;
+  if (n == 0 || n > G_MAXUINT)
+    return container_error (error, name, "block_size %" G_GUINT64_FORMAT " is out of range", n);
+  container->block_size = (guint) n;
+
+  if ((value = container_lookup (keys, "scale_dtype", name, error)) == NULL)
+    return FALSE;
+  if (!piq_dtype_from_name (value, &container->scale_dtype) ||
+      (container->scale_dtype != PIQ_DTYPE_F32 && container->scale_dtype != PIQ_DTYPE_F16 &&
+       container->scale_dtype != PIQ_DTYPE_E8M0))
+    return container_error (error, name, "scale_dtype '%s' is not f32, f16 or e8m0", value);
+
+  if ((value = container_lookup (keys, "scale_rule", name, error)) == NULL)
+    return FALSE;
+  rule = g_enum_get_value_by_nick (rules, value);
+  if (rule == NULL)
+    return container_error (error, name, "scale_rule '%s' is not a piquant scale rule", value);
+  container->scale_rule_value = rule->value;
+
+  if (!container_bool (keys, "include_zero", TRUE, TRUE, name, &container->include_zero, error) ||
+      !container_bool (keys, "double_quant", TRUE, FALSE, name, &container->double_quant, error) ||
+      !container_bool (keys, "saturate", TRUE, TRUE, name, &container->saturate, error) ||
+      !container_unsigned (keys, "scales_bytes", name, &n, error))
+    return FALSE;
+  if (n > G_MAXSIZE)
+    return container_error (error, name, "scales_bytes %" G_GUINT64_FORMAT " is too large", n);
+  container->scales_bytes = n;
+  if (!container_unsigned (keys, "zero_points_bytes", name, &n, error))
+    return FALSE;
+  if (n > G_MAXSIZE)
+    return container_error (error, name, "zero_points_bytes %" G_GUINT64_FORMAT " is too large", n);
+  container->zero_points_bytes = n;
+  return TRUE;
+}
+
 static gboolean
 container_parse_text (char *text, const char *name, Container *container, GError **error)
 {
@@ -1653,9 +1805,19 @@ container_parse_text (char *text, const char *name, Container *container, GError
   value = container_lookup (keys, "granularity", name, error);
   if (value == NULL)
     return FALSE;
-  if (strcmp (value, "tensor") != 0)
+  if (strcmp (value, "tensor") == 0)
+    container->granularity = PIQ_GRANULARITY_TENSOR;
+  else if (strcmp (value, "channel") == 0)
+    container->granularity = PIQ_GRANULARITY_CHANNEL;
+  else if (strcmp (value, "block") == 0)
+    container->granularity = PIQ_GRANULARITY_BLOCK;
+  else
     return container_error (error, name, "granularity '%s' is not supported by this version of "
-                            "piquant (only 'tensor')", value);
+                            "piquant (tensor, channel or block)", value);
+  /* Per tensor, a key written only when true. */
+  if (!container_bool (keys, "high_nibble_first", container->granularity != PIQ_GRANULARITY_TENSOR,
+                       FALSE, name, &container->high_nibble_first, error))
+    return FALSE;
 
   if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
     return FALSE;
@@ -1668,16 +1830,25 @@ container_parse_text (char *text, const char *name, Container *container, GError
       !piq_dtype_is_float (container->source_dtype))
     return container_error (error, name, "source_dtype '%s' is not f32, f64, f16 or bf16", value);
 
-  if ((value = container_lookup (keys, "scale", name, error)) == NULL)
-    return FALSE;
-  container->scale = g_ascii_strtod (value, &end);
-  if (*value == '\0' || *end != '\0')
-    return container_error (error, name, "scale '%s' is not a number", value);
+  if (container->granularity != PIQ_GRANULARITY_TENSOR)
+    {
+      if (!container_parse_blocks (keys, name, container, error))
+        return FALSE;
+    }
+  else
+    {
+      if ((value = container_lookup (keys, "scale", name, error)) == NULL)
+        return FALSE;
+      container->scale = g_ascii_strtod (value, &end);
+      if (*value == '\0' || *end != '\0')
+        return container_error (error, name, "scale '%s' is not a number", value);
 
-  if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
-    return FALSE;
-  if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point, NULL))
-    return container_error (error, name, "zero_point '%s' is not a whole number", value);
+      if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
+        return FALSE;
+      if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point,
+                                     NULL))
+        return container_error (error, name, "zero_point '%s' is not a whole number", value);
+    }
 
   if (!container_unsigned (keys, "n_elements", name, &container->n_elements, error) ||
       !container_unsigned (keys, "data_bytes", name, &n, error))
@@ -1767,12 +1938,29 @@ container_read_header (Input *input, Container *container, GError **error)
                             G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
                             container->data_bytes, container->n_elements,
                             piq_dtype_get_name (container->dtype), expected);
-  if (input->regular && input->size != container->data_offset + container->data_bytes)
+  if (container->granularity == PIQ_GRANULARITY_TENSOR &&
+      input->regular && input->size != container->data_offset + container->data_bytes)
     return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; its "
                             "header announces %" G_GSIZE_FORMAT " (%" G_GSIZE_FORMAT
                             " of header, %" G_GSIZE_FORMAT " of data)",
                             input->size, container->data_offset + container->data_bytes,
                             container->data_offset, container->data_bytes);
+  if (container->granularity != PIQ_GRANULARITY_TENSOR && input->regular)
+    {
+      guint64 total = container->data_offset;
+
+      if (!g_uint64_checked_add (&total, total, container->data_bytes) ||
+          !g_uint64_checked_add (&total, total, container->scales_bytes) ||
+          !g_uint64_checked_add (&total, total, container->zero_points_bytes))
+        return container_error (error, input->name, "the sizes in the container header overflow");
+      if (input->size != total)
+        return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; "
+                                "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
+                                " of header, %" G_GSIZE_FORMAT " of data, %" G_GSIZE_FORMAT
+                                " of scales, %" G_GSIZE_FORMAT " of zero points)",
+                                input->size, total, container->data_offset, container->data_bytes,
+                                container->scales_bytes, container->zero_points_bytes);
+    }
   return TRUE;
 }
 
@@ -1873,7 +2061,16 @@ check_two_files (int argc, char **argv)
 /* ---- piquant quantize ---- */
 
 typedef struct {
+  gboolean     have_dtype;
   PiqDtype     dtype;
+  char        *preset;
+  gboolean     have_granularity;
+  PiqGranularity granularity;
+  gboolean     have_block_size;
+  guint        block_size;
+  gboolean     have_scale_dtype;
+  PiqDtype     scale_dtype;
+  gboolean     double_quant;
   gboolean     have_input_dtype;
   PiqDtype     input_dtype;
   FileFormat   input_format;
@@ -1896,9 +2093,27 @@ parse_q_dtype (const char *option_name, const char *value, gpointer data, GError
   QuantizeOptions *options = data;
   int v;
 
-  if (!parse_enum_option (PIQ_TYPE_DTYPE, accept_quantized, option_name, value, &v, error))
-    return FALSE;
+  PiqDtype dtype;
+
+  /* The dtype names (fp8_e4m3, q8_0), as the container and the presets
+   * spell them; the GEnum nicks (fp8-e4m3) as well. */
+  if (piq_dtype_from_name (value, &dtype) && piq_dtype_is_quantized (dtype))
+    v = dtype;
+  else if (!parse_enum_option (PIQ_TYPE_DTYPE, accept_quantized, option_name, value, &v, NULL))
+    {
+      g_autoptr(GEnumClass) klass = g_type_class_ref (PIQ_TYPE_DTYPE);
+      g_autoptr(GString) names = g_string_new (NULL);
+
+      for (guint i = 0; i < klass->n_values; i++)
+        if (piq_dtype_is_quantized (klass->values[i].value))
+          g_string_append_printf (names, "%s%s", names->len > 0 ? ", " : "",
+                                  piq_dtype_get_name (klass->values[i].value));
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s must be one of %s, not '%s'", option_name, names->str, value);
+      return FALSE;
+    }
   options->dtype = v;
+  options->have_dtype = TRUE;
   return TRUE;
 }
 
@@ -1987,31 +2202,71 @@ parse_q_zero_point (const char *option_name, const char *value, gpointer data, G
 }
 
 static gboolean
+parse_q_preset (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  g_autoptr(PiqParams) params = piq_params_new_preset (value, NULL);
+
+  if (params == NULL)
+    {
+      g_autofree const char **names = piq_params_list_presets ();
+      g_autofree char *list = g_strjoinv (", ", (char **) names);
+
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s: no preset is called '%s' (presets: %s)", option_name, value, list);
+      return FALSE;
+    }
+  g_free (options->preset);
+  options->preset = g_strdup (value);
+  return TRUE;
+}
+
+static gboolean
 parse_q_granularity (const char *option_name, const char *value, gpointer data, GError **error)
 {
-  if (strcmp (value, "tensor") == 0)
-    return TRUE;
-  if (strcmp (value, "channel") == 0 || strcmp (value, "block") == 0)
-    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                 "per-%s quantization is not available in this version of piquant; "
-                 "%s accepts only 'tensor'", value, option_name);
-  else
-    g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                 "%s must be tensor, channel or block, not '%s'", option_name, value);
-  return FALSE;
+  QuantizeOptions *options = data;
+  int v;
+
+  if (!parse_enum_option (PIQ_TYPE_GRANULARITY, NULL, option_name, value, &v, NULL))
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s must be tensor, channel or block, not '%s'", option_name, value);
+      return FALSE;
+    }
+  options->granularity = v;
+  options->have_granularity = TRUE;
+  return TRUE;
 }
 
 static gboolean
 parse_q_block_size (const char *option_name, const char *value, gpointer data, GError **error)
 {
-  guint64 unused;
+  QuantizeOptions *options = data;
+  guint64 n;
 
-  if (!parse_unsigned_option (option_name, value, 1, G_MAXUINT64, &unused, error))
+  if (!parse_unsigned_option (option_name, value, 1, G_MAXUINT, &n, error))
     return FALSE;
-  g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-               "%s: per-block quantization is not available in this version of piquant "
-               "(parameters are per tensor)", option_name);
-  return FALSE;
+  options->block_size = (guint) n;
+  options->have_block_size = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_q_scale_dtype (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  PiqDtype dtype;
+
+  if (!piq_dtype_from_name (value, &dtype) ||
+      (dtype != PIQ_DTYPE_F32 && dtype != PIQ_DTYPE_F16 && dtype != PIQ_DTYPE_E8M0))
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s must be f32, f16 or e8m0, not '%s'", option_name, value);
+      return FALSE;
+    }
+  options->scale_dtype = dtype;
+  options->have_scale_dtype = TRUE;
+  return TRUE;
 }
 
 static gboolean
@@ -2022,8 +2277,13 @@ parse_q_threads (const char *option_name, const char *value, gpointer data, GErr
 
 static const GOptionEntry quantize_entries[] = {
   { "dtype", 'd', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_dtype,
-    "Quantized type: uint2, int2, uint4, int4, uint8, int8, uint16, int16, uint32, int32, "
-    "uint64 or int64 (default uint8)", "TYPE" },
+    "Quantized type: an integer type (uint2 … int64), a float or code format (fp8_e4m3, "
+    "fp8_e5m2, fp6_e2m3, fp6_e3m2, fp4_e2m1, nf4, fp4_bnb, nf8, binary), a ggml type (q8_0, "
+    "q4_0) or block floating point (bfp2 … bfp8) (default uint8, or the preset's)", "TYPE" },
+  { "preset", 'p', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_preset,
+    "A named format (mxfp4, nf4, nf4_dq, q8_0, msfp16, …; `piquant info` lists them with "
+    "its presets option): its dtype, granularity, block size, scale dtype and rule; options "
+    "given explicitly override it", "NAME" },
   { "input-dtype", 'i', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_input_dtype,
     "Element type of the input: f32, f64, f16 or bf16; needed for raw input and for "
     "bf16 stored in a .npy as uint16 ('<u2')", "TYPE" },
@@ -2034,8 +2294,9 @@ static const GOptionEntry quantize_entries[] = {
   { "seed", 's', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_seed,
     "Seed of stochastic rounding (default 0: a fresh one, recorded in OUTPUT)", "S" },
   { "scale-rule", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale_rule,
-    "How the scale and zero point follow from the data: min-max, abs-max or mean-std "
-    "(default min-max)", "RULE" },
+    "How the scale and zero point follow from the data: min-max, abs-max, mean-std, or for "
+    "e8m0 scales pow2-floor, pow2-ceil, pow2-even or pow2-rceil (default min-max, or the "
+    "preset's)", "RULE" },
   { "no-include-zero", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
     "With min-max, do not widen the range to include 0", NULL },
   { "scale", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale,
@@ -2043,9 +2304,16 @@ static const GOptionEntry quantize_entries[] = {
   { "zero-point", 'z', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_zero_point,
     "Zero point to go with --scale (default 0)", "Z" },
   { "granularity", 'g', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_granularity,
-    "What one scale covers: tensor (the default and, in this version, the only one)", "G" },
+    "What one scale covers: tensor (default), channel (a row of --block-size elements) or "
+    "block (--block-size consecutive elements)", "G" },
   { "block-size", 'b', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_block_size,
-    "Elements per scale for per-block quantization (not available in this version)", "N" },
+    "Elements per scale: for channel the row length (default the last extent of INPUT's "
+    "shape), for block the block length (default 32 with e8m0 scales, else 64)", "N" },
+  { "scale-dtype", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale_dtype,
+    "How per-channel and per-block scales are stored: f32 (default), f16 or e8m0", "TYPE" },
+  { "double-quant", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "Store the f32 per-block scales double-quantized (bitsandbytes' compress_statistics)",
+    NULL },
   { "threads", 't', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_threads,
     "Number of threads (default 0 = one per processor)", "T" },
   { "no-progress", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
@@ -2155,20 +2423,67 @@ open_raw_input (Input *input, const QuantizeOptions *options, InputArray *array,
   return TRUE;
 }
 
+/* The parameters the options ask for, before the input is known: the
+ * preset's, overridden by the explicit options. */
+static PiqParams *
+build_quantize_params (const QuantizeOptions *options)
+{
+  PiqParams *params = options->preset != NULL ? piq_params_new_preset (options->preset, NULL)
+                                              : piq_params_new (options->dtype);
+
+  if (options->preset == NULL || options->have_scale_rule)
+    piq_params_set_scale_rule (params, options->scale_rule);
+  if (options->have_dtype)
+    piq_params_set_dtype (params, options->dtype);
+  if (options->have_granularity)
+    piq_params_set_granularity (params, options->granularity);
+  if (options->have_block_size)
+    piq_params_set_block_size (params, options->block_size);
+  if (options->have_scale_dtype)
+    piq_params_set_scale_dtype (params, options->scale_dtype);
+  if (options->double_quant)
+    piq_params_set_double_quant (params, TRUE);
+  if (options->no_include_zero)
+    piq_params_set_include_zero (params, FALSE);
+  piq_params_set_round_mode (params, options->round_mode);
+  piq_params_set_seed (params, options->seed);
+  if (options->have_scale)
+    {
+      piq_params_set_scale (params, options->scale);
+      piq_params_set_zero_point (params, options->zero_point);
+    }
+  return params;
+}
+
+/* Whether quantize derives one scale and zero point for the whole tensor
+ * (by compute_params, or from --scale) rather than scales per channel or
+ * block (or none: the ggml types keep theirs inside their blocks). */
+static gboolean
+has_tensor_scale (PiqParams *params)
+{
+  return piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR &&
+         piq_dtype_get_bits (piq_params_get_dtype (params)) > 0;
+}
+
 static gboolean
 run_quantize (const QuantizeOptions *options,
+              PiqParams             *params,
               const char            *input_name,
               const char            *output_name,
               Progress              *progress,
               GError               **error)
 {
   g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
-  g_autoptr(PiqParams) params = piq_params_new (options->dtype);
   g_autoptr(PiqTensor) src = NULL;
   g_autoptr(PiqTensor) dst = NULL;
   g_auto(PiqBufferPtr) src_data = NULL;
   g_auto(PiqBufferPtr) dst_data = NULL;
   g_autofree guint8 *header = NULL;
+  g_autoptr(GBytes) scales = NULL;
+  g_autoptr(GBytes) zero_points = NULL;
+  g_autoptr(GError) local_error = NULL;
+  PiqDtype dtype = piq_params_get_dtype (params);
+  gboolean compute = has_tensor_scale (params) && !options->have_scale;
   PiqParams *used;
   FileFormat format = options->input_format;
   Input input = { 0 };
@@ -2188,12 +2503,34 @@ run_quantize (const QuantizeOptions *options,
                                                                      : FILE_FORMAT_RAW;
   ok = format == FILE_FORMAT_NPY ? open_npy_input (&input, options, &array, error)
                                  : open_raw_input (&input, options, &array, error);
+  if (ok && piq_params_get_granularity (params) == PIQ_GRANULARITY_CHANNEL &&
+      !options->have_block_size)
+    {
+      /* A channel is a row along the last axis. */
+      guint64 row = array.n_dims > 0 ? array.shape[array.n_dims - 1] : array.n_elements;
+
+      if (row == 0 || row > G_MAXUINT)
+        {
+          g_set_error (error, usage_quark (), 0, "%s: the last extent of its shape, %"
+                       G_GUINT64_FORMAT ", cannot be a row length for --granularity channel; "
+                       "give --block-size", input_name, row);
+          ok = FALSE;
+        }
+      else
+        piq_params_set_block_size (params, (guint) row);
+    }
+  if (ok && !piq_params_get_scales_size (params, array.n_elements, NULL, NULL, &local_error))
+    {
+      /* The options do not fit this input (rows that do not divide it, say). */
+      g_set_error (error, usage_quark (), 0, "%s: %s", input_name, local_error->message);
+      ok = FALSE;
+    }
   if (ok)
-    ok = piq_dtype_get_size_for_n (options->dtype, array.n_elements, &dst_bytes, error);
+    ok = piq_dtype_get_size_for_n (dtype, array.n_elements, &dst_bytes, error);
   if (ok)
     {
       progress_init (progress, g_get_prgname (), !options->no_progress, array.data_bytes,
-                     options->have_scale ? 3 : 4);
+                     compute ? 4 : 3);
       src_data = buffer_alloc (array.data_bytes, input_name, error);
       ok = src_data != NULL;
     }
@@ -2212,17 +2549,8 @@ run_quantize (const QuantizeOptions *options,
     return FALSE;
 
   piq_quantizer_set_n_threads (quantizer, options->n_threads);
-  piq_params_set_round_mode (params, options->round_mode);
-  piq_params_set_seed (params, options->seed);
-  if (options->have_scale)
+  if (compute)
     {
-      piq_params_set_scale (params, options->scale);
-      piq_params_set_zero_point (params, options->zero_point);
-    }
-  else
-    {
-      piq_params_set_scale_rule (params, options->scale_rule);
-      piq_params_set_include_zero (params, !options->no_include_zero);
       progress_begin (progress, 0, "computing the scale and zero point");
       if (!piq_quantizer_compute_params (quantizer, params, src, error))
         {
@@ -2234,11 +2562,11 @@ run_quantize (const QuantizeOptions *options,
   dst_data = buffer_alloc (dst_bytes, "the quantized data", error);
   if (dst_data == NULL)
     return FALSE;
-  dst = piq_tensor_new_for_address (options->dtype, array.n_elements, (guintptr) dst_data,
+  dst = piq_tensor_new_for_address (dtype, array.n_elements, (guintptr) dst_data,
                                     dst_bytes, TRUE, error);
   if (dst == NULL)
     return FALSE;
-  progress_begin (progress, 0, "quantizing to %s", piq_dtype_get_name (options->dtype));
+  progress_begin (progress, 0, "quantizing to %s", piq_dtype_get_name (dtype));
   if (!piq_quantizer_quantize (quantizer, params, src, dst, error))
     {
       g_prefix_error (error, "%s: ", input_name);
@@ -2249,7 +2577,9 @@ run_quantize (const QuantizeOptions *options,
 
   /* What quantize used, with the seed it drew when none was given. */
   used = piq_tensor_get_params (dst);
-  container.dtype = options->dtype;
+  scales = piq_tensor_get_scales (dst);
+  zero_points = piq_tensor_get_zero_points (dst);
+  container.dtype = dtype;
   container.n_elements = array.n_elements;
   container.n_dims = array.n_dims;
   memcpy (container.shape, array.shape, sizeof container.shape);
@@ -2258,17 +2588,32 @@ run_quantize (const QuantizeOptions *options,
   container.round_mode = piq_params_get_round_mode (used);
   container.seed = piq_params_get_seed (used);
   container.scale_rule = options->have_scale ? "explicit"
-                         : enum_nick (PIQ_TYPE_SCALE_RULE, options->scale_rule);
-  container.include_zero = !options->no_include_zero;
+                         : enum_nick (PIQ_TYPE_SCALE_RULE, piq_params_get_scale_rule (used));
+  container.include_zero = piq_params_get_include_zero (used);
   container.source_dtype = array.dtype;
   container.data_bytes = dst_bytes;
+  container.granularity = piq_params_get_granularity (used);
+  container.block_size = piq_params_get_block_size (used);
+  if (container.block_size == 0)
+    /* The library's default, written out so that readers need not know it. */
+    container.block_size = piq_params_get_scale_dtype (used) == PIQ_DTYPE_E8M0 ? 32 : 64;
+  container.scale_dtype = piq_params_get_scale_dtype (used);
+  container.double_quant = piq_params_get_double_quant (used);
+  container.high_nibble_first = piq_params_get_high_nibble_first (used);
+  container.saturate = piq_params_get_saturate (used);
+  container.scales_bytes = scales != NULL ? g_bytes_get_size (scales) : 0;
+  container.zero_points_bytes = zero_points != NULL ? g_bytes_get_size (zero_points) : 0;
   header = container_format_header (&container, &header_len);
 
   if (!output_open (&output, output_name, error))
     return FALSE;
   progress_begin (progress, dst_bytes, "writing %s", output_name);
   if (!output_write (&output, header, header_len, NULL, error) ||
-      !output_write (&output, dst_data, dst_bytes, progress, error))
+      !output_write (&output, dst_data, dst_bytes, progress, error) ||
+      (scales != NULL && !output_write (&output, g_bytes_get_data (scales, NULL),
+                                        container.scales_bytes, NULL, error)) ||
+      (zero_points != NULL && !output_write (&output, g_bytes_get_data (zero_points, NULL),
+                                             container.zero_points_bytes, NULL, error)))
     {
       output_abort (&output);
       return FALSE;
@@ -2288,6 +2633,8 @@ cmd_quantize (const Command *command, int argc, char **argv)
   GOptionGroup *group = g_option_group_new (command->name, command->summary, NULL, &options, NULL);
   GOptionEntry entries[G_N_ELEMENTS (quantize_entries)];
   g_autoptr(GError) error = NULL;
+  g_autoptr(PiqParams) params = NULL;
+  g_autofree char *preset = NULL;
   Progress progress = { 0 };
   const char *who;
   gboolean ok;
@@ -2299,31 +2646,38 @@ cmd_quantize (const Command *command, int argc, char **argv)
       entries[i].arg_data = &options.no_include_zero;
     else if (strcmp (entries[i].long_name, "no-progress") == 0)
       entries[i].arg_data = &options.no_progress;
+    else if (strcmp (entries[i].long_name, "double-quant") == 0)
+      entries[i].arg_data = &options.double_quant;
   g_option_group_add_entries (group, entries);
-  if (!parse_command_options (command, group, &argc, &argv))
+  ok = parse_command_options (command, group, &argc, &argv);
+  preset = options.preset;      /* freed on return; parse_q_preset allocated it */
+  if (!ok)
     return EXIT_USAGE;
   who = g_get_prgname ();
   if (!check_two_files (argc, argv))
     return EXIT_USAGE;
 
+  params = build_quantize_params (&options);
   if (options.have_zero_point && !options.have_scale)
     return usage_error (who, "--zero-point needs --scale");
+  if (options.have_scale && !has_tensor_scale (params))
+    return usage_error (who, "--scale gives one scale for the whole tensor: %s",
+                        piq_dtype_get_bits (piq_params_get_dtype (params)) == 0
+                        ? "the ggml types keep their scales inside their blocks"
+                        : "per-channel and per-block scales are derived from the data");
   if (options.have_scale && (options.have_scale_rule || options.no_include_zero))
     return usage_error (who, "--scale gives the parameters: --%s does not apply",
                         options.have_scale_rule ? "scale-rule" : "no-include-zero");
-  if (options.no_include_zero && options.have_scale_rule &&
-      options.scale_rule != PIQ_SCALE_RULE_MIN_MAX)
+  if (options.no_include_zero && piq_params_get_scale_rule (params) != PIQ_SCALE_RULE_MIN_MAX)
     return usage_error (who, "--no-include-zero applies to --scale-rule min-max only");
-  if (options.have_scale)
-    {
-      g_autoptr(PiqParams) check = piq_params_new_affine (options.dtype, options.scale,
-                                                          options.zero_point);
+  if (piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR &&
+      (options.have_block_size || options.have_scale_dtype))
+    return usage_error (who, "--%s applies to --granularity channel or block",
+                        options.have_block_size ? "block-size" : "scale-dtype");
+  if (!piq_params_validate (params, &error))
+    return usage_error (who, "%s", error->message);
 
-      if (!piq_params_validate (check, &error))
-        return usage_error (who, "%s", error->message);
-    }
-
-  ok = run_quantize (&options, argv[1], argv[2], &progress, &error);
+  ok = run_quantize (&options, params, argv[1], argv[2], &progress, &error);
   progress_finish (&progress);
   return ok ? EXIT_OK : exit_for_error (who, error);
 }
@@ -2388,6 +2742,8 @@ run_dequantize (const DequantizeOptions *options,
   g_auto(PiqBufferPtr) src_data = NULL;
   g_auto(PiqBufferPtr) dst_data = NULL;
   g_autofree guint8 *npy_header = NULL;
+  g_autofree guint8 *scales = NULL;
+  g_autofree guint8 *zero_points = NULL;
   g_autoptr(GError) local_error = NULL;
   Container container = { 0 };
   Input input = { 0 };
@@ -2404,11 +2760,41 @@ run_dequantize (const DequantizeOptions *options,
     }
   ok = container_read_header (&input, &container, error);
   dtype = options->have_output_dtype ? options->output_dtype : container.source_dtype;
-  if (ok)
+  if (ok && container.granularity == PIQ_GRANULARITY_TENSOR)
     {
       params = piq_params_new_affine (container.dtype, container.scale, container.zero_point);
+      piq_params_set_high_nibble_first (params, container.high_nibble_first);
       if (!piq_params_validate (params, &local_error))
         ok = container_error (error, input_name, "%s", local_error->message);
+    }
+  else if (ok)
+    {
+      gsize scales_bytes, zero_points_bytes;
+
+      params = piq_params_new (container.dtype);
+      piq_params_set_granularity (params, container.granularity);
+      piq_params_set_block_size (params, container.block_size);
+      piq_params_set_scale_dtype (params, container.scale_dtype);
+      piq_params_set_scale_rule (params, container.scale_rule_value);
+      piq_params_set_include_zero (params, container.include_zero);
+      piq_params_set_double_quant (params, container.double_quant);
+      piq_params_set_high_nibble_first (params, container.high_nibble_first);
+      piq_params_set_saturate (params, container.saturate);
+      if (!piq_params_get_scales_size (params, container.n_elements, &scales_bytes,
+                                       &zero_points_bytes, &local_error))
+        ok = container_error (error, input_name, "%s", local_error->message);
+      else if (scales_bytes != container.scales_bytes ||
+               zero_points_bytes != container.zero_points_bytes)
+        ok = container_error (error, input_name, "scales_bytes is %" G_GSIZE_FORMAT " and "
+                              "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
+                              " %s elements in %ss of %u with %s%s scales take %" G_GSIZE_FORMAT
+                              " and %" G_GSIZE_FORMAT, container.scales_bytes,
+                              container.zero_points_bytes, container.n_elements,
+                              piq_dtype_get_name (container.dtype),
+                              enum_nick (PIQ_TYPE_GRANULARITY, container.granularity),
+                              container.block_size, container.double_quant ? "double-quantized " : "",
+                              piq_dtype_get_name (container.scale_dtype), scales_bytes,
+                              zero_points_bytes);
     }
   if (ok)
     ok = piq_dtype_get_size_for_n (dtype, container.n_elements, &dst_bytes, error);
@@ -2420,8 +2806,24 @@ run_dequantize (const DequantizeOptions *options,
     }
   if (ok)
     {
-      progress_begin (progress, container.data_bytes, "reading %s", input_name);
+      progress_begin (progress, (guint64) container.data_bytes + container.scales_bytes +
+                      container.zero_points_bytes, "reading %s", input_name);
       ok = input_read (&input, src_data, container.data_bytes, progress, error);
+    }
+  if (ok && container.scales_bytes > 0)
+    {
+      scales = g_try_malloc (container.scales_bytes);
+      ok = scales != NULL || container_error (error, input_name, "cannot allocate %" G_GSIZE_FORMAT
+                                              " bytes of scales", container.scales_bytes);
+      ok = ok && input_read (&input, scales, container.scales_bytes, progress, error);
+    }
+  if (ok && container.zero_points_bytes > 0)
+    {
+      zero_points = g_try_malloc (container.zero_points_bytes);
+      ok = zero_points != NULL ||
+           container_error (error, input_name, "cannot allocate %" G_GSIZE_FORMAT
+                            " bytes of zero points", container.zero_points_bytes);
+      ok = ok && input_read (&input, zero_points, container.zero_points_bytes, progress, error);
     }
   input_close (&input);
   if (!ok)
@@ -2432,9 +2834,15 @@ run_dequantize (const DequantizeOptions *options,
     return FALSE;
   piq_quantizer_set_n_threads (quantizer, options->n_threads);
   progress_begin (progress, 0, "dequantizing to %s", piq_dtype_get_name (dtype));
-  if (!piq_quantizer_dequantize_raw (quantizer, params, src_data, container.data_bytes,
-                                     container.n_elements, dtype, dst_data, dst_bytes,
-                                     PIQ_REDUCE_SET, error))
+  if (container.granularity == PIQ_GRANULARITY_TENSOR
+      ? !piq_quantizer_dequantize_raw (quantizer, params, src_data, container.data_bytes,
+                                       container.n_elements, dtype, dst_data, dst_bytes,
+                                       PIQ_REDUCE_SET, error)
+      : !piq_quantizer_dequantize_blocks_raw (quantizer, params, src_data, container.data_bytes,
+                                              container.n_elements, scales,
+                                              container.scales_bytes, zero_points,
+                                              container.zero_points_bytes, dtype, dst_data,
+                                              dst_bytes, PIQ_REDUCE_SET, error))
     {
       g_prefix_error (error, "%s: ", input_name);
       return FALSE;
