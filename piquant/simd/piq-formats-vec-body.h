@@ -114,11 +114,12 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width)
 {
   const int emin = 1 - bias;
   vu u = (vu) v, sign = u & 0x80000000u, a = u ^ sign;
-  vu r = a + ((1u << (22 - M)) - 1) + ((a >> (23 - M)) & 1u);
-  vi cn = (vi) (r >> (23 - M)) - ((127 - bias) << M);
+  /* the rebias folds into the rounding constant: a ≥ 2^emin keeps it positive */
+  vu r = a + (((1u << (22 - M)) - 1) - ((uint32_t) (127 - bias) << 23)) + ((a >> (23 - M)) & 1u);
+  vi cn = (vi) (r >> (23 - M));
   vi cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
   vi sub = (vi) (a < (uint32_t) (127 + emin) << 23);
-  vi code = (cs & sub) | (cn & ~sub);
+  vi code = (vi) vsel (sub, (vf) cs, (vf) cn);
   vi nan = (vi) (a > 0x7f800000u);
   vi s = (vi) (sign >> (32 - width));
 
@@ -280,7 +281,27 @@ fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, uint6
       memset (dst, 0, n * (size_t) bits / 8);
       return;
     }
-  for (size_t i = 0; i < n; i += PIQ_W, dst += PIQ_W * bits / 8)
+  size_t i = 0;
+
+#ifdef PIQ_VEC_PACKS_DW
+  /* byte codes, four vectors at a time: two saturating packs (no value saturates:
+   * codes fit their byte) and one permutation back into element order, in place of
+   * four narrowing stores */
+  if (bits == 8)
+    for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W, dst += 4 * PIQ_W)
+      {
+        vi c0 = fencode (a, p, fload (x + i), code, sat, lo, hi);
+        vi c1 = fencode (a, p, fload (x + i + PIQ_W), code, sat, lo, hi);
+        vi c2 = fencode (a, p, fload (x + i + 2 * PIQ_W), code, sat, lo, hi);
+        vi c3 = fencode (a, p, fload (x + i + 3 * PIQ_W), code, sat, lo, hi);
+        vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
+        vbw b = code < 0 && a->qmin < 0 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1)
+                                        : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
+        b = (vbw) PIQ_VEC_FIX_DW (b);
+        memcpy (dst, &b, sizeof b);
+      }
+#endif
+  for (; i < n; i += PIQ_W, dst += PIQ_W * bits / 8)
     fstore (dst, fencode (a, p, fload (x + i), code, sat, lo, hi), bits, hf);
 }
 
