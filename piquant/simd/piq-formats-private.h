@@ -534,6 +534,19 @@ piq_mx_int_frac_bits (const PiqBlockArgs *a)
   return bits - 2;
 }
 
+/* Σ|x| of a block (binary's scale) in a fixed order that vector code reproduces:
+ * element i into binary32 lane i mod 16, then lane k += lane k + h for h = 8, 4, 2, 1. */
+#define PIQ_SUM_LANES 16
+
+static inline float
+piq_sum_lanes (float *lanes)
+{
+  for (int h = PIQ_SUM_LANES / 2; h > 0; h /= 2)
+    for (int k = 0; k < h; k++)
+      lanes[k] = lanes[k] + lanes[k + h];
+  return lanes[0];
+}
+
 typedef struct {
   float lo, hi;        /* of the finite values; +Inf/−Inf when none */
   float amax, sum_abs; /* of the finite values */

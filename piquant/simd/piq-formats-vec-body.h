@@ -31,6 +31,8 @@ fvec_takes (const PiqBlockArgs *a, int quantize)
       return 1;
     case PIQ_C_NF4:
       return PIQ_W >= 8;   /* the 16-entry table is one or two vectors */
+    case PIQ_C_BINARY:     /* whole 16-element groups: two bytes of bits, 16 sum lanes */
+      return a->fixed || a->block % PIQ_SUM_LANES == 0;
     default:
       return 0;
     }
@@ -562,6 +564,126 @@ fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
                           add);
 }
 
+/* ---- binary: sign bits, 16 elements per two bytes ----
+ * bit = !(x < 0): 1 for x ≥ 0, −0 and NaN, as the scalar codec. */
+
+#define FB_VECS (16 / PIQ_W)
+
+VINLINE uint32_t
+fhor (vu v)
+{
+#if PIQ_W == 16
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (8));
+#endif
+#if PIQ_W >= 8
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (4));
+#endif
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (2));
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (1));
+  return v[0];
+}
+
+VINLINE void
+fbinary_bits (const float *x, uint8_t *dst, size_t n)
+{
+  for (size_t i = 0; i < n; i += 16, dst += 2)
+    {
+      vu acc = (vu) fsplat_i (0);
+      for (int k = 0; k < FB_VECS; k++)
+        {
+          vf v = fload (x + i + k * PIQ_W);
+          acc |= ~(vu) (v < vsplat (0.0f)) & ((vu) fsplat_i (1) << viota ((uint32_t) (k * PIQ_W)));
+        }
+      uint32_t bits = fhor (acc);
+      dst[0] = (uint8_t) bits;
+      dst[1] = (uint8_t) (bits >> 8);
+    }
+}
+
+/* Σ|x| of the finite values in the order of piq_sum_lanes: lane k of the 16 holds the
+ * elements ≡ k (mod 16), and the lanes combine as k += k + h for h = 8, 4, 2, 1. */
+VINLINE float
+fbinary_sum (const float *x, size_t n)
+{
+  vf acc[FB_VECS], t;
+
+  for (int k = 0; k < FB_VECS; k++)
+    acc[k] = vsplat (0.0f);
+  for (size_t i = 0; i < n; i += 16)
+    for (int k = 0; k < FB_VECS; k++)
+      {
+        vf v = fload (x + i + k * PIQ_W), av = (vf) ((vu) v & 0x7fffffffu);
+        acc[k] = acc[k] + vsel ((vi) ((vu) av < 0x7f800000u), av, vsplat (0.0f));
+      }
+#if PIQ_W == 4
+  acc[0] = acc[0] + acc[2];                /* h = 8 */
+  acc[1] = acc[1] + acc[3];
+  t = acc[0] + acc[1];                     /* h = 4 */
+#elif PIQ_W == 8
+  t = acc[0] + acc[1];                     /* h = 8 */
+  t = t + __builtin_shuffle (t, (vi) FSWAP_ (4));
+#else
+  t = acc[0];
+  t = t + __builtin_shuffle (t, (vi) FSWAP_ (8));
+  t = t + __builtin_shuffle (t, (vi) FSWAP_ (4));
+#endif
+  t = t + __builtin_shuffle (t, (vi) FSWAP_ (2));
+  t = t + __builtin_shuffle (t, (vi) FSWAP_ (1));
+  return t[0];
+}
+
+VINLINE void
+fbinary_quantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n,
+                  uint8_t *codes, uint8_t *scales, int32_t *zero_points)
+{
+  size_t b0 = 0;
+
+  if (a->fixed)
+    {
+      b0 = n - n % 16;
+      fbinary_bits (x, codes + first / 8, b0);
+    }
+  else
+    for (; b0 + a->block <= n; b0 += a->block)
+      {
+        PiqBlockStats st = { 0.0f, 0.0f, 0.0f, 0.0f, 0 };
+        PiqBlockP p;
+        st.sum_abs = fbinary_sum (x + b0, a->block);
+        piq_block_params (a, &st, a->block, (first + b0) / a->block, scales, zero_points, &p);
+        fbinary_bits (x + b0, codes + (first + b0) / 8, a->block);
+      }
+  if (b0 < n)
+    piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, scales, zero_points);
+}
+
+VINLINE void
+fbinary_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                    uint64_t first, size_t n, float *y, int add)
+{
+  size_t step = a->fixed ? n - n % 16 : a->block, b0 = 0;
+
+  for (; step > 0 && b0 + step <= n; b0 += step)
+    {
+      PiqBlockP p;
+      piq_block_load_params (a, scales, NULL, (first + b0) / a->block, &p);
+      for (size_t i = 0; i < step; i += 16)
+        {
+          const uint8_t *src = codes + (first + b0 + i) / 8;
+          vu bits = (vu) fsplat_i (src[0] | src[1] << 8);
+          for (int k = 0; k < FB_VECS; k++)
+            {
+              vu on = (bits >> viota ((uint32_t) (k * PIQ_W))) & 1u;
+              vf v = vsel ((vi) (on != 0u), vsplat (p.scale), vsplat (-p.scale));
+              if (add)
+                v = fload (y + b0 + i + k * PIQ_W) + v;
+              memcpy (y + b0 + i + k * PIQ_W, &v, sizeof v);
+            }
+        }
+    }
+  if (b0 < n)
+    piq_block_dequantize (a, codes, scales, NULL, first + b0, n - b0, PIQ_F_F32, y + b0, add);
+}
+
 /* The specializations: (format, code bits, high nibble first, saturate or signed).
  * Minifloats without NaN (FP4) always saturate; integers saturate by clamping. */
 #define FQ_LIST(X) \
@@ -581,6 +703,11 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
   int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
             a->code < 0 || a->code == PIQ_C_NF4;
 
+  if (fvec_takes (a, 1) && a->code == PIQ_C_BINARY)
+    {
+      fbinary_quantize (a, src, first, n, codes, scales, zero_points);
+      return;
+    }
   if (fvec_takes (a, 1))
     {
 #define FQ_(c, b, h, s) \
@@ -598,6 +725,11 @@ block_dequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
 {
   int is_signed = a->code < 0 && a->qmin < 0;
 
+  if (fvec_takes (a, 0) && a->code == PIQ_C_BINARY)
+    {
+      fbinary_dequantize (a, codes, scales, first, n, dst, add);
+      return;
+    }
   if (fvec_takes (a, 0))
     {
 #define FD_(c, b, h, s) \

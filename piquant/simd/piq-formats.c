@@ -86,6 +86,7 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
         uint8_t *scales, int32_t *zero_points, PiqBlockP *p)
 {
   PiqBlockStats st = { INFINITY, -INFINITY, 0.0f, 0.0f, 0 };
+  float lanes[PIQ_SUM_LANES] = { 0 };
 
   if (a->fixed)
     {
@@ -103,8 +104,9 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
       st.lo = PIQ_MIN (st.lo, x);
       st.hi = PIQ_MAX (st.hi, x);
       st.amax = PIQ_MAX (st.amax, fabsf (x));
-      st.sum_abs += fabsf (x);
+      lanes[i % PIQ_SUM_LANES] += fabsf (x);
     }
+  st.sum_abs = piq_sum_lanes (lanes);
   piq_block_params (a, &st, n, b, scales, zero_points, p);
 }
 
