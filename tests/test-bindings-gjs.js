@@ -850,10 +850,13 @@ test('formats/binary/dot', () => {
         const wantS = [];
         for (let b0 = 0; b0 < n; b0 += 128) {
             const blk = xs.slice(b0, b0 + 128);
-            let acc = 0;
-            for (const v of blk)
-                acc = f32(acc + Math.abs(v));
-            wantS.push(f32(acc / blk.length));
+            // binary32, element i into partial sum i mod 16, combined pairwise (docs/formats.md)
+            const lanes = new Array(16).fill(0);
+            blk.forEach((v, i) => { lanes[i % 16] = f32(lanes[i % 16] + Math.abs(v)); });
+            for (const h of [8, 4, 2, 1])
+                for (let k = 0; k < h; k++)
+                    lanes[k] = f32(lanes[k] + lanes[k + h]);
+            wantS.push(f32(lanes[0] / blk.length));
         }
         checkList(bytesAs(t.get_scales(), Float32Array), wantS, 'scales = mean |x| per block');
         const y = q.dequantize_new(t, Piq.Dtype.F32).to_values();

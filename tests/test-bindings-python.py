@@ -1164,10 +1164,14 @@ def _():
         scales = np.frombuffer(t.get_scales().get_data(), dtype=np.float32)
         want_s = []
         for b0 in range(0, n, 128):
-            acc = np.float32(0)
-            for v in arr[b0:b0 + 128]:
-                acc = np.float32(acc + np.abs(v))
-            want_s.append(float(acc / np.float32(len(arr[b0:b0 + 128]))))
+            # binary32, element i into partial sum i mod 16, combined pairwise (docs/formats.md)
+            lanes = [np.float32(0)] * 16
+            for i, v in enumerate(arr[b0:b0 + 128]):
+                lanes[i % 16] = np.float32(lanes[i % 16] + np.abs(v))
+            for h in (8, 4, 2, 1):
+                for k in range(h):
+                    lanes[k] = np.float32(lanes[k] + lanes[k + h])
+            want_s.append(float(lanes[0] / np.float32(len(arr[b0:b0 + 128]))))
         check_list(scales.tolist(), want_s, "scales = mean |x| per block")
         y = tensor_f32(q.dequantize_new(t, Piq.Dtype.F32))
         check_list(y.tolist(), [want_s[i // 128] * (1 if (bits[i // 8] >> (i % 8)) & 1 else -1) for i in range(n)],

@@ -787,11 +787,17 @@ TestCase[] make_tests () {
             uint8[] sc = t.get_scales ().get_data ();
             var want_y = new double[n];
             for (int b0 = 0; b0 < n; b0 += 128) {
-                float acc = 0;
+                /* binary32, element i into partial sum i mod 16, combined pairwise */
+                float lanes[16];
+                for (int l = 0; l < 16; l++)
+                    lanes[l] = 0;
                 int m = int.min (128, n - b0);
                 for (int i = b0; i < b0 + m; i++)
-                    acc = acc + Math.fabsf (xs[i]);
-                float s = acc / (float) m;
+                    lanes[(i - b0) % 16] = lanes[(i - b0) % 16] + Math.fabsf (xs[i]);
+                for (int h = 8; h > 0; h /= 2)
+                    for (int l = 0; l < h; l++)
+                        lanes[l] = lanes[l] + lanes[l + h];
+                float s = lanes[0] / (float) m;
                 check (f32_at (sc, 4 * (b0 / 128)) == s, "block %d: scale %g, mean |x| %g".printf (b0 / 128, f32_at (sc, 4 * (b0 / 128)), s));
                 for (int i = b0; i < b0 + m; i++) {
                     int bit = (bits[i / 8] >> (i % 8)) & 1;
