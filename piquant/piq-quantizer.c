@@ -583,6 +583,19 @@ block_layout (PiqParams    *params,
   return TRUE;
 }
 
+/* The f32 scales a double-quantized call decodes into or encodes from. */
+static float *
+alloc_f32_scales (const BlockLayout  *l,
+                  GError            **error)
+{
+  float *scales = g_try_new (float, MAX (l->n_blocks, 1));
+
+  if (scales == NULL)
+    g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GUINT64_FORMAT
+                 " block scales", l->n_blocks);
+  return scales;
+}
+
 static gboolean
 check_block_buffer (gsize        need,
                     gsize        have,
@@ -747,13 +760,9 @@ quantize_blocks_impl (PiqQuantizer  *self,
   if (l.double_quant)
     {
       /* the codes take the exact scales; the compressed ones are stored */
-      g_autofree float *exact = g_try_new (float, MAX (l.n_blocks, 1));
+      g_autofree float *exact = alloc_f32_scales (&l, error);
       if (exact == NULL)
-        {
-          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GUINT64_FORMAT
-                       " block scales", l.n_blocks);
-          return FALSE;
-        }
+        return FALSE;
       job.scales = (guint8 *) exact;
       run_blocks (self, &job, src_dtype);
       piq_dq_compress (exact, l.n_blocks, scales);
@@ -843,13 +852,9 @@ dequantize_blocks_impl (PiqQuantizer  *self,
   job.add = op == PIQ_REDUCE_ADD;
   if (l.double_quant)
     {
-      g_autofree float *expanded = g_try_new (float, MAX (l.n_blocks, 1));
+      g_autofree float *expanded = alloc_f32_scales (&l, error);
       if (expanded == NULL)
-        {
-          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GUINT64_FORMAT
-                       " block scales", l.n_blocks);
-          return FALSE;
-        }
+        return FALSE;
       piq_dq_expand (scales, l.n_blocks, expanded);
       job.scales_in = (const guint8 *) expanded;
       run_blocks (self, &job, dst_dtype);
@@ -1071,53 +1076,29 @@ reduce_range (void     *data,
     }
 }
 
-/* Round an intermediate result to the compute precision (binary32 unless the data
- * is f64); double arithmetic on binary32 operands rounded back to binary32 is
- * exactly binary32 arithmetic. */
-#define ROUND_TO(f32, x) ((f32) ? (double) (float) (x) : (x))
-
+/* The min/max and abs-max rules, in binary32 as torch's observers
+ * (simd/piq-formats.c, shared with the per-block scales). */
 static gboolean
-params_from_minmax (PiqParams      *params,
+params_from_minmax (PiqParams          *params,
                     const PiqDtypeInfo *info,
-                    gboolean        f32,
-                    double          lo,
-                    double          hi,
-                    GError        **error)
+                    double              lo,
+                    double              hi,
+                    GError            **error)
 {
-  const double eps = 0x1p-23;   /* torch.finfo(torch.float32).eps */
-  double range = ROUND_TO (f32, (double) ((__int128) info->max - info->min));
   double scale;
-  __int128 zp;
+  gint64 zp;
 
-  if (piq_params_get_scale_rule (params) == PIQ_SCALE_RULE_ABS_MAX)
-    {
-      double a = MAX (fabs (lo), fabs (hi));
-      scale = MAX (ROUND_TO (f32, a / ROUND_TO (f32, range / 2)), eps);
-      /* uint64's middle, 2^63, does not fit a gint64 zero point. */
-      zp = info->is_signed ? 0 : MIN (((__int128) info->max + 1) / 2, (__int128) G_MAXINT64);
-    }
-  else
-    {
-      /* Widen to include 0 as torch's observers do; a constant tensor always
-       * widens, so that its value stays exactly representable. */
-      if (piq_params_get_include_zero (params) || lo == hi)
-        {
-          lo = MIN (lo, 0.0);
-          hi = MAX (hi, 0.0);
-        }
-      scale = MAX (ROUND_TO (f32, ROUND_TO (f32, hi - lo) / range), eps);
-      zp = info->min - (__int128) nearbyint (ROUND_TO (f32, lo / scale));
-      zp = CLAMP (zp, (__int128) info->min, (__int128) MIN (info->max, (guint64) G_MAXINT64));
-    }
+  piq_affine_from_range (lo, hi, info->min, info->max,
+                         piq_params_get_scale_rule (params) == PIQ_SCALE_RULE_ABS_MAX,
+                         piq_params_get_include_zero (params), &scale, &zp);
   if (!isfinite (scale))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE,
-                   "the data's range [%g, %g] gives no finite %s scale", lo, hi,
-                   f32 ? "binary32" : "binary64");
+                   "the data's range [%g, %g] gives no finite binary32 scale", lo, hi);
       return FALSE;
     }
   piq_params_set_scale (params, scale);
-  piq_params_set_zero_point (params, (gint64) zp);
+  piq_params_set_zero_point (params, zp);
   return TRUE;
 }
 
@@ -1296,7 +1277,7 @@ piq_quantizer_compute_params_raw (PiqQuantizer  *self,
       if (info->kind == PIQ_KIND_CODE)
         return code_params (params, info, src_dtype, src, n_elements, MAX (-lo, hi), error);
       /* binary32 for every source, f64 too, as torch's observers keep min/max */
-      return params_from_minmax (params, info, TRUE, (float) lo, (float) hi, error);
+      return params_from_minmax (params, info, (float) lo, (float) hi, error);
     }
 
 non_finite:

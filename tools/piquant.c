@@ -665,6 +665,40 @@ bytes_size (GBytes *bytes)
   return bytes != NULL ? g_bytes_get_size (bytes) : 0;
 }
 
+/* Quantizes the input into @packed with @params and dequantizes it back into the
+ * f32 output, timing both calls, and measures the round trip's squared error:
+ * what the integer and the format tables share. */
+static gboolean
+time_round_trip (const Demo  *demo,
+                 PiqParams   *params,
+                 PiqTensor   *packed,
+                 Timing      *quantize,
+                 Timing      *dequantize,
+                 double      *rmse,
+                 double      *sqnr_db,
+                 GError     **error)
+{
+  guint64 n = demo->options->n_elements;
+  double squared_error;
+  gint64 start;
+
+  start = g_get_monotonic_time ();
+  if (!piq_quantizer_quantize (demo->quantizer, params, demo->input, packed, error))
+    return FALSE;
+  quantize->usec = g_get_monotonic_time () - start;
+
+  start = g_get_monotonic_time ();
+  if (!piq_quantizer_dequantize (demo->quantizer, packed, demo->output, PIQ_REDUCE_SET, error))
+    return FALSE;
+  dequantize->usec = g_get_monotonic_time () - start;
+
+  squared_error = sum_squared_difference (piq_tensor_get_data (demo->input, NULL),
+                                          piq_tensor_get_data (demo->output, NULL), n);
+  *rmse = sqrt (squared_error / n);
+  *sqnr_db = squared_error > 0.0 ? 10.0 * log10 (demo->signal / squared_error) : INFINITY;
+  return TRUE;
+}
+
 /* The round trip of one preset: quantize (which derives the block scales)
  * and dequantize, both timed; per-tensor presets get their scale from the
  * data first, untimed, by the preset's abs-max rule. */
@@ -679,18 +713,10 @@ measure_format (const Demo   *demo,
   g_autoptr(GBytes) scales = NULL;
   g_autoptr(GBytes) zero_points = NULL;
   gsize stored;
-  double squared_error;
-  gint64 start;
 
-  start = g_get_monotonic_time ();
-  if (!piq_quantizer_quantize (demo->quantizer, params, demo->input, packed, error))
+  if (!time_round_trip (demo, params, packed, &row->quantize, &row->dequantize, &row->rmse,
+                        &row->sqnr_db, error))
     return FALSE;
-  row->quantize.usec = g_get_monotonic_time () - start;
-
-  start = g_get_monotonic_time ();
-  if (!piq_quantizer_dequantize (demo->quantizer, packed, demo->output, PIQ_REDUCE_SET, error))
-    return FALSE;
-  row->dequantize.usec = g_get_monotonic_time () - start;
 
   scales = piq_tensor_get_scales (packed);
   zero_points = piq_tensor_get_zero_points (packed);
@@ -698,12 +724,8 @@ measure_format (const Demo   *demo,
   row->bytes_per_element = (double) stored / n;
   row->quantize.bytes = row->dequantize.bytes = piq_tensor_get_n_bytes (demo->input) + stored;
 
-  squared_error = sum_squared_difference (piq_tensor_get_data (demo->input, NULL),
-                                          piq_tensor_get_data (demo->output, NULL), n);
   row->mae = sum_abs_difference (piq_tensor_get_data (demo->input, NULL),
                                  piq_tensor_get_data (demo->output, NULL), n) / n;
-  row->rmse = sqrt (squared_error / n);
-  row->sqnr_db = squared_error > 0.0 ? 10.0 * log10 (demo->signal / squared_error) : INFINITY;
   return TRUE;
 }
 
@@ -750,10 +772,7 @@ measure_round_trip (const Demo  *demo,
                     DemoRow     *row,
                     GError     **error)
 {
-  guint64 n = demo->options->n_elements;
   gsize traffic = piq_tensor_get_n_bytes (demo->input) + piq_tensor_get_n_bytes (packed);
-  double squared_error;
-  gint64 start;
 
   row->dtype = piq_params_get_dtype (params);
   row->round_mode = piq_params_get_round_mode (params);
@@ -761,22 +780,8 @@ measure_round_trip (const Demo  *demo,
   row->zero_point = piq_params_get_zero_point (params);
 
   row->quantize.bytes = row->dequantize.bytes = traffic;
-
-  start = g_get_monotonic_time ();
-  if (!piq_quantizer_quantize (demo->quantizer, params, demo->input, packed, error))
-    return FALSE;
-  row->quantize.usec = g_get_monotonic_time () - start;
-
-  start = g_get_monotonic_time ();
-  if (!piq_quantizer_dequantize (demo->quantizer, packed, demo->output, PIQ_REDUCE_SET, error))
-    return FALSE;
-  row->dequantize.usec = g_get_monotonic_time () - start;
-
-  squared_error = sum_squared_difference (piq_tensor_get_data (demo->input, NULL),
-                                          piq_tensor_get_data (demo->output, NULL), n);
-  row->rmse = sqrt (squared_error / n);
-  row->sqnr_db = squared_error > 0.0 ? 10.0 * log10 (demo->signal / squared_error) : INFINITY;
-  return TRUE;
+  return time_round_trip (demo, params, packed, &row->quantize, &row->dequantize, &row->rmse,
+                          &row->sqnr_db, error);
 }
 
 /* One row per selected rounding mode for @dtype. The parameters do not

@@ -160,17 +160,25 @@ piq_clamp_q (double r, const PiqKernelArgs *a)
   return q < a->qmin ? a->qmin : q > a->qmax ? a->qmax : q;
 }
 
-/* The rounding of v = x · inv onto the integer grid, binary32 and binary64. */
+/* v rounded onto the integer grid in binary32: nearest even, or up with probability
+ * equal to the fraction, u being the element's piq_uniform24 draw. */
 static inline float
-piq_round_f (float v, int stochastic, const PiqKernelArgs *a, uint64_t index)
+piq_round_u (float v, int stochastic, float u)
 {
-  float fl, frac;
+  float fl;
 
   if (!stochastic)
     return nearbyintf (v);
   fl = floorf (v);
-  frac = v - fl;
-  return piq_uniform24 (piq_hash (a->key0, a->key1, index)) < frac ? fl + 1.0f : fl;
+  return u < v - fl ? fl + 1.0f : fl;
+}
+
+/* The rounding of v = x · inv onto the integer grid, binary32 and binary64. */
+static inline float
+piq_round_f (float v, int stochastic, const PiqKernelArgs *a, uint64_t index)
+{
+  return piq_round_u (v, stochastic,
+                      stochastic ? piq_uniform24 (piq_hash (a->key0, a->key1, index)) : 0.0f);
 }
 
 static inline double

@@ -432,7 +432,16 @@ void piq_block_requantize (const PiqBlockArgs *a, int ft, const void *src, uint6
                            size_t n, void *dst, int add) __attribute__((visibility ("hidden")));
 /* Affine integer parameters from a range (shared with per-tensor compute_params):
  * returns the scale (double) and zero point. */
-void piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int symmetric,
+/* The zero point of symmetric integers: 0, or the middle of an unsigned range
+ * (uint64's, 2^63, is held to INT64_MAX). */
+static inline int64_t
+piq_symmetric_zp (__int128 qmin, __int128 qmax)
+{
+  __int128 mid = (qmax + 1) / 2;
+  return qmin < 0 ? 0 : (int64_t) (mid < INT64_MAX ? mid : INT64_MAX);
+}
+
+void piq_affine_from_range (double lo, double hi, __int128 qmin, __int128 qmax, int symmetric,
                             int include_zero, double *scale, int64_t *zero_point)
   __attribute__((visibility ("hidden")));
 /* Double quantization of f32 block scales (bitsandbytes' compress_statistics): the
@@ -453,8 +462,6 @@ double piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uin
 
 /* ---------------------------------------------------------------------------
  * Per-block parameters, shared by the scalar driver and the vector bodies. */
-
-#define PIQ_FMIN_(a, b) ((a) < (b) ? (a) : (b))
 
 /* Store a block's scale in its kind and return the value stored, which is what the
  * elements are encoded with. */
@@ -502,13 +509,10 @@ piq_block_get_scale (PiqScaleKind kind, const uint8_t *scales, uint64_t b)
     }
 }
 
-/* The zero point of symmetric integers: 0, or the middle of an unsigned range (as
- * piq_affine_from_range). */
 static inline int64_t
 piq_block_symmetric_zp (const PiqBlockArgs *a)
 {
-  return a->qmin < 0 ? 0 : (int64_t) PIQ_FMIN_ (((__int128) (uint64_t) a->qmax + 1) / 2,
-                                               (__int128) INT64_MAX);
+  return piq_symmetric_zp (a->qmin, a->qmax);
 }
 
 static inline int
@@ -552,6 +556,25 @@ typedef struct {
   float amax, sum_abs; /* of the finite values */
   int   non_finite;
 } PiqBlockStats;
+
+#define PIQ_BLOCK_STATS_INIT { INFINITY, -INFINITY, 0.0f, 0.0f, 0 }
+
+/* Element i of a block into its statistics; lanes: the partial sums of
+ * piq_sum_lanes, or NULL where Σ|x| is not needed. */
+static inline void
+piq_block_stats_add (PiqBlockStats *st, float *lanes, size_t i, float x)
+{
+  if (!isfinite (x))
+    {
+      st->non_finite = 1;
+      return;
+    }
+  st->lo = x < st->lo ? x : st->lo;
+  st->hi = x > st->hi ? x : st->hi;
+  st->amax = fabsf (x) > st->amax ? fabsf (x) : st->amax;
+  if (lanes != NULL)
+    lanes[i % PIQ_SUM_LANES] += fabsf (x);
+}
 
 /* A stored block's parameters, for decoding. */
 static inline void

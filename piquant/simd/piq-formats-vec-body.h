@@ -318,11 +318,7 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
   vu am = (vu) fsplat_i (0);
   uint32_t amax_bits;
 
-  st->lo = inf;
-  st->hi = -inf;
-  st->amax = 0.0f;
-  st->sum_abs = 0.0f;
-  st->non_finite = 0;
+  *st = (PiqBlockStats) PIQ_BLOCK_STATS_INIT;
   for (size_t i = 0; i < block; i += PIQ_W)
     {
       vf v = fload (x + i);
@@ -344,18 +340,8 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
         }
       return;
     }
-  for (size_t i = 0; i < block; i++)
-    {
-      float xi = x[i];
-      if (!isfinite (xi))
-        {
-          st->non_finite = 1;
-          continue;
-        }
-      st->lo = xi < st->lo ? xi : st->lo;
-      st->hi = xi > st->hi ? xi : st->hi;
-      st->amax = fabsf (xi) > st->amax ? fabsf (xi) : st->amax;
-    }
+  for (size_t i = 0; i < block; i++)     /* NaN or Inf: the scalar statistics */
+    piq_block_stats_add (st, NULL, i, x[i]);
 }
 
 /* Blocks go in groups of PIQ_W: first every block's statistics and parameters, then

@@ -50,20 +50,19 @@ store_y (void *p, size_t i, float v, int ft, int add)
 }
 
 void
-piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int symmetric,
+piq_affine_from_range (double lo, double hi, __int128 qmin, __int128 qmax, int symmetric,
                        int include_zero, double *scale, int64_t *zero_point)
 {
   /* binary32 arithmetic throughout, as torch's observers (torch.finfo(float32).eps) */
   const double eps = 0x1p-23;
-  double range = (float) (double) ((__int128) qmax - qmin);
-  __int128 zp;
+  double range = (float) (double) (qmax - qmin);
+  __int128 zp, zp_max = PIQ_MIN (qmax, (__int128) INT64_MAX);
 
   if (symmetric)
     {
       double a = PIQ_MAX (fabs (lo), fabs (hi));
       *scale = PIQ_MAX ((double) (float) (a / (double) (float) (range / 2)), eps);
-      /* uint64's middle, 2^63, does not fit an int64 zero point */
-      zp = qmin < 0 ? 0 : PIQ_MIN (((__int128) (uint64_t) qmax + 1) / 2, (__int128) INT64_MAX);
+      zp = piq_symmetric_zp (qmin, qmax);
     }
   else
     {
@@ -76,7 +75,7 @@ piq_affine_from_range (double lo, double hi, int64_t qmin, int64_t qmax, int sym
         }
       *scale = PIQ_MAX ((double) (float) ((double) (float) (hi - lo) / range), eps);
       zp = qmin - (__int128) nearbyint ((double) (float) (lo / *scale));
-      zp = zp < qmin ? qmin : zp > qmax ? qmax : zp;
+      zp = zp < qmin ? qmin : zp > zp_max ? zp_max : zp;
     }
   *zero_point = (int64_t) zp;
 }
@@ -85,7 +84,7 @@ static void
 derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
         uint8_t *scales, int32_t *zero_points, PiqBlockP *p)
 {
-  PiqBlockStats st = { INFINITY, -INFINITY, 0.0f, 0.0f, 0 };
+  PiqBlockStats st = PIQ_BLOCK_STATS_INIT;
   float lanes[PIQ_SUM_LANES] = { 0 };
 
   if (a->fixed)
@@ -94,18 +93,7 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
       return;
     }
   for (size_t i = 0; i < n; i++)
-    {
-      float x = load_x (src, i, ft);
-      if (!isfinite (x))
-        {
-          st.non_finite = 1;
-          continue;
-        }
-      st.lo = PIQ_MIN (st.lo, x);
-      st.hi = PIQ_MAX (st.hi, x);
-      st.amax = PIQ_MAX (st.amax, fabsf (x));
-      lanes[i % PIQ_SUM_LANES] += fabsf (x);
-    }
+    piq_block_stats_add (&st, lanes, i, load_x (src, i, ft));
   st.sum_abs = piq_sum_lanes (lanes);
   piq_block_params (a, &st, n, b, scales, zero_points, p);
 }
@@ -116,15 +104,6 @@ uniform (const PiqBlockArgs *a, uint64_t index)
   return a->stochastic ? piq_uniform24 (piq_hash (a->key0, a->key1, index)) : 0.0f;
 }
 
-static inline float
-round_int (float v, int stochastic, float u)
-{
-  float fl;
-  if (!stochastic)
-    return nearbyintf (v);
-  fl = floorf (v);
-  return u < v - fl ? fl + 1.0f : fl;
-}
 
 /* One element's code. */
 static inline uint64_t
@@ -136,7 +115,7 @@ encode (const PiqBlockArgs *a, const PiqBlockP *p, float x, uint64_t index)
     return 0;
   if (a->code < 0)
     {
-      float r = round_int (x * p->inv, a->stochastic, u);
+      float r = piq_round_u (x * p->inv, a->stochastic, u);
       int64_t lo = a->qmin, hi = a->qmax;
       __int128 q;
       if (a->scale_kind == PIQ_SCALE_E8M0)
@@ -157,7 +136,7 @@ encode (const PiqBlockArgs *a, const PiqBlockP *p, float x, uint64_t index)
       /* per tensor: x / scale; per box: x · 2^−shift, exact */
       int m = piq_bfp_mbits (a->code);
       float v = a->fixed ? x * p->inv : ldexpf (x, -p->shift);
-      float r = fabsf (round_int (v, a->stochastic, u));
+      float r = fabsf (piq_round_u (v, a->stochastic, u));
       float top = ldexpf (1.0f, m) - 1.0f;
       unsigned mag = r != r ? 0u : (unsigned) (r > top ? top : r);
       return (uint64_t) (signbit (x) ? 1u << m : 0u) | mag;
@@ -244,7 +223,7 @@ ggml_quantize_block (const PiqBlockArgs *a, const void *src, int ft, size_t n,
           if (v != v)
             r = 0.0f;
           else if (a->stochastic)
-            r = round_int (v, 1, uniform (a, index + (uint64_t) j));
+            r = piq_round_u (v, 1, uniform (a, index + (uint64_t) j));
           else
             r = roundf (v);                /* ties away from zero, as ggml */
           out[2 + j] = (uint8_t) (int8_t) PIQ_MAX (-127.0f, PIQ_MIN (127.0f, r));
@@ -261,7 +240,7 @@ ggml_quantize_block (const PiqBlockArgs *a, const void *src, int ft, size_t n,
           if (v != v)
             r = 8.0f;
           else if (a->stochastic)
-            r = round_int (v + 8.0f, 1, uniform (a, index + (uint64_t) j));
+            r = piq_round_u (v + 8.0f, 1, uniform (a, index + (uint64_t) j));
           else
             r = truncf (v + 8.5f);         /* ggml: (int8_t)(x·id + 8.5f) */
           r = PIQ_MAX (0.0f, PIQ_MIN (15.0f, r));
