@@ -375,15 +375,19 @@ static const BlockCase block_cases[] = {
   { -1, 4, 0, PIQ_SCALE_F16, PIQ_BRULE_MIN_MAX, 1, 0, 0 },
   { -1, 4, 1, PIQ_SCALE_F32, PIQ_BRULE_ABS_MAX, 1, 0, 0 },
   { -1, 8, 1, PIQ_SCALE_E8M0, PIQ_BRULE_ABS_MAX, 1, 0, PIQ_E8M0_FLOOR },
+  { -1, 8, 0, PIQ_SCALE_F32, PIQ_BRULE_ABS_MAX, 1, 0, 0 },   /* unsigned symmetric: zp 128 */
+  { -1, 4, 0, PIQ_SCALE_F32, PIQ_BRULE_ABS_MAX, 1, 0, 0 },
   /* FP8 with float scales in both overflow modes, MXFP8 by each rule */
   { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
   { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_F16, 0, 0, 0, 0 },
   { PIQ_C_FP8_E5M2, 8, 0, PIQ_SCALE_F32, 0, 0, 0, 0 },
+  { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
   { PIQ_C_FP8_E4M3, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_CEIL },
   { PIQ_C_FP8_E5M2, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_EVEN },
   { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
   { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_RCEIL },
   { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
+  { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
   { PIQ_C_NF4, 4, 0, PIQ_SCALE_F16, 0, 1, 0, 0 },
   /* the scalar driver's: must be handed over unchanged */
   { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
@@ -444,8 +448,21 @@ check_block (const PiqKernelTable *t, const BlockCase *c)
             if (c->code < 0 && c->kind == PIQ_SCALE_E8M0 && a.fixed)
               continue;
             double mag = ldexp (1.0, (int) (rnd () % 40) - 20);
+            /* the vector bodies take another route for groups of blocks whose values
+             * (and inverse scales) are all finite: a third of the calls have no NaN
+             * or Inf, a third of those some all-zero or all-tiny blocks as well */
+            int data = (int) (rnd () % 3);
             for (size_t i = 0; i < n; i++)
-              x[i] = (float) interesting (mag / 300);
+              do
+                x[i] = (float) interesting (mag / 300);
+              while (data > 0 && !isfinite (x[i]));
+            if (data == 2 && !a.fixed)
+              for (size_t b = 0; b < n; b += a.block)
+                {
+                  uint64_t r = rnd () % 8;
+                  for (size_t i = b; i < n && i < b + a.block && r < 2; i++)
+                    x[i] = r == 0 ? 0.0f : x[i] * 0x1p-140f;
+                }
             for (int k = 0; k < 2; k++)
               {
                 memset (codes[k], 0x5a, sizeof codes[k]);
@@ -484,11 +501,14 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
     {
       const BlockCase *c = &block_cases[k];
       char entry[160];
-      /* e.g. block/f32/code5-4bit/f32-scales/sat1/hf1: quantize and dequantize together */
-      snprintf (entry, sizeof entry, "%s/f32/%s%d-%dbit/%s-scales/sat%d/hf%d", op,
+      static const char *const e8m0_rules[] = { "floor", "ceil", "even", "rceil" };
+      const char *rule = c->kind == PIQ_SCALE_E8M0 ? e8m0_rules[c->e8m0]
+                         : c->code >= 0 ? "-" : c->rule == PIQ_BRULE_ABS_MAX ? "symmetric" : "affine";
+      /* e.g. block/f32/code5-4bit/f32-scales/sat1/hf1/-: quantize and dequantize together */
+      snprintf (entry, sizeof entry, "%s/f32/%s%d-%dbit/%s-scales/sat%d/hf%d/%s", op,
                 c->code < 0 ? (c->sgn ? "int" : "uint") : "code", c->code < 0 ? c->bits : c->code,
                 c->bits, c->kind == PIQ_SCALE_F32 ? "f32" : c->kind == PIQ_SCALE_F16 ? "f16" : "e8m0",
-                c->sat, c->hf);
+                c->sat, c->hf, rule);
       report (skip != NULL || check_block (t, c), t->name, entry, skip);
     }
 }

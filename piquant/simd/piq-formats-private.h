@@ -409,6 +409,7 @@ struct PiqBlockArgs {
   int          high_first;     /* 4-bit codes: element 2k in the high nibble (bnb) */
   int          stochastic;
   uint32_t     key0, key1;
+  int          stream;         /* SET outputs may bypass the caches (large calls): same bytes */
   int          fixed;          /* per tensor: use scale/zero_point below, derive nothing */
   float        scale;
   int64_t      zero_point;
@@ -576,8 +577,9 @@ piq_block_stats_add (PiqBlockStats *st, float *lanes, size_t i, float x)
     lanes[i % PIQ_SUM_LANES] += fabsf (x);
 }
 
-/* A stored block's parameters, for decoding. */
-static inline void
+/* A stored block's parameters, for decoding (inlined: once per block of the vector
+ * decoders' loops). */
+static inline __attribute__((always_inline)) void
 piq_block_load_params (const PiqBlockArgs *a, const uint8_t *scales, const int32_t *zero_points,
                        uint64_t b, PiqBlockP *p)
 {

@@ -110,9 +110,11 @@ frint (vf v)
 
 /* piq_minifloat_encode, nearest: the normal range rounds the binary32 significand
  * to M bits at its bit 23 − M (ties to even), which is the scalar quantum rounding;
- * below the smallest normal t = |v| · 2^(M − emin) is rounded as the scalar does. */
+ * below the smallest normal t = |v| · 2^(M − emin) is rounded as the scalar does.
+ * fin: no lane is NaN (a finite block scaled by a finite inverse), so the NaN code
+ * is left out. */
 VINLINE vi
-mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width)
+mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fin)
 {
   const int emin = 1 - bias;
   vu u = (vu) v, sign = u & 0x80000000u, a = u ^ sign;
@@ -122,8 +124,7 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width)
   vi cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
   vi sub = (vi) (a < (uint32_t) (127 + emin) << 23);
   vi code = (vi) vsel (sub, (vf) cs, (vf) cn);
-  vi nan = (vi) (a > 0x7f800000u);
-  vi s = (vi) (sign >> (32 - width));
+  vi s = (vi) (sign >> (32 - width)), nan;
 
   if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */
     {
@@ -135,6 +136,9 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width)
       vi over = code > maxc;
       code = (code & ~over) | (ovf & over);
     }
+  if (fin)
+    return code | s;
+  nan = (vi) (a > 0x7f800000u);
   if (nanc == 0)
     s &= ~nan;                             /* formats without NaN: NaN is +0 */
   code = (code & ~nan) | (nanc & nan);
@@ -157,16 +161,44 @@ mf_decode (vi c, int M, int bias, int width, int code)
   return (vf) ((vi) v | ((c >> (width - 1)) & 1) << 31);
 }
 
-/* One vector of codes from x and a block's parameters. */
-VINLINE vi
-fencode (const PiqBlockArgs *a, const PiqBlockP *p, vf x, int code, int sat, vf lo, vf hi)
+/* An integer block's zero point and bounds: lo ≤ x · inv ≤ hi before the zero
+ * point is added, qlo ≤ code ≤ qmax after (MX integers are symmetric: −qmax … qmax). */
+typedef struct {
+  int32_t zp, qlo, qmax;
+  vf      lo, hi;
+} FInt;
+
+VINLINE void
+fint (const PiqBlockArgs *a, int64_t zp, FInt *q)
 {
-  vf v = x * vsplat (p->inv);
+  q->zp = (int32_t) zp;
+  q->qlo = (int32_t) (a->scale_kind == PIQ_SCALE_E8M0 ? -a->qmax : a->qmin);
+  q->qmax = (int32_t) a->qmax;
+  q->lo = vsplat ((float) (q->qlo - zp));
+  q->hi = vsplat ((float) (a->qmax - zp));
+}
+
+/* One vector of codes from x, its block's inverse scale and (integers) q. fin: every
+ * x · inv is finite (the fast blocks of fgroup_params), so NaN needs no code; then a
+ * signed integer type (sg) has the symmetric zero point 0, and where the x86 packs
+ * narrow four vectors (fencode4), integer codes are bounded there, on bytes, after
+ * the rounding: |x · inv| < 2^31, so the bounds commute with it. */
+VINLINE vi
+fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
+{
+  vf v = x * inv;
 
   if (code < 0)
     {
-      v = (vf) ((vi) v & (v == v));        /* NaN: the zero point */
-      return frint (vmin (vmax (v, lo), hi)) + fsplat_i ((int32_t) p->zp);
+      vi c;
+      if (!fin)
+        v = (vf) ((vi) v & (v == v));      /* NaN: the zero point */
+#ifdef PIQ_VEC_PACKS_DW
+      if (!fin)
+#endif
+        v = vmin (vmax (v, q->lo), q->hi);
+      c = frint (v);
+      return fin && sg ? c : c + fsplat_i (q->zp);
     }
   if (code == PIQ_C_NF4)
     {
@@ -193,13 +225,13 @@ fencode (const PiqBlockArgs *a, const PiqBlockP *p, vf x, int code, int sat, vf 
           c += (vi) (v > t) & step;
         }
       (void) t1;
-      return (c & (v == v)) | (fsplat_i (7) & (v != v));
+      return fin ? c : (c & (v == v)) | (fsplat_i (7) & (v != v));
     }
   {
     const PiqMinifloat *f = &piq_minifloats[code];
     int ovf = sat || !f->nan_code ? f->max_code : f->inf_code ? f->inf_code : f->nan_code;
-    (void) a;
-    return mf_encode (v, f->mbits, f->bias, f->max_code, ovf, f->nan_code, 1 + f->ebits + f->mbits);
+    return mf_encode (v, f->mbits, f->bias, f->max_code, ovf, f->nan_code, 1 + f->ebits + f->mbits,
+                      fin);
   }
 }
 
@@ -270,41 +302,88 @@ fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
  * The format, the code width, the nibble order, saturation and signedness are
  * compile-time constants of each specialization (FQ_LIST, FD_LIST below). */
 
+/* m ? a : b, lane-wise, for integer vectors of any lane width (m: a comparison) */
+#define FSEL_(m, a, b) ((__typeof__ (a)) (((m) & (__typeof__ (m)) (a)) | (~(m) & (__typeof__ (m)) (b))))
+
+/* Encode 4·PIQ_W elements from x, vector k with inverse scale ik, and store their
+ * codes (4·PIQ_W·bits/8 bytes) in element order at dst; stream: dst is aligned to
+ * that size and the store goes past the caches. */
 VINLINE void
-fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, uint64_t at,
-                size_t n, uint8_t *codes, int code, int bits, int hf, int sat)
+fencode4 (const float *x, vf i0, vf i1, vf i2, vf i3, const FInt *q, uint8_t *dst, int code,
+          int bits, int hf, int sat, int fin, int sg, int stream)
 {
-  int64_t qlo = a->scale_kind == PIQ_SCALE_E8M0 ? -a->qmax : a->qmin;
-  vf lo = vsplat ((float) (qlo - p->zp)), hi = vsplat ((float) (a->qmax - p->zp));
-  uint8_t *dst = codes + at * (uint64_t) bits / 8;
+  vi c0 = fencode (fload (x), i0, q, code, sat, fin, sg);
+  vi c1 = fencode (fload (x + PIQ_W), i1, q, code, sat, fin, sg);
+  vi c2 = fencode (fload (x + 2 * PIQ_W), i2, q, code, sat, fin, sg);
+  vi c3 = fencode (fload (x + 3 * PIQ_W), i3, q, code, sat, fin, sg);
+#ifdef PIQ_VEC_PACKS_DW
+  /* two saturating packs, then the integer kernels' nibble merge and permutation
+   * back into element order, in place of four narrowing stores */
+  vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
+  vbw b = bits == 8 && !sg ? (vbw) PIQ_VEC_PACKUS_WB (w0, w1) : (vbw) PIQ_VEC_PACKS_WB (w0, w1);
+
+  if (code < 0 && fin)   /* the bounds fencode left out: saturation kept every code in a byte */
+    {
+      typedef int8_t vsbw __attribute__ ((vector_size (PIQ_W * 4)));
+      if (bits == 8 && !sg)
+        {
+          vbw lo = (vbw) { 0 } + (uint8_t) q->qlo, hi = (vbw) { 0 } + (uint8_t) q->qmax;
+          b = FSEL_ (b < lo, lo, b);
+          b = FSEL_ (b > hi, hi, b);
+        }
+      else
+        {
+          vsbw sb = (vsbw) b, lo = (vsbw) { 0 } + (int8_t) q->qlo, hi = (vsbw) { 0 } + (int8_t) q->qmax;
+          sb = FSEL_ (sb < lo, lo, sb);
+          sb = FSEL_ (sb > hi, hi, sb);
+          b = (vbw) sb;
+        }
+    }
+  store_codes4 (dst, b, bits, sg, 0, hf, stream);
+#else
+  const size_t step = PIQ_W * bits / 8;
+  (void) stream;
+  fstore (dst, c0, bits, hf);
+  fstore (dst + step, c1, bits, hf);
+  fstore (dst + 2 * step, c2, bits, hf);
+  fstore (dst + 3 * step, c3, bits, hf);
+#endif
+}
+
+/* The codes of n elements (a multiple of PIQ_W) that share the parameters p, to dst. */
+VINLINE void
+fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, size_t n,
+                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
+{
+  const size_t step = PIQ_W * bits / 8;
+  vf inv = vsplat (p->inv);
+  FInt q;
+  size_t i = 0;
 
   if (p->nan_scale)                        /* MX block with NaN or Inf: codes 0 */
     {
       memset (dst, 0, n * (size_t) bits / 8);
       return;
     }
-  size_t i = 0;
+  fint (a, p->zp, &q);
+  for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W, dst += 4 * step)
+    fencode4 (x + i, inv, inv, inv, inv, &q, dst, code, bits, hf, sat, 0, sg, stream);
+  for (; i < n; i += PIQ_W, dst += step)
+    fstore (dst, fencode (fload (x + i), inv, &q, code, sat, 0, sg), bits, hf);
+}
 
-#ifdef PIQ_VEC_PACKS_DW
-  /* byte codes, four vectors at a time: two saturating packs (no value saturates:
-   * codes fit their byte) and one permutation back into element order, in place of
-   * four narrowing stores */
-  if (bits == 8)
-    for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W, dst += 4 * PIQ_W)
-      {
-        vi c0 = fencode (a, p, fload (x + i), code, sat, lo, hi);
-        vi c1 = fencode (a, p, fload (x + i + PIQ_W), code, sat, lo, hi);
-        vi c2 = fencode (a, p, fload (x + i + 2 * PIQ_W), code, sat, lo, hi);
-        vi c3 = fencode (a, p, fload (x + i + 3 * PIQ_W), code, sat, lo, hi);
-        vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
-        vbw b = code < 0 && a->qmin < 0 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1)
-                                        : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
-        b = (vbw) PIQ_VEC_FIX_DW (b);
-        memcpy (dst, &b, sizeof b);
-      }
+VINLINE uint32_t
+fhor (vu v)
+{
+#if PIQ_W == 16
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (8));
 #endif
-  for (; i < n; i += PIQ_W, dst += PIQ_W * bits / 8)
-    fstore (dst, fencode (a, p, fload (x + i), code, sat, lo, hi), bits, hf);
+#if PIQ_W >= 8
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (4));
+#endif
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (2));
+  v |= __builtin_shuffle (v, (vu) FSWAP_ (1));
+  return v[0];
 }
 
 /* The statistics of one block of a multiple of PIQ_W elements: max |x| as bits
@@ -366,31 +445,55 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
 # define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o }
 #endif
 #define FT_LEVEL_(m, n, s) \
+  _Pragma ("GCC unroll 8") \
   for (int j = 0; j < (n); j++) \
     m[j] = fmaxu (__builtin_shuffle (m[2 * j], m[2 * j + 1], (vu) FT_MASK_ (s, 0)), \
                   __builtin_shuffle (m[2 * j], m[2 * j + 1], (vu) FT_MASK_ (s, s)));
+
+/* What a call's fast blocks share (fquantize computes it once). */
+typedef struct {
+  int     group;      /* the scale rule is one fgroup_params derives in lanes */
+  float   half;       /* symmetric integers with f32 scales: range / 2 in binary32 */
+  FInt    q;          /* integers: the symmetric zero point (0 for MX integers), bounds */
+} FConst;
+
+/* Whether any lane of a comparison's result is set. */
+VINLINE int
+fany (vi m)
+{
+#ifdef PIQ_VEC_ANY
+  return PIQ_VEC_ANY (m);
+#else
+  return fhor ((vu) m) != 0;
+#endif
+}
 
 /* The parameters of PIQ_W whole blocks at once, for the rules whose scale is a
  * function of max |x| alone and cheap in lanes: the E8M0 floor rule (MX elements
  * and MX integers), absmax-based f32 scales of the minifloats and NF4, and
  * symmetric integers with f32 scales. Each lane computes exactly what
- * piq_block_params computes for its block; a block with NaN or Inf takes the
- * scalar route. Returns 0 (nothing done) for the other cases. */
+ * piq_block_params computes for its block. Returns
+ * - 0 for the other rules (nothing done);
+ * - 2 when every block is finite and so is its inverse scale (the common case):
+ *   the scales (and zero points, if asked for) are stored, inv_out holds the
+ *   inverse scales, and every x · inv is finite, so encoding needs no NaN rule;
+ * - 1 otherwise: p holds every block's parameters, those with NaN or Inf from the
+ *   scalar route. */
 VINLINE int
-fgroup_params (const PiqBlockArgs *a, const float *x, uint64_t b_first, uint8_t *scales,
-               int32_t *zero_points, PiqBlockP *p, int code)
+fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t b_first,
+               uint8_t *scales, int32_t *zero_points, PiqBlockP *p, float *inv_out, int code)
 {
   const size_t K = a->block / PIQ_W;
   int e8m0 = a->scale_kind == PIQ_SCALE_E8M0;
   vu m[PIQ_W];
-  vi e, big;
+  vi e = fsplat_i (0), big;
   vf amax, scale, inv;
   int32_t ebuf[PIQ_W], badbuf[PIQ_W];
   float sbuf[PIQ_W], ibuf[PIQ_W];
 
-  if (e8m0 ? a->e8m0_rule != PIQ_E8M0_FLOOR
-           : a->scale_kind != PIQ_SCALE_F32 || (code < 0 && a->rule != PIQ_BRULE_ABS_MAX))
+  if (!c->group)
     return 0;
+#pragma GCC unroll 16
   for (int j = 0; j < PIQ_W; j++)
     {
       vu am = (vu) fsplat_i (0);
@@ -414,7 +517,7 @@ fgroup_params (const PiqBlockArgs *a, const float *x, uint64_t b_first, uint8_t 
     {
       int emax = code < 0 ? 0 : piq_minifloats[code].emax;
       int fb = code < 0 ? piq_mx_int_frac_bits (a) : 0;
-      vi k;
+      vi t;
       e = (vi) (m[0] >> 23) - (127 + emax);
       e = (e & (e > -127)) | (fsplat_i (-127) & (e <= -127));
       e = (e & (e < 127)) | (fsplat_i (127) & (e >= 127));
@@ -422,31 +525,17 @@ fgroup_params (const PiqBlockArgs *a, const float *x, uint64_t b_first, uint8_t 
       e = (e & ~big) | (fsplat_i (255) & big);
       /* 1 / 2^(E − 127 − fb) = 2^k from bits: normal for k ≥ −126, 2^−127 at
        * E = 254 (k = −127), +Inf beyond 127 (MX integers only), 0 for NaN scales */
-      k = fsplat_i (127 + fb) - e;
-      inv = (vf) ((k + 127) << 23);
-      inv = vsel (k == -127, (vf) fsplat_i (0x00400000), inv);
-      inv = vsel (k > 127, vsplat (INFINITY), inv);
+      t = fsplat_i (127 + fb) - e;
+      inv = (vf) ((t + 127) << 23);
+      inv = vsel (t == -127, (vf) fsplat_i (0x00400000), inv);
+      inv = vsel (t > 127, vsplat (INFINITY), inv);
       inv = vsel (e == 255, vsplat (0.0f), inv);
-      memcpy (ebuf, &e, sizeof ebuf);
-      memcpy (ibuf, &inv, sizeof ibuf);
-      memcpy (badbuf, &big, sizeof badbuf);
-      for (int j = 0; j < PIQ_W; j++)
-        {
-          scales[b_first + j] = (uint8_t) ebuf[j];
-          p[j].shift = 0;
-          p[j].zp = 0;
-          p[j].nan_scale = ebuf[j] == 255;
-          p[j].inv = ibuf[j];
-          p[j].scale = 0.0f;               /* encoding needs inv only */
-        }
-      return 1;
+      scale = vsplat (0.0f);               /* encoding needs inv only */
     }
-
-  if (code < 0)
+  else if (code < 0)
     {
       /* piq_affine_from_range, symmetric: max(a / (range / 2), eps), binary32 */
-      float half = (float) ((double) (float) (double) ((__int128) a->qmax - a->qmin) / 2);
-      scale = amax / vsplat (half);
+      scale = amax / vsplat (c->half);
       scale = vsel (scale > vsplat (0x1p-23f), scale, vsplat (0x1p-23f));
       inv = vsplat (1.0f) / scale;
     }
@@ -460,74 +549,169 @@ fgroup_params (const PiqBlockArgs *a, const float *x, uint64_t b_first, uint8_t 
       scale = vsel (amax > vsplat (0.0f), amax / vsplat (piq_minifloats[code].max), vsplat (1.0f));
       inv = vsel (scale > vsplat (0.0f), vsplat (1.0f) / scale, vsplat (0.0f));
     }
+
+  if (!fany (big | (vi) ((vu) inv >= 0x7f800000u)))
+    {
+      if (e8m0)
+        {
+          vb eb = __builtin_convertvector (e, vb);
+          memcpy (scales + b_first, &eb, sizeof eb);
+        }
+      else
+        {
+          memcpy (scales + 4 * b_first, &scale, sizeof scale);
+          if (code < 0 && zero_points != NULL)   /* as piq_block_params: given a buffer, fill it */
+            for (int j = 0; j < PIQ_W; j++)
+              zero_points[b_first + j] = c->q.zp;
+        }
+      memcpy (inv_out, &inv, sizeof inv);
+      return 2;
+    }
+
+  memcpy (ebuf, &e, sizeof ebuf);
   memcpy (sbuf, &scale, sizeof sbuf);
   memcpy (ibuf, &inv, sizeof ibuf);
   memcpy (badbuf, &big, sizeof badbuf);
   for (int j = 0; j < PIQ_W; j++)
     {
-      if (badbuf[j])
+      if (e8m0)
+        scales[b_first + j] = (uint8_t) ebuf[j];
+      else if (badbuf[j])
         {
           PiqBlockStats st;
           fstats (x + j * a->block, a->block, code, &st);
           piq_block_params (a, &st, a->block, b_first + j, scales, zero_points, &p[j]);
           continue;
         }
-      memcpy (scales + 4 * (b_first + j), &sbuf[j], 4);
+      else
+        memcpy (scales + 4 * (b_first + j), &sbuf[j], 4);
       p[j].shift = 0;
-      p[j].nan_scale = 0;
+      p[j].nan_scale = e8m0 && ebuf[j] == 255;
       p[j].scale = sbuf[j];
       p[j].inv = ibuf[j];
-      p[j].zp = code < 0 ? piq_block_symmetric_zp (a) : 0;
-      if (code < 0 && zero_points != NULL)   /* as piq_block_params: given a buffer, fill it */
+      p[j].zp = c->q.zp;
+      if (code < 0 && !e8m0 && zero_points != NULL)
         zero_points[b_first + j] = (int32_t) p[j].zp;
     }
   return 1;
 }
 
+/* The codes of PIQ_W blocks for which fgroup_params returned 2, four vectors at a
+ * time, each vector with its block's inverse scale. */
+VINLINE void
+fgroup_encode_ (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
+                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
+{
+  const size_t K = a->block / PIQ_W, step = PIQ_W * bits / 8;   /* vectors per block */
+
+  if (K % 4 == 0)
+    for (int j = 0; j < PIQ_W; j++)
+      {
+        vf v = vsplat (inv[j]);
+        for (size_t k = 0; k < K; k += 4, x += 4 * PIQ_W, dst += 4 * step)
+          fencode4 (x, v, v, v, v, q, dst, code, bits, hf, sat, 1, sg, stream);
+      }
+  else if (K == 2)
+    for (int j = 0; j < PIQ_W; j += 2, x += 4 * PIQ_W, dst += 4 * step)
+      {
+        vf v0 = vsplat (inv[j]), v1 = vsplat (inv[j + 1]);
+        fencode4 (x, v0, v0, v1, v1, q, dst, code, bits, hf, sat, 1, sg, stream);
+      }
+  else if (K == 1)
+    for (int j = 0; j < PIQ_W; j += 4, x += 4 * PIQ_W, dst += 4 * step)
+      fencode4 (x, vsplat (inv[j]), vsplat (inv[j + 1]), vsplat (inv[j + 2]), vsplat (inv[j + 3]),
+                q, dst, code, bits, hf, sat, 1, sg, stream);
+  else   /* one vector at a time: the integers' bounds are in fencode then (fin 0) */
+    for (int j = 0; j < PIQ_W; j++)
+      {
+        vf v = vsplat (inv[j]);
+        for (size_t k = 0; k < K; k++, x += PIQ_W, dst += step)
+          fstore (dst, fencode (fload (x), v, q, code, sat, code >= 0, sg), bits, hf);
+      }
+}
+
+/* stream as a constant of the loops */
+VINLINE void
+fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
+               uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
+{
+  if (stream)
+    fgroup_encode_ (a, q, x, inv, dst, code, bits, hf, sat, sg, 1);
+  else
+    fgroup_encode_ (a, q, x, inv, dst, code, bits, hf, sat, sg, 0);
+}
+
 VINLINE void
 fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
-           uint8_t *scales, int32_t *zero_points, int code, int bits, int hf, int sat)
+           uint8_t *scales, int32_t *zero_points, int code, int bits, int hf, int sat, int sg)
 {
+  uint8_t *dst = codes + first * (uint64_t) bits / 8;
+  /* whole groups keep four vectors' codes aligned to their size */
+  int stream = a->stream && (uintptr_t) dst % (4 * PIQ_W * bits / 8) == 0;
+  int e8m0 = a->scale_kind == PIQ_SCALE_E8M0;
   size_t b0 = 0;
+  uint64_t b = first / a->block;
   PiqBlockP p[FGROUP];
+  float inv[FGROUP];
+  FConst k;
+
+  k.group = e8m0 ? a->e8m0_rule == PIQ_E8M0_FLOOR
+                 : a->scale_kind == PIQ_SCALE_F32 && (code >= 0 || a->rule == PIQ_BRULE_ABS_MAX);
+  k.half = (float) ((double) (float) (double) ((__int128) a->qmax - a->qmin) / 2);
+  fint (a, code < 0 && !e8m0 ? piq_block_symmetric_zp (a) : 0, &k.q);
 
   if (a->fixed)
     {
       b0 = n - n % PIQ_W;
       piq_block_params_fixed (a, &p[0]);
-      fquantize_span (a, &p[0], x, first, b0, codes, code, bits, hf, sat);
+      fquantize_span (a, &p[0], x, b0, dst, code, bits, hf, sat, sg, stream);
     }
   else
     while (b0 + a->block <= n)
       {
         size_t g = (n - b0) / a->block;
+        int mode = 0;
+
         g = g < FGROUP ? g : FGROUP;
-        if (g < FGROUP || !fgroup_params (a, x + b0, (first + b0) / a->block, scales, zero_points, p,
-                                        code))
-        for (size_t k = 0; k < g; k++)
-          {
-            PiqBlockStats st;
-            size_t at = b0 + k * a->block;
-            fstats (x + at, a->block, code, &st);
-            piq_block_params (a, &st, a->block, (first + at) / a->block, scales, zero_points, &p[k]);
-          }
-        for (size_t k = 0; k < g; k++)
-          {
-            size_t at = b0 + k * a->block;
-            fquantize_span (a, &p[k], x + at, first + at, a->block, codes, code, bits, hf, sat);
-          }
+        if (g == FGROUP)
+          mode = fgroup_params (a, &k, x + b0, b, scales, zero_points, p, inv, code);
+        if (mode == 2)
+          fgroup_encode (a, &k.q, x + b0, inv, dst + b0 * bits / 8, code, bits, hf, sat, sg, stream);
+        else
+          for (size_t j = 0; j < g; j++)
+            {
+              size_t at = b0 + j * a->block;
+              if (mode == 0)
+                {
+                  PiqBlockStats st;
+                  fstats (x + at, a->block, code, &st);
+                  piq_block_params (a, &st, a->block, b + j, scales, zero_points, &p[j]);
+                }
+              fquantize_span (a, &p[j], x + at, a->block, dst + at * bits / 8, code, bits, hf,
+                              sat, sg, 0);
+            }
         b0 += g * a->block;
+        b += g;
       }
+  stream_fence (stream);
   if (b0 < n)   /* the ragged last block, or the per-tensor tail */
     piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, scales, zero_points);
 }
 
 /* ---- dequantize ---- */
 
+/* ADD: o + v, except that a NaN in o stays (quieted), as store_y in piq-formats.c */
+VINLINE vf
+fadd_keep (vf o, vf v)
+{
+  return vsel (o == o, o + v, o + o);
+}
+
+/* add and stream (SET to vector-aligned y, past the caches) are constants here */
 VINLINE void
-fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
-             const int32_t *zero_points, uint64_t first, size_t n, float *y, int add, int code,
-             int bits, int hf, int is_signed)
+fdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                 const int32_t *zero_points, uint64_t first, size_t n, float *y, int add,
+                 int stream, int code, int bits, int hf, int is_signed)
 {
   size_t step = a->fixed ? n - n % PIQ_W : a->block, b0 = 0;
 
@@ -541,33 +725,41 @@ fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
         {
           vf v = fdecode (&p, fload_codes (src, bits, is_signed, hf), code);
           if (add)
-            v = fload (y + b0 + i) + v;      /* the scalar order: a NaN's payload follows it */
-          memcpy (y + b0 + i, &v, sizeof v);
+            v = fadd_keep (fload (y + b0 + i), v);
+#ifdef PIQ_VEC_STREAM
+          if (stream)
+            PIQ_VEC_STREAM (y + b0 + i, v);
+          else
+#endif
+            memcpy (y + b0 + i, &v, sizeof v);
         }
     }
+  stream_fence (stream);
   if (b0 < n)
     piq_block_dequantize (a, codes, scales, zero_points, first + b0, n - b0, PIQ_F_F32, y + b0,
                           add);
+}
+
+VINLINE void
+fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+             const int32_t *zero_points, uint64_t first, size_t n, float *y, int add, int code,
+             int bits, int hf, int is_signed)
+{
+#ifdef PIQ_VEC_STREAM
+  if (!add && a->stream && (uintptr_t) y % sizeof (vf) == 0)
+    fdequantize_run (a, codes, scales, zero_points, first, n, y, 0, 1, code, bits, hf, is_signed);
+  else
+#endif
+  if (add)
+    fdequantize_run (a, codes, scales, zero_points, first, n, y, 1, 0, code, bits, hf, is_signed);
+  else
+    fdequantize_run (a, codes, scales, zero_points, first, n, y, 0, 0, code, bits, hf, is_signed);
 }
 
 /* ---- binary: sign bits, 16 elements per two bytes ----
  * bit = !(x < 0): 1 for x ≥ 0, −0 and NaN, as the scalar codec. */
 
 #define FB_VECS (16 / PIQ_W)
-
-VINLINE uint32_t
-fhor (vu v)
-{
-#if PIQ_W == 16
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (8));
-#endif
-#if PIQ_W >= 8
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (4));
-#endif
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (2));
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (1));
-  return v[0];
-}
 
 VINLINE void
 fbinary_bits (const float *x, uint8_t *dst, size_t n)
@@ -661,7 +853,7 @@ fbinary_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *
               vu on = (bits >> viota ((uint32_t) (k * PIQ_W))) & 1u;
               vf v = vsel ((vi) (on != 0u), vsplat (p.scale), vsplat (-p.scale));
               if (add)
-                v = fload (y + b0 + i + k * PIQ_W) + v;
+                v = fadd_keep (fload (y + b0 + i + k * PIQ_W), v);
               memcpy (y + b0 + i + k * PIQ_W, &v, sizeof v);
             }
         }
@@ -670,13 +862,14 @@ fbinary_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *
     piq_block_dequantize (a, codes, scales, NULL, first + b0, n - b0, PIQ_F_F32, y + b0, add);
 }
 
-/* The specializations: (format, code bits, high nibble first, saturate or signed).
+/* The specializations: quantize (format, code bits, high nibble first, saturate,
+ * signed integer), dequantize (format, code bits, high nibble first, signed integer).
  * Minifloats without NaN (FP4) always saturate; integers saturate by clamping. */
 #define FQ_LIST(X) \
-  X (-1, 8, 0, 1) X (-1, 4, 0, 1) \
-  X (PIQ_C_FP8_E4M3, 8, 0, 1) X (PIQ_C_FP8_E4M3, 8, 0, 0) \
-  X (PIQ_C_FP8_E5M2, 8, 0, 1) X (PIQ_C_FP8_E5M2, 8, 0, 0) \
-  X (PIQ_C_FP4_E2M1, 4, 0, 1) X (PIQ_C_NF4, 4, 0, 1) X (PIQ_C_NF4, 4, 1, 1)
+  X (-1, 8, 0, 1, 0) X (-1, 8, 0, 1, 1) X (-1, 4, 0, 1, 0) X (-1, 4, 0, 1, 1) \
+  X (PIQ_C_FP8_E4M3, 8, 0, 1, 0) X (PIQ_C_FP8_E4M3, 8, 0, 0, 0) \
+  X (PIQ_C_FP8_E5M2, 8, 0, 1, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0, 0) \
+  X (PIQ_C_FP4_E2M1, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 1, 1, 0)
 #define FD_LIST(X) \
   X (-1, 8, 0, 0) X (-1, 8, 0, 1) X (-1, 4, 0, 0) X (-1, 4, 0, 1) \
   X (PIQ_C_FP8_E4M3, 8, 0, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0) X (PIQ_C_FP4_E2M1, 4, 0, 0) \
@@ -688,6 +881,7 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
 {
   int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
             a->code < 0 || a->code == PIQ_C_NF4;
+  int sg = a->code < 0 && a->qmin < 0;
 
   if (fvec_takes (a, 1) && a->code == PIQ_C_BINARY)
     {
@@ -696,9 +890,9 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
     }
   if (fvec_takes (a, 1))
     {
-#define FQ_(c, b, h, s) \
-      if (a->code == (c) && a->bits == (b) && a->high_first == (h) && sat == (s)) \
-        { fquantize (a, src, first, n, codes, scales, zero_points, c, b, h, s); return; }
+#define FQ_(c, b, h, s, g) \
+      if (a->code == (c) && a->bits == (b) && a->high_first == (h) && sat == (s) && sg == (g)) \
+        { fquantize (a, src, first, n, codes, scales, zero_points, c, b, h, s, g); return; }
       FQ_LIST (FQ_)
 #undef FQ_
     }

@@ -37,16 +37,23 @@ load_x (const void *p, size_t i, int ft)
   return ft == PIQ_F_F64 ? (float) ((const double *) p)[i] : piq_load_f (p, i, ft);
 }
 
+/* ADD keeps a NaN already in the output (quieted, as y + y does) whatever v is:
+ * which NaN operand an addition returns is not fixed by IEEE 754, and compilers
+ * swap the operands of a commutative add, so only this rule gives every path
+ * the same payload. */
 static inline void
 store_y (void *p, size_t i, float v, int ft, int add)
 {
   if (ft == PIQ_F_F64)
     {
       double *d = p;
-      d[i] = add ? d[i] + (double) v : (double) v;
+      d[i] = !add ? (double) v : isnan (d[i]) ? d[i] + d[i] : d[i] + (double) v;
     }
   else
-    piq_store_f (p, i, add ? load_x (p, i, ft) + v : v, ft);
+    {
+      float y = add ? load_x (p, i, ft) : 0.0f;
+      piq_store_f (p, i, !add ? v : isnan (y) ? y + y : y + v, ft);
+    }
 }
 
 void

@@ -20,6 +20,7 @@
  *   PIQ_VEC_CVTU_EXACT         (optional, defined) unsigned 32-bit -> float is one instruction
  *   PIQ_VEC_INC_IF_LT(i, a, b) (optional) i + (a < b), per lane (vi, vf, vf -> vi)
  *   PIQ_VEC_XOR_AND(a, b, m)   (optional) (a ^ b) & m on vu in one instruction
+ *   PIQ_VEC_ANY(m)             (optional) nonzero if any lane of the vi m is nonzero
  *   PIQ_VEC_BF16_PAIR(a, b)    (optional) two vf that are not NaN -> their 2·PIQ_W bf16
  *                              (nearest even), in one vector the size of a vf
  * where the ISA has the x86 saturating packs and byte multiply-adds (the packing of
@@ -551,9 +552,10 @@ codes4 (vi r0, vi r1, vi r2, vi r3, const VArgs *va, int bits, int is_signed, in
 #define FIX_UNITS(x, pairs) ((pairs) ? (__typeof__ (x)) PIQ_VEC_FIX_QW (x) : (__typeof__ (x)) PIQ_VEC_FIX_DW (x))
 
 /* Pack and store the 4·PIQ_W·bits/8 bytes of codes4's result; stream: dst is
- * aligned to that size and the store goes past the caches. */
+ * aligned to that size and the store goes past the caches; high_first: 4-bit codes
+ * put element 2k in the high nibble (bitsandbytes' order). */
 VINLINE void
-store_codes4 (uint8_t *dst, vbw b, int bits, int is_signed, int pairs, int stream)
+store_codes4 (uint8_t *dst, vbw b, int bits, int is_signed, int pairs, int high_first, int stream)
 {
   if (bits == 8)
     {
@@ -569,7 +571,8 @@ store_codes4 (uint8_t *dst, vbw b, int bits, int is_signed, int pairs, int strea
     }
   else if (bits == 4)
     {
-      vw w = (vw) PIQ_VEC_MADDUBS (is_signed ? b & 0x0f : b, (vbw) ((vw) { 0 } + 0x1001));
+      vw w = (vw) PIQ_VEC_MADDUBS (is_signed ? b & 0x0f : b,
+                                   (vbw) ((vw) { 0 } + (int16_t) (high_first ? 0x0110 : 0x1001)));
       vb2 o = __builtin_convertvector (FIX_UNITS (w, pairs), vb2);
 #ifdef PIQ_VEC_STREAM
       if (stream)
@@ -684,7 +687,7 @@ vquantize (const void *src, void *dst, uint64_t index, size_t n, const PiqKernel
                   r3 = vnear_r (vload_f (sp + 3 * PIQ_W * fs, ft), &va);
                 }
               store_codes4 (d + i * bits / 8, codes4 (r0, r1, r2, r3, &va, bits, is_signed, pairs),
-                            bits, is_signed, pairs, stream4);
+                            bits, is_signed, pairs, 0, stream4);
             }
         }
     }
