@@ -614,6 +614,7 @@ typedef enum { BLOCK_QUANTIZE, BLOCK_DEQUANTIZE, BLOCK_REQUANTIZE } BlockOp;
 
 typedef struct {
   const BlockLayout *l;
+  PiqBlockArgs   a;            /* l->a, and whether this call's SET output is streamed */
   BlockOp        op;
   int            ft;           /* PIQ_F_* of the float side */
   gsize          esize;        /* its bytes per element */
@@ -644,22 +645,22 @@ block_range (void     *data,
     {
     case BLOCK_QUANTIZE:
       if (job->ft == PIQ_F_F32)
-        job->quantize_f32 (&l->a, job->src + first * job->esize, first, n, job->codes,
+        job->quantize_f32 (&job->a, job->src + first * job->esize, first, n, job->codes,
                            job->scales, job->zero_points);
       else
-        piq_block_quantize (&l->a, job->ft, job->src + first * job->esize, first, n,
+        piq_block_quantize (&job->a, job->ft, job->src + first * job->esize, first, n,
                             job->codes, job->scales, job->zero_points);
       break;
     case BLOCK_DEQUANTIZE:
       if (job->ft == PIQ_F_F32)
-        job->dequantize_f32 (&l->a, job->codes_in, job->scales_in, job->zero_points_in, first,
+        job->dequantize_f32 (&job->a, job->codes_in, job->scales_in, job->zero_points_in, first,
                              n, job->dst + first * job->esize, job->add);
       else
-        piq_block_dequantize (&l->a, job->codes_in, job->scales_in, job->zero_points_in, first,
+        piq_block_dequantize (&job->a, job->codes_in, job->scales_in, job->zero_points_in, first,
                               n, job->ft, job->dst + first * job->esize, job->add);
       break;
     default:
-      piq_block_requantize (&l->a, job->ft, job->src + first * job->esize, first, n,
+      piq_block_requantize (&job->a, job->ft, job->src + first * job->esize, first, n,
                             job->dst + first * job->esize, job->add);
     }
 }
@@ -674,6 +675,10 @@ run_blocks (PiqQuantizer *self,
 
   job->ft = piq_dtype_info (float_dtype)->kernel_index;
   job->esize = piq_dtype_info (float_dtype)->bits / 8;
+  /* large SET outputs bypass the caches, as in the per-tensor kernels (same bytes) */
+  job->a = l->a;
+  job->a.stream = job->op != BLOCK_REQUANTIZE && !job->add &&
+                  l->n * (job->esize * 8 + (guint64) l->a.bits) / 8 >= PIQ_STREAM_MIN_BYTES;
   job->quantize_f32 = self->kernels->block_quantize;
   job->dequantize_f32 = self->kernels->block_dequantize;
   /* the formats cost more per element than the integer kernels: the same crossover

@@ -453,9 +453,13 @@ check_block (const PiqKernelTable *t, const BlockCase *c)
              * or Inf, a third of those some all-zero or all-tiny blocks as well */
             int data = (int) (rnd () % 3);
             for (size_t i = 0; i < n; i++)
-              do
-                x[i] = (float) interesting (mag / 300);
-              while (data > 0 && !isfinite (x[i]));
+              {
+                do
+                  x[i] = (float) interesting (mag / 300);
+                while (data > 0 && !isfinite (x[i]));
+                if (isnan (x[i]) && rnd () % 2)
+                  x[i] = -x[i];          /* a NaN with its sign bit set */
+              }
             if (data == 2 && !a.fixed)
               for (size_t b = 0; b < n; b += a.block)
                 {

@@ -849,6 +849,7 @@ time_op (unsigned threads, uint64_t n, OpJob *job)
 
   /* the library's rule (piq-quantizer.c) */
   job->args.stream = job->set_output && n * (job->src_bits + job->dst_bits) / 8 >= PIQ_STREAM_MIN_BYTES;
+  job->block_args.stream = job->args.stream;
   t0 = now_s ();
 
   piq_parallel_run (threads, n, GRAIN, PIQ_PARALLEL_MIN_ELEMENTS, op_range, job);

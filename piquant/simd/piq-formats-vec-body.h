@@ -86,6 +86,15 @@ fmaxu (vu a, vu b)
 #endif
 }
 
+/* max(am, |v|) as bits: am holds the bits of non-negative floats, NaN and Inf above
+ * every finite magnitude (AVX-512's VRANGEPS would do it in one instruction, but it
+ * returns the other operand for a quiet NaN) */
+VINLINE vu
+fmaxabs (vu am, vf v)
+{
+  return fmaxu (am, (vu) v & 0x7fffffffu);
+}
+
 VINLINE uint32_t
 fhmaxu (vu v)
 {
@@ -128,8 +137,12 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
 
   if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */
     {
+#ifdef PIQ_VEC_MIN_I32
+      code = PIQ_VEC_MIN_I32 (code, fsplat_i (maxc));
+#else
       vi lt = code < maxc;
-      code = (code & lt) | (maxc & ~lt);   /* a signed min */
+      code = (code & lt) | (maxc & ~lt);
+#endif
     }
   else
     {
@@ -350,10 +363,11 @@ fencode4 (const float *x, vf i0, vf i1, vf i2, vf i3, const FInt *q, uint8_t *ds
 #endif
 }
 
-/* The codes of n elements (a multiple of PIQ_W) that share the parameters p, to dst. */
+/* The codes of n elements (a multiple of PIQ_W) that share the parameters p, to dst;
+ * pf: x is not in the caches yet (per tensor), prefetch it. */
 VINLINE void
 fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, size_t n,
-                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
+                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream, int pf)
 {
   const size_t step = PIQ_W * bits / 8;
   vf inv = vsplat (p->inv);
@@ -367,7 +381,12 @@ fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, size_
     }
   fint (a, p->zp, &q);
   for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W, dst += 4 * step)
-    fencode4 (x + i, inv, inv, inv, inv, &q, dst, code, bits, hf, sat, 0, sg, stream);
+    {
+      if (pf)
+        for (int k = 0; k < 4; k++)
+          __builtin_prefetch (x + i + k * PIQ_W + PIQ_PREFETCH);
+      fencode4 (x + i, inv, inv, inv, inv, &q, dst, code, bits, hf, sat, 0, sg, stream);
+    }
   for (; i < n; i += PIQ_W, dst += step)
     fstore (dst, fencode (fload (x + i), inv, &q, code, sat, 0, sg), bits, hf);
 }
@@ -401,7 +420,8 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
   for (size_t i = 0; i < block; i += PIQ_W)
     {
       vf v = fload (x + i);
-      am = fmaxu (am, (vu) v & 0x7fffffffu);
+      __builtin_prefetch (x + i + PIQ_PREFETCH);   /* the first pass over x */
+      am = fmaxabs (am, v);
       if (code < 0)
         {
           vlo = vmin (vlo, v);
@@ -498,7 +518,12 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
     {
       vu am = (vu) fsplat_i (0);
       for (size_t k = 0; k < K; k++)
-        am = fmaxu (am, (vu) fload (x + (j * K + k) * PIQ_W) & 0x7fffffffu);
+        {
+          /* the first pass over x: without the prefetch, out of cache, each group
+           * waited for its loads (MXFP8 0.53 ns per element against 0.20) */
+          __builtin_prefetch (x + (j * K + k) * PIQ_W + PIQ_PREFETCH);
+          am = fmaxabs (am, fload (x + (j * K + k) * PIQ_W));
+        }
       m[j] = am;
     }
   /* level s leaves s vectors */
@@ -664,7 +689,7 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
     {
       b0 = n - n % PIQ_W;
       piq_block_params_fixed (a, &p[0]);
-      fquantize_span (a, &p[0], x, b0, dst, code, bits, hf, sat, sg, stream);
+      fquantize_span (a, &p[0], x, b0, dst, code, bits, hf, sat, sg, stream, 1);
     }
   else
     while (b0 + a->block <= n)
@@ -688,7 +713,7 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
                   piq_block_params (a, &st, a->block, b + j, scales, zero_points, &p[j]);
                 }
               fquantize_span (a, &p[j], x + at, a->block, dst + at * bits / 8, code, bits, hf,
-                              sat, sg, 0);
+                              sat, sg, 0, 0);
             }
         b0 += g * a->block;
         b += g;

@@ -27,6 +27,7 @@
 #define PIQ_VEC_MAX(a, b)         ((vf) _mm256_max_ps ((__m256) (a), (__m256) (b)))
 #define PIQ_VEC_MAXU32(a, b)      _mm256_max_epu32 ((__m256i) (a), (__m256i) (b))
 #define PIQ_VEC_ANY(m)            (!_mm256_testz_si256 ((__m256i) (m), (__m256i) (m)))
+#define PIQ_VEC_MIN_I32(a, b)     ((vi) _mm256_min_epi32 ((__m256i) (a), (__m256i) (b)))
 #define PIQ_VEC_CVT_NEAREST(v)    ((vi) _mm256_cvtps_epi32 ((__m256) (v)))
 #define PIQ_VEC_LOAD_BF16(p)      ((vf) _mm256_slli_epi32 (_mm256_cvtepu16_epi32 (_mm_loadu_si128 ((const __m128i *) (p))), 16))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm256_cvtepu8_epi32 ((__m128i) (c)))

@@ -40,6 +40,7 @@ piq_neon_load_f16_8 (const uint8_t *p)
 #define PIQ_VEC_MAX(a, b)    ((vf) vmaxq_f32 ((float32x4_t) (a), (float32x4_t) (b)))
 #define PIQ_VEC_MAXU32(a, b) ((vu) vmaxq_u32 ((uint32x4_t) (a), (uint32x4_t) (b)))
 #define PIQ_VEC_ANY(m)       (vmaxvq_u32 ((uint32x4_t) (m)) != 0)
+#define PIQ_VEC_MIN_I32(a, b) ((vi) vminq_s32 ((int32x4_t) (a), (int32x4_t) (b)))
 #define PIQ_VEC_U8_TO_I32(c) ((vi) vmovl_u16 (vget_low_u16 (vmovl_u8 (vget_low_u8 ((uint8x16_t) (c))))))
 #define PIQ_VEC_S8_TO_I32(c) ((vi) vmovl_s16 (vget_low_s16 (vmovl_s8 (vget_low_s8 ((int8x16_t) (c))))))
 

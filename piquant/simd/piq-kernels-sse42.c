@@ -28,6 +28,7 @@
 #define PIQ_VEC_FLOOR(v)          ((vf) _mm_floor_ps ((__m128) (v)))
 #define PIQ_VEC_PACKS_DW(a, b)    _mm_packs_epi32 ((__m128i) (a), (__m128i) (b))
 #define PIQ_VEC_ANY(m)            (!_mm_testz_si128 ((__m128i) (m), (__m128i) (m)))
+#define PIQ_VEC_MIN_I32(a, b)     ((vi) _mm_min_epi32 ((__m128i) (a), (__m128i) (b)))
 #define PIQ_VEC_PACKS_WB(a, b)    _mm_packs_epi16 ((__m128i) (a), (__m128i) (b))
 #define PIQ_VEC_PACKUS_WB(a, b)   _mm_packus_epi16 ((__m128i) (a), (__m128i) (b))
 #define PIQ_VEC_MADDUBS(b, k)     _mm_maddubs_epi16 ((__m128i) (b), (__m128i) (k))

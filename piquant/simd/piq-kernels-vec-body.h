@@ -21,6 +21,7 @@
  *   PIQ_VEC_INC_IF_LT(i, a, b) (optional) i + (a < b), per lane (vi, vf, vf -> vi)
  *   PIQ_VEC_XOR_AND(a, b, m)   (optional) (a ^ b) & m on vu in one instruction
  *   PIQ_VEC_ANY(m)             (optional) nonzero if any lane of the vi m is nonzero
+ *   PIQ_VEC_MIN_I32(a, b)      (optional) signed 32-bit min (vi)
  *   PIQ_VEC_BF16_PAIR(a, b)    (optional) two vf that are not NaN -> their 2·PIQ_W bf16
  *                              (nearest even), in one vector the size of a vf
  * where the ISA has the x86 saturating packs and byte multiply-adds (the packing of
@@ -119,10 +120,15 @@ VINLINE vf vmin (vf a, vf b) { return vsel (a < b, a, b); }
 VINLINE vf vmax (vf a, vf b) { return vsel (a > b, a, b); }
 #endif
 
+/* x in every lane, bit for bit (a broadcast of its bits: 0 + x would cost an add
+ * where x is not a constant, and turn −0 into +0) */
 VINLINE vf
 vsplat (float x)
 {
-  return (vf) { 0 } + x;
+  uint32_t b;
+
+  memcpy (&b, &x, sizeof b);
+  return (vf) ((vu) { 0 } + b);
 }
 
 /* base + {0, 1, …, PIQ_W − 1}: a constant plus a broadcast (a lane-by-lane build
