@@ -117,6 +117,17 @@ frint (vf v)
 #endif
 }
 
+/* a < b (unsigned, b a constant) ? x : y, lane-wise */
+VINLINE vi
+fsel_ltu (vu a, uint32_t b, vi x, vi y)
+{
+#ifdef PIQ_VEC_SEL_LTU
+  return PIQ_VEC_SEL_LTU (a, (vu) fsplat_i ((int32_t) b), x, y);
+#else
+  return (vi) vsel ((vi) (a < b), (vf) x, (vf) y);
+#endif
+}
+
 /* piq_minifloat_encode, nearest: the normal range rounds the binary32 significand
  * to M bits at its bit 23 − M (ties to even), which is the scalar quantum rounding;
  * below the smallest normal t = |v| · 2^(M − emin) is rounded as the scalar does.
@@ -126,14 +137,13 @@ VINLINE vi
 mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fin)
 {
   const int emin = 1 - bias;
-  vu u = (vu) v, sign = u & 0x80000000u, a = u ^ sign;
+  vu u = (vu) v, a = u & 0x7fffffffu;
   /* the rebias folds into the rounding constant: a ≥ 2^emin keeps it positive */
   vu r = a + (((1u << (22 - M)) - 1) - ((uint32_t) (127 - bias) << 23)) + ((a >> (23 - M)) & 1u);
   vi cn = (vi) (r >> (23 - M));
   vi cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
-  vi sub = (vi) (a < (uint32_t) (127 + emin) << 23);
-  vi code = (vi) vsel (sub, (vf) cs, (vf) cn);
-  vi s = (vi) (sign >> (32 - width)), nan;
+  vi code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
+  vi s = (vi) ((u >> (32 - width)) & (1u << (width - 1))), nan;   /* the sign bit, in place */
 
   if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */
     {

@@ -29,6 +29,7 @@
 #define PIQ_VEC_MAXU32(a, b)      _mm512_max_epu32 ((__m512i) (a), (__m512i) (b))
 #define PIQ_VEC_ANY(m)            (_mm512_test_epi32_mask ((__m512i) (m), (__m512i) (m)) != 0)
 #define PIQ_VEC_MIN_I32(a, b)     ((vi) _mm512_min_epi32 ((__m512i) (a), (__m512i) (b)))
+#define PIQ_VEC_SEL_LTU(a, b, x, y) ((vi) _mm512_mask_blend_epi32 (_mm512_cmplt_epu32_mask ((__m512i) (a), (__m512i) (b)), (__m512i) (y), (__m512i) (x)))
 /* fixupimm token table: QNaN and SNaN -> +0 (response 8), every other class -> the
  * source value (response 1). */
 #define PIQ_VEC_NAN_TO_ZERO(v)    ((vf) _mm512_fixupimm_ps ((__m512) (v), (__m512) (v), _mm512_set1_epi32 (0x11111188), 0))

@@ -22,6 +22,8 @@
  *   PIQ_VEC_XOR_AND(a, b, m)   (optional) (a ^ b) & m on vu in one instruction
  *   PIQ_VEC_ANY(m)             (optional) nonzero if any lane of the vi m is nonzero
  *   PIQ_VEC_MIN_I32(a, b)      (optional) signed 32-bit min (vi)
+ *   PIQ_VEC_SEL_LTU(a, b, x, y) (optional) a < b ? x : y per lane, a and b unsigned (vu),
+ *                              in one compare into a mask and one blend
  *   PIQ_VEC_BF16_PAIR(a, b)    (optional) two vf that are not NaN -> their 2·PIQ_W bf16
  *                              (nearest even), in one vector the size of a vf
  * where the ISA has the x86 saturating packs and byte multiply-adds (the packing of
