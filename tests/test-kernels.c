@@ -498,6 +498,76 @@ check_block (const PiqKernelTable *t, const BlockCase *c)
   return 1;
 }
 
+/* NF4 at its edges, per tensor (scale 1: the codes of x itself) and in blocks whose
+ * max |x| is 1 (NF4 and the binary search or cell lookup of the vector bodies): each
+ * threshold and cell edge of 1/16 and their binary32 neighbours, ±1 and beyond,
+ * huge values, ±Inf, NaN and −0. */
+static int
+check_nf4_edges (const PiqKernelTable *t)
+{
+  enum { N = 64 * 48 };
+  static const float special[] = { 1.0f, -1.0f, 1.0000001f, -1.0000001f, 2.0f, -3.0f, 1e10f,
+                                   -1e10f, INFINITY, -INFINITY, NAN, -0.0f, 0.0f };
+  static float x[N];
+  static uint8_t codes[2][N / 2 + 64], scl[2][N / 64 * 4 + 64];
+  size_t n = 0;
+
+  for (int i = 0; i < 15; i++)
+    for (int d = -1; d <= 1; d++)
+      x[n++] = d < 0 ? nextafterf (piq_nf4_thresholds[i], -2.0f)
+               : d > 0 ? nextafterf (piq_nf4_thresholds[i], 2.0f) : piq_nf4_thresholds[i];
+  for (int k = 0; k <= 32; k++)
+    for (int d = -1; d <= 1; d++)
+      {
+        float e = -1.0f + (float) k / 16;
+        x[n++] = d < 0 ? nextafterf (e, -2.0f) : d > 0 ? nextafterf (e, 2.0f) : e;
+      }
+  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+    x[n++] = special[i];
+  while (n % 64 != 0)
+    x[n++] = 0.5f;
+  /* then the same values in blocks of 64 that also hold ±1, so that every block's
+   * absmax is 1 and its finite values are encoded as given */
+  for (size_t m = n, i = 0; n < N; n++, i++)
+    x[n] = n % 64 == 0 ? 1.0f : n % 64 == 1 ? -1.0f : isfinite (x[i % m]) && fabsf (x[i % m]) <= 1.0f ? x[i % m] : 0.25f;
+
+  for (int fixed = 0; fixed < 2; fixed++)
+    for (int hf = 0; hf < 2; hf++)
+      {
+        PiqBlockArgs a;
+        memset (&a, 0, sizeof a);
+        a.code = PIQ_C_NF4;
+        a.bits = 4;
+        a.scale_kind = PIQ_SCALE_F32;
+        a.saturate = 1;
+        a.high_first = hf;
+        a.fixed = fixed;
+        a.block = 64;
+        a.scale = 1.0f;
+        for (int k = 0; k < 2; k++)
+          {
+            memset (codes[k], 0x5a, sizeof codes[k]);
+            memset (scl[k], 0x5a, sizeof scl[k]);
+          }
+        piq_kernels_scalar.block_quantize (&a, x, 0, N, codes[0], scl[0], NULL);
+        t->block_quantize (&a, x, 0, N, codes[1], scl[1], NULL);
+        if (memcmp (codes[0], codes[1], sizeof codes[0]) != 0 || memcmp (scl[0], scl[1], sizeof scl[0]) != 0)
+          {
+            for (size_t i = 0; i < N / 2; i++)
+              if (codes[0][i] != codes[1][i])
+                {
+                  snprintf (diag, sizeof diag, "%s, hf %d: byte %zu (x %a, %a): %02x, scalar %02x",
+                            fixed ? "per tensor" : "blocks of 64", hf, i, (double) x[2 * i],
+                            (double) x[2 * i + 1], codes[1][i], codes[0][i]);
+                  return 0;
+                }
+            snprintf (diag, sizeof diag, "%s: scales differ", fixed ? "per tensor" : "blocks of 64");
+            return 0;
+          }
+      }
+  return 1;
+}
+
 static void
 run_block (const PiqKernelTable *t, const char *op, const char *skip)
 {
@@ -515,6 +585,7 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
                 c->sat, c->hf, rule);
       report (skip != NULL || check_block (t, c), t->name, entry, skip);
     }
+  report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
 }
 
 #define STR_(x) #x

@@ -229,13 +229,17 @@ static const float piq_nf4_values[16] = {
   0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f,
 };
 
-/* bnb's midpoints, as the binary32 literals of dQuantizeNF4 */
-static const float piq_nf4_thresholds[15] = {
-  -0.8480964004993439f, -0.6106329262256622f, -0.4599952697753906f, -0.33967943489551544f,
-  -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
-  0.1202552504837513f, 0.2035212516784668f, 0.2920137718319893f, 0.3893125355243683f,
-  0.5016634166240692f, 0.6427869200706482f, 0.8614784181118011f,
-};
+/* bnb's midpoints, as the binary32 literals of dQuantizeNF4; X (t, arg) for each, so
+ * that the vector bodies can build constant tables from them */
+#define PIQ_NF4_THRESHOLDS(X, arg) \
+  X (-0.8480964004993439f, arg) X (-0.6106329262256622f, arg) X (-0.4599952697753906f, arg) \
+  X (-0.33967943489551544f, arg) X (-0.23460740596055984f, arg) X (-0.13791173323988914f, arg) \
+  X (-0.045525018125772476f, arg) X (0.03979014977812767f, arg) X (0.1202552504837513f, arg) \
+  X (0.2035212516784668f, arg) X (0.2920137718319893f, arg) X (0.3893125355243683f, arg) \
+  X (0.5016634166240692f, arg) X (0.6427869200706482f, arg) X (0.8614784181118011f, arg)
+#define PIQ_NF4_LIST_(t, arg) t,
+static const float piq_nf4_thresholds[15] = { PIQ_NF4_THRESHOLDS (PIQ_NF4_LIST_, 0) };
+#undef PIQ_NF4_LIST_
 
 /* bnb FP4 by code (bit 3 = sign), normalised by 12 */
 static const float piq_fp4_bnb_values[16] = {

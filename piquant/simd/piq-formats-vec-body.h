@@ -184,6 +184,23 @@ mf_decode (vi c, int M, int bias, int width, int code)
   return (vf) ((vi) v | ((c >> (width - 1)) & 1) << 31);
 }
 
+/* NF4 by cells of 1/16 over [-1, 1] (fencode, 16 lanes): the number of thresholds
+ * below cell k, and the threshold inside it (+Inf if none), as constants built from
+ * bnb's thresholds by the preprocessor. */
+#define FNF4_LIST_(t, arg) t,
+#define FNF4_EDGE_(k) (-1.0f + (float) (k) / 16)
+#define FNF4_BELOW_(t, k) + ((t) < FNF4_EDGE_ (k))
+#define FNF4_INSIDE_(t, k) (t) >= FNF4_EDGE_ (k) && (t) < FNF4_EDGE_ ((k) + 1) ? (t) :
+#define FNF4_32_(m) m (0), m (1), m (2), m (3), m (4), m (5), m (6), m (7), m (8), m (9), \
+  m (10), m (11), m (12), m (13), m (14), m (15), m (16), m (17), m (18), m (19), m (20), \
+  m (21), m (22), m (23), m (24), m (25), m (26), m (27), m (28), m (29), m (30), m (31)
+#define FNF4_BASE_(k) (0 PIQ_NF4_THRESHOLDS (FNF4_BELOW_, k))
+#define FNF4_THR_(k) (PIQ_NF4_THRESHOLDS (FNF4_INSIDE_, k) INFINITY)
+#if PIQ_W == 16
+static const int32_t fnf4_base[32] = { FNF4_32_ (FNF4_BASE_) };
+static const float fnf4_thr[32] = { FNF4_32_ (FNF4_THR_) };
+#endif
+
 /* An integer block's zero point and bounds: lo ≤ x · inv ≤ hi before the zero
  * point is added, qlo ≤ code ≤ qmax after (MX integers are symmetric: −qmax … qmax). */
 typedef struct {
@@ -225,29 +242,47 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
     }
   if (code == PIQ_C_NF4)
     {
+      vi c = fsplat_i (0);
+#if PIQ_W == 16
+      /* cells of 1/16 over [-1, 1]: no cell holds two thresholds (they are ≥ 0.08
+       * apart) and none lies within 0.0016 of a cell's edge, so the rounding of
+       * (v + 1) · 16 cannot put v on the wrong side of a threshold. The code is the
+       * number of thresholds below the cell plus one if v is above the cell's. */
+      vf t = (v + vsplat (1.0f)) * vsplat (16.0f);
+      vi k, base0, base1;
+      vf thr0, thr1;
+      if (!fin)
+        t = vmax (t, vsplat (0.0f));        /* below −1, and NaN */
+      k = __builtin_convertvector (vmin (t, vsplat (31.0f)), vi);   /* truncation */
+      memcpy (&base0, fnf4_base, sizeof base0);
+      memcpy (&base1, fnf4_base + 16, sizeof base1);
+      memcpy (&thr0, fnf4_thr, sizeof thr0);
+      memcpy (&thr1, fnf4_thr + 16, sizeof thr1);
+      c = __builtin_shuffle (base0, base1, k);
+# ifdef PIQ_VEC_INC_IF_LT
+      c = PIQ_VEC_INC_IF_LT (c, __builtin_shuffle (thr0, thr1, k), v);
+# else
+      c -= (vi) (__builtin_shuffle (thr0, thr1, k) < v);
+# endif
+#else
       /* the number of thresholds below v (ties go to the lower code), found by a
        * binary search over the sorted thresholds: 4 lookups instead of 15 compares */
-      static const float thr[16] = {
-        piq_nf4_thresholds[0], piq_nf4_thresholds[1], piq_nf4_thresholds[2], piq_nf4_thresholds[3],
-        piq_nf4_thresholds[4], piq_nf4_thresholds[5], piq_nf4_thresholds[6], piq_nf4_thresholds[7],
-        piq_nf4_thresholds[8], piq_nf4_thresholds[9], piq_nf4_thresholds[10], piq_nf4_thresholds[11],
-        piq_nf4_thresholds[12], piq_nf4_thresholds[13], piq_nf4_thresholds[14], INFINITY,
-      };
+      static const float thr[16] = { PIQ_NF4_THRESHOLDS (FNF4_LIST_, 0) INFINITY };
       vf t0, t1;
-      vi c = fsplat_i (0);
       memcpy (&t0, thr, sizeof t0);
       memcpy (&t1, thr + (PIQ_W == 8 ? 8 : 0), sizeof t1);
       for (int step = 8; step > 0; step /= 2)
         {
           vi at = c + (step - 1);
-#if PIQ_W == 16
+# if PIQ_W == 16
           vf t = __builtin_shuffle (t0, at);
-#else
+# else
           vf t = __builtin_shuffle (t0, t1, at);
-#endif
+# endif
           c += (vi) (v > t) & step;
         }
       (void) t1;
+#endif
       return fin ? c : (c & (v == v)) | (fsplat_i (7) & (v != v));
     }
   {
