@@ -582,11 +582,10 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
 
   if (!c->group)
     return 0;
-  /* straight-line code for the usual block sizes: a loop of one to four vectors per
+  /* straight-line code for the usual block sizes: a loop of two or four vectors per
    * block spent more on its own overhead than on the maxima */
   switch (K)
     {
-    case 1:  fgroup_amax (x, 1, m); break;
     case 2:  fgroup_amax (x, 2, m); break;
     case 4:  fgroup_amax (x, 4, m); break;
     default: fgroup_amax (x, K, m); break;
@@ -692,7 +691,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
  * encoding they kept the whole group in flight; issued with those loads (64 in a
  * row for blocks of 64), they were slower out of cache than no reordering at all. */
 VINLINE void
-fgroup_encode_ (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
+fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
                 uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
 {
   const size_t K = a->block / PIQ_W, step = PIQ_W * bits / 8;   /* vectors per block */
@@ -715,13 +714,6 @@ fgroup_encode_ (const PiqBlockArgs *a, const FInt *q, const float *x, const floa
         fprefetch4 (x + ahead);
         fencode4 (x, v0, v0, v1, v1, q, dst, code, bits, hf, sat, 1, sg, stream);
       }
-  else if (K == 1)
-    for (int j = 0; j < PIQ_W; j += 4, x += 4 * PIQ_W, dst += 4 * step)
-      {
-        fprefetch4 (x + ahead);
-        fencode4 (x, vsplat (inv[j]), vsplat (inv[j + 1]), vsplat (inv[j + 2]),
-                  vsplat (inv[j + 3]), q, dst, code, bits, hf, sat, 1, sg, stream);
-      }
   else   /* one vector at a time: the integers' bounds are in fencode then (fin 0) */
     for (int j = 0; j < PIQ_W; j++)
       {
@@ -734,16 +726,6 @@ fgroup_encode_ (const PiqBlockArgs *a, const FInt *q, const float *x, const floa
       }
 }
 
-/* stream as a constant of the loops */
-VINLINE void
-fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
-               uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
-{
-  if (stream)
-    fgroup_encode_ (a, q, x, inv, dst, code, bits, hf, sat, sg, 1);
-  else
-    fgroup_encode_ (a, q, x, inv, dst, code, bits, hf, sat, sg, 0);
-}
 
 /* Blocks one at a time: g blocks from element b0 (block index b), with parameters p
  * from fgroup_params (mode 1) or derived here (mode 0). */
