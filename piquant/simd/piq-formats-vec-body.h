@@ -782,20 +782,22 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
        * stalling between them. */
       const size_t gsize = FGROUP * a->block, n_groups = n / gsize;
 
-      if (n_groups > 0)
-        mode[0] = fgroup_params (a, &k, x, b, scales, zero_points, p[0], inv[0], code);
-      for (size_t g = 0; g < n_groups; g++, b0 += gsize, b += FGROUP)
+      for (size_t g = 0; g <= n_groups; g++)
         {
-          int cur = g & 1;
-          if (g + 1 < n_groups)
-            mode[!cur] = fgroup_params (a, &k, x + b0 + gsize, b + FGROUP, scales, zero_points,
-                                        p[!cur], inv[!cur], code);
-          if (mode[cur] == 2)
-            fgroup_encode (a, &k.q, x + b0, inv[cur], dst + b0 * bits / 8, code, bits, hf, sat,
+          int cur = g & 1, prev = !cur;
+          if (g < n_groups)
+            mode[cur] = fgroup_params (a, &k, x + g * gsize, first / a->block + g * FGROUP,
+                                       scales, zero_points, p[cur], inv[cur], code);
+          if (g == 0)
+            continue;
+          if (mode[prev] == 2)
+            fgroup_encode (a, &k.q, x + b0, inv[prev], dst + b0 * bits / 8, code, bits, hf, sat,
                            sg, stream);
           else
-            fquantize_blocks (a, x, b0, FGROUP, b, scales, zero_points, p[cur], mode[cur], dst,
+            fquantize_blocks (a, x, b0, FGROUP, b, scales, zero_points, p[prev], mode[prev], dst,
                               code, bits, hf, sat, sg);
+          b0 += gsize;
+          b += FGROUP;
         }
       /* the whole blocks after the last group, one at a time */
       {
