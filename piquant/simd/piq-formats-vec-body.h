@@ -265,8 +265,8 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
       c -= (vi) (__builtin_shuffle (thr0, thr1, k) < v);
 # endif
 #else
-      /* the number of thresholds below v (ties go to the lower code), found by a
-       * binary search over the sorted thresholds: 4 lookups instead of 15 compares */
+      /* 8 lanes: the number of thresholds below v (ties go to the lower code), found
+       * by a binary search over the sorted thresholds: 4 lookups, not 15 compares */
       static const float thr[16] = { PIQ_NF4_THRESHOLDS (FNF4_LIST_, 0) INFINITY };
       vf t0, t1;
       memcpy (&t0, thr, sizeof t0);
