@@ -534,16 +534,9 @@ check_nf4_edges (const PiqKernelTable *t)
   for (int fixed = 0; fixed < 2; fixed++)
     for (int hf = 0; hf < 2; hf++)
       {
-        PiqBlockArgs a;
-        memset (&a, 0, sizeof a);
-        a.code = PIQ_C_NF4;
-        a.bits = 4;
-        a.scale_kind = PIQ_SCALE_F32;
-        a.saturate = 1;
-        a.high_first = hf;
-        a.fixed = fixed;
-        a.block = 64;
-        a.scale = 1.0f;
+        const BlockCase c = { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, hf, 0 };
+        PiqBlockArgs a = block_args (&c, fixed ? 0 : 64, 0);
+        a.scale = 1.0f;                    /* per tensor: the codes of x itself */
         for (int k = 0; k < 2; k++)
           {
             memset (codes[k], 0x5a, sizeof codes[k]);

@@ -578,6 +578,41 @@ usec_to_seconds (gint64 usec)
   return MAX (usec, 1) * 1e-6;
 }
 
+/* The cells the demo's tables share: ms, Melem/s and GB/s of each timing from
+ * cells[c]; then RMSE and SQNR. Each returns the next free cell. */
+static guint
+timing_cells (char **cells, guint c, const Timing *const *timings, gsize n_timings,
+              guint64 n_elements)
+{
+  for (gsize t = 0; t < n_timings; t++)
+    {
+      double seconds = usec_to_seconds (timings[t]->usec);
+
+      cells[c++] = g_strdup_printf ("%.2f", timings[t]->usec / 1000.0);
+      cells[c++] = g_strdup_printf ("%.0f", n_elements / seconds / 1e6);
+      cells[c++] = g_strdup_printf ("%.2f", timings[t]->bytes / seconds / 1e9);
+    }
+  return c;
+}
+
+static guint
+error_cells (char **cells, guint c, double rmse, double sqnr_db)
+{
+  cells[c++] = g_strdup_printf ("%.3e", rmse);
+  cells[c++] = isinf (sqnr_db) ? g_strdup ("inf") : g_strdup_printf ("%.2f", sqnr_db);
+  return c;
+}
+
+/* Print one row of n_cells (all of the table's columns) and free its cells. */
+static void
+print_free_cells (const Column *columns, gsize n_columns, char **cells, guint n_cells)
+{
+  g_assert (n_cells == n_columns);
+  print_cells (columns, n_columns, (const char *const *) cells);
+  for (guint i = 0; i < n_cells; i++)
+    g_free (cells[i]);
+}
+
 static void
 print_demo_row (const DemoRow *row, guint64 n_elements)
 {
@@ -590,21 +625,9 @@ print_demo_row (const DemoRow *row, guint64 n_elements)
   cells[c++] = g_strdup_printf ("%.4e", row->scale);
   cells[c++] = g_strdup_printf ("%" G_GINT64_FORMAT, row->zero_point);
   cells[c++] = g_strdup_printf ("%.3g", piq_dtype_get_bits (row->dtype) / 8.0);
-  for (gsize t = 0; t < G_N_ELEMENTS (timings); t++)
-    {
-      double seconds = usec_to_seconds (timings[t]->usec);
-
-      cells[c++] = g_strdup_printf ("%.2f", timings[t]->usec / 1000.0);
-      cells[c++] = g_strdup_printf ("%.0f", n_elements / seconds / 1e6);
-      cells[c++] = g_strdup_printf ("%.2f", timings[t]->bytes / seconds / 1e9);
-    }
-  cells[c++] = g_strdup_printf ("%.3e", row->rmse);
-  cells[c++] = isinf (row->sqnr_db) ? g_strdup ("inf") : g_strdup_printf ("%.2f", row->sqnr_db);
-  g_assert (c == G_N_ELEMENTS (demo_columns));
-
-  print_cells (demo_columns, G_N_ELEMENTS (demo_columns), (const char *const *) cells);
-  for (guint i = 0; i < c; i++)
-    g_free (cells[i]);
+  c = timing_cells (cells, c, timings, G_N_ELEMENTS (timings), n_elements);
+  c = error_cells (cells, c, row->rmse, row->sqnr_db);
+  print_free_cells (demo_columns, G_N_ELEMENTS (demo_columns), cells, c);
 }
 
 /* One row of the formats table. */
@@ -641,22 +664,10 @@ print_format_row (const FormatRow *row, guint64 n_elements)
     }
   cells[c++] = g_strdup (enum_nick (PIQ_TYPE_ROUND_MODE, piq_params_get_round_mode (params)));
   cells[c++] = g_strdup_printf ("%.4f", row->bytes_per_element);
-  for (gsize t = 0; t < G_N_ELEMENTS (timings); t++)
-    {
-      double seconds = usec_to_seconds (timings[t]->usec);
-
-      cells[c++] = g_strdup_printf ("%.2f", timings[t]->usec / 1000.0);
-      cells[c++] = g_strdup_printf ("%.0f", n_elements / seconds / 1e6);
-      cells[c++] = g_strdup_printf ("%.2f", timings[t]->bytes / seconds / 1e9);
-    }
+  c = timing_cells (cells, c, timings, G_N_ELEMENTS (timings), n_elements);
   cells[c++] = g_strdup_printf ("%.3e", row->mae);
-  cells[c++] = g_strdup_printf ("%.3e", row->rmse);
-  cells[c++] = isinf (row->sqnr_db) ? g_strdup ("inf") : g_strdup_printf ("%.2f", row->sqnr_db);
-  g_assert (c == G_N_ELEMENTS (format_columns));
-
-  print_cells (format_columns, G_N_ELEMENTS (format_columns), (const char *const *) cells);
-  for (guint i = 0; i < c; i++)
-    g_free (cells[i]);
+  c = error_cells (cells, c, row->rmse, row->sqnr_db);
+  print_free_cells (format_columns, G_N_ELEMENTS (format_columns), cells, c);
 }
 
 static gsize

@@ -237,9 +237,8 @@ static const float piq_nf4_values[16] = {
   X (-0.045525018125772476f, arg) X (0.03979014977812767f, arg) X (0.1202552504837513f, arg) \
   X (0.2035212516784668f, arg) X (0.2920137718319893f, arg) X (0.3893125355243683f, arg) \
   X (0.5016634166240692f, arg) X (0.6427869200706482f, arg) X (0.8614784181118011f, arg)
-#define PIQ_NF4_LIST_(t, arg) t,
-static const float piq_nf4_thresholds[15] = { PIQ_NF4_THRESHOLDS (PIQ_NF4_LIST_, 0) };
-#undef PIQ_NF4_LIST_
+#define PIQ_LIST_ITEM(t, arg) t,   /* an X (t, arg) list as initializers */
+static const float piq_nf4_thresholds[15] = { PIQ_NF4_THRESHOLDS (PIQ_LIST_ITEM, 0) };
 
 /* bnb FP4 by code (bit 3 = sign), normalised by 12 */
 static const float piq_fp4_bnb_values[16] = {

@@ -187,7 +187,6 @@ mf_decode (vi c, int M, int bias, int width, int code)
 /* NF4 by cells of 1/16 over [-1, 1] (fencode, 16 lanes): the number of thresholds
  * below cell k, and the threshold inside it (+Inf if none), as constants built from
  * bnb's thresholds by the preprocessor. */
-#define FNF4_LIST_(t, arg) t,
 #define FNF4_EDGE_(k) (-1.0f + (float) (k) / 16)
 #define FNF4_BELOW_(t, k) + ((t) < FNF4_EDGE_ (k))
 #define FNF4_INSIDE_(t, k) (t) >= FNF4_EDGE_ (k) && (t) < FNF4_EDGE_ ((k) + 1) ? (t) :
@@ -267,7 +266,7 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
 #else
       /* 8 lanes: the number of thresholds below v (ties go to the lower code), found
        * by a binary search over the sorted thresholds: 4 lookups, not 15 compares */
-      static const float thr[16] = { PIQ_NF4_THRESHOLDS (FNF4_LIST_, 0) INFINITY };
+      static const float thr[16] = { PIQ_NF4_THRESHOLDS (PIQ_LIST_ITEM, 0) INFINITY };
       vf t0, t1;
       memcpy (&t0, thr, sizeof t0);
       memcpy (&t1, thr + (PIQ_W == 8 ? 8 : 0), sizeof t1);
@@ -756,8 +755,8 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
   /* whole groups keep four vectors' codes aligned to their size */
   int stream = a->stream && (uintptr_t) dst % (4 * PIQ_W * bits / 8) == 0;
   int e8m0 = a->scale_kind == PIQ_SCALE_E8M0;
+  const uint64_t b_first = first / a->block;
   size_t b0 = 0;
-  uint64_t b = first / a->block;
   PiqBlockP p[2][FGROUP];
   float inv[2][FGROUP];
   int mode[2] = { 0, 0 };
@@ -785,25 +784,25 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
       for (size_t g = 0; g <= n_groups; g++)
         {
           int cur = g & 1, prev = !cur;
+          size_t e = (g - 1) * gsize;     /* group g − 1's first element */
           if (g < n_groups)
-            mode[cur] = fgroup_params (a, &k, x + g * gsize, first / a->block + g * FGROUP,
-                                       scales, zero_points, p[cur], inv[cur], code);
+            mode[cur] = fgroup_params (a, &k, x + g * gsize, b_first + g * FGROUP, scales,
+                                       zero_points, p[cur], inv[cur], code);
           if (g == 0)
             continue;
           if (mode[prev] == 2)
-            fgroup_encode (a, &k.q, x + b0, inv[prev], dst + b0 * bits / 8, code, bits, hf, sat,
+            fgroup_encode (a, &k.q, x + e, inv[prev], dst + e * bits / 8, code, bits, hf, sat,
                            sg, stream);
           else
-            fquantize_blocks (a, x, b0, FGROUP, b, scales, zero_points, p[prev], mode[prev], dst,
-                              code, bits, hf, sat, sg);
-          b0 += gsize;
-          b += FGROUP;
+            fquantize_blocks (a, x, e, FGROUP, b_first + (g - 1) * FGROUP, scales, zero_points,
+                              p[prev], mode[prev], dst, code, bits, hf, sat, sg);
         }
       /* the whole blocks after the last group, one at a time */
+      b0 = n_groups * gsize;
       {
         size_t rest = (n - b0) / a->block;
-        fquantize_blocks (a, x, b0, rest, b, scales, zero_points, p[0], 0, dst, code, bits, hf,
-                          sat, sg);
+        fquantize_blocks (a, x, b0, rest, b_first + n_groups * FGROUP, scales, zero_points, p[0],
+                          0, dst, code, bits, hf, sat, sg);
         b0 += rest * a->block;
       }
     }
