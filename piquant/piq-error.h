@@ -33,9 +33,10 @@ G_BEGIN_DECLS
  * @PIQ_ERROR_NON_FINITE: NaN or ±Inf in data where the operation cannot use it
  * @PIQ_ERROR_EMPTY: parameters asked of a tensor with no elements
  * @PIQ_ERROR_READ_ONLY: a read-only tensor was given as a destination
- * @PIQ_ERROR_NO_PARAMS: a quantized tensor carries no [class@Piq.Params]
+ * @PIQ_ERROR_NO_FORMAT: a tensor of a quantized dtype carries no [class@Piq.Format]
  * @PIQ_ERROR_NO_MEMORY: an allocation failed
  * @PIQ_ERROR_INVALID_VALUE: a value that the dtype cannot hold (not integral, out of range)
+ * @PIQ_ERROR_OVERLAP: a destination overlaps a source (see [Aliasing](overview.html#aliasing))
  *
  * Errors of the `PIQ_ERROR` domain. Whenever a function fails with one of
  * these, it has written nothing to its destination.
@@ -51,9 +52,10 @@ typedef enum {
   PIQ_ERROR_NON_FINITE,
   PIQ_ERROR_EMPTY,
   PIQ_ERROR_READ_ONLY,
-  PIQ_ERROR_NO_PARAMS,
+  PIQ_ERROR_NO_FORMAT,
   PIQ_ERROR_NO_MEMORY,
   PIQ_ERROR_INVALID_VALUE,
+  PIQ_ERROR_OVERLAP,
 } PiqError;
 
 PIQ_AVAILABLE_IN_1_0

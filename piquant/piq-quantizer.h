@@ -1,4 +1,4 @@
-/* piq-quantizer.h: the engine
+/* piq-quantizer.h: the operations
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -11,7 +11,8 @@
 #include <glib-object.h>
 #include <piquant/piq-version.h>
 #include <piquant/piq-types.h>
-#include <piquant/piq-params.h>
+#include <piquant/piq-format.h>
+#include <piquant/piq-recipe.h>
 #include <piquant/piq-tensor.h>
 
 G_BEGIN_DECLS
@@ -41,18 +42,20 @@ void            piq_quantizer_set_max_simd_level (PiqQuantizer *self,
 
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_quantizer_compute_params    (PiqQuantizer  *self,
-                                                 PiqParams     *params,
+                                                 PiqFormat     *format,
+                                                 PiqRecipe     *recipe,
                                                  PiqTensor     *src,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_quantizer_quantize          (PiqQuantizer  *self,
-                                                 PiqParams     *params,
+                                                 PiqRecipe     *recipe,
                                                  PiqTensor     *src,
                                                  PiqTensor     *dst,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
 PiqTensor *     piq_quantizer_quantize_new      (PiqQuantizer  *self,
-                                                 PiqParams     *params,
+                                                 PiqFormat     *format,
+                                                 PiqRecipe     *recipe,
                                                  PiqTensor     *src,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
@@ -68,69 +71,53 @@ PiqTensor *     piq_quantizer_dequantize_new    (PiqQuantizer  *self,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_quantizer_requantize        (PiqQuantizer  *self,
-                                                 PiqParams     *params,
+                                                 PiqFormat     *format,
+                                                 PiqRecipe     *recipe,
                                                  PiqTensor     *src,
                                                  PiqTensor     *dst,
                                                  PiqReduceOp    op,
                                                  GError       **error);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_quantizer_binary_dot        (PiqQuantizer  *self,
+                                                 PiqTensor     *a,
+                                                 PiqTensor     *b,
+                                                 double        *result,
+                                                 GError       **error);
 
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_quantizer_compute_params_raw (PiqQuantizer *self,
-                                                 PiqParams     *params,
+                                                 PiqFormat     *format,
+                                                 PiqRecipe     *recipe,
                                                  PiqDtype       src_dtype,
                                                  gconstpointer  src,
                                                  gsize          n_elements,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_quantizer_quantize_raw      (PiqQuantizer  *self,
-                                                 PiqParams     *params,
+                                                 PiqFormat     *format,
+                                                 PiqRecipe     *recipe,
                                                  PiqDtype       src_dtype,
                                                  gconstpointer  src,
-                                                 gsize          n_elements,
-                                                 gpointer       dst,
-                                                 gsize          dst_size,
-                                                 GError       **error);
-PIQ_AVAILABLE_IN_1_0
-gboolean        piq_quantizer_dequantize_raw    (PiqQuantizer  *self,
-                                                 PiqParams     *params,
-                                                 gconstpointer  src,
-                                                 gsize          src_size,
-                                                 gsize          n_elements,
-                                                 PiqDtype       dst_dtype,
-                                                 gpointer       dst,
-                                                 gsize          dst_size,
-                                                 PiqReduceOp    op,
-                                                 GError       **error);
-PIQ_AVAILABLE_IN_1_0
-gboolean        piq_quantizer_requantize_raw    (PiqQuantizer  *self,
-                                                 PiqParams     *params,
-                                                 PiqDtype       dtype,
-                                                 gconstpointer  src,
-                                                 gsize          n_elements,
-                                                 gpointer       dst,
-                                                 gsize          dst_size,
-                                                 PiqReduceOp    op,
-                                                 GError       **error);
-
-PIQ_AVAILABLE_IN_1_0
-gboolean        piq_quantizer_quantize_blocks_raw (PiqQuantizer *self,
-                                                 PiqParams     *params,
-                                                 PiqDtype       src_dtype,
-                                                 gconstpointer  src,
-                                                 gsize          n_elements,
+                                                 const guint64 *shape,
+                                                 guint          n_dims,
                                                  gpointer       dst,
                                                  gsize          dst_size,
                                                  gpointer       scales,
                                                  gsize          scales_size,
                                                  gpointer       zero_points,
                                                  gsize          zero_points_size,
+                                                 double        *scale,
+                                                 gint64        *zero_point,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
-gboolean        piq_quantizer_dequantize_blocks_raw (PiqQuantizer *self,
-                                                 PiqParams     *params,
+gboolean        piq_quantizer_dequantize_raw    (PiqQuantizer  *self,
+                                                 PiqFormat     *format,
+                                                 double         scale,
+                                                 gint64         zero_point,
                                                  gconstpointer  src,
                                                  gsize          src_size,
-                                                 gsize          n_elements,
+                                                 const guint64 *shape,
+                                                 guint          n_dims,
                                                  gconstpointer  scales,
                                                  gsize          scales_size,
                                                  gconstpointer  zero_points,
@@ -141,16 +128,16 @@ gboolean        piq_quantizer_dequantize_blocks_raw (PiqQuantizer *self,
                                                  PiqReduceOp    op,
                                                  GError       **error);
 PIQ_AVAILABLE_IN_1_0
-gboolean        piq_quantizer_binary_dot        (PiqQuantizer  *self,
-                                                 PiqTensor     *a,
-                                                 PiqTensor     *b,
-                                                 double        *result,
-                                                 GError       **error);
-PIQ_AVAILABLE_IN_1_0
-gboolean        piq_params_get_scales_size      (PiqParams     *self,
-                                                 guint64        n_elements,
-                                                 gsize         *scales_size,
-                                                 gsize         *zero_points_size,
+gboolean        piq_quantizer_requantize_raw    (PiqQuantizer  *self,
+                                                 PiqFormat     *format,
+                                                 PiqRecipe     *recipe,
+                                                 PiqDtype       dtype,
+                                                 gconstpointer  src,
+                                                 const guint64 *shape,
+                                                 guint          n_dims,
+                                                 gpointer       dst,
+                                                 gsize          dst_size,
+                                                 PiqReduceOp    op,
                                                  GError       **error);
 
 G_END_DECLS

@@ -135,8 +135,8 @@ typedef enum {
 
 /**
  * PiqScaleRule:
- * @PIQ_SCALE_RULE_MIN_MAX: affine: the data's [min, max] range (widened to
- *   include 0 unless [property@Piq.Params:include-zero] is false) spans the
+ * @PIQ_SCALE_RULE_MIN_MAX: affine integers: the data's [min, max] range (widened to
+ *   include 0 unless [property@Piq.Recipe:include-zero] is false) spans the
  *   whole integer range, as PyTorch's MinMax observer computes it
  * @PIQ_SCALE_RULE_ABS_MAX: symmetric: `max(|x|)` maps to the end of the
  *   integer range; the zero point is 0 for signed types and the middle of the
@@ -151,15 +151,18 @@ typedef enum {
  *   the element's mantissa bits before the floor rule
  * @PIQ_SCALE_RULE_POW2_RCEIL: E8M0 scales, `2^ceil(log2(amax / max_elem))`
  *   (NVIDIA's rule: no element saturates)
+ * @PIQ_SCALE_RULE_DEFAULT: the format's own rule: min/max for affine
+ *   integers, abs-max for symmetric integers and the code formats, the
+ *   floor rule for E8M0 scales
  *
  * How a scale and a zero point are derived from data: by
  * [method@Piq.Quantizer.compute_params] for a whole tensor, and by
  * [method@Piq.Quantizer.quantize] for each block or channel.
  *
- * Formats without a zero point (the code formats, and integers with E8M0
- * scales) are symmetric: %PIQ_SCALE_RULE_MIN_MAX and %PIQ_SCALE_RULE_ABS_MAX
- * both select the format's own absmax rule (for E8M0 scales, the floor
- * rule). The `POW2` rules need E8M0 scales ([property@Piq.Params:scale-dtype]).
+ * A rule must apply to the format (see [Recipes](overview.html#recipes)):
+ * min/max and mean/σ need affine integers, abs-max a symmetric format, the
+ * `POW2` rules E8M0 scales ([property@Piq.Format:scale-dtype]); any other
+ * pair is an error, never silently replaced.
  *
  * Since: 1.0
  */
@@ -171,21 +174,22 @@ typedef enum {
   PIQ_SCALE_RULE_POW2_CEIL  = 4,
   PIQ_SCALE_RULE_POW2_EVEN  = 5,
   PIQ_SCALE_RULE_POW2_RCEIL = 6,
+  PIQ_SCALE_RULE_DEFAULT    = 7,
 } PiqScaleRule;
 
 /**
  * PiqGranularity:
- * @PIQ_GRANULARITY_TENSOR: one scale and zero point for the whole tensor,
- *   the [property@Piq.Params:scale] and [property@Piq.Params:zero-point] of the
- *   parameters
- * @PIQ_GRANULARITY_CHANNEL: one per row of a 2-D tensor whose rows are
- *   [property@Piq.Params:block-size] elements long; the tensor must hold whole rows
- * @PIQ_GRANULARITY_BLOCK: one per block of [property@Piq.Params:block-size]
- *   consecutive elements; the last block may be shorter
+ * @PIQ_GRANULARITY_TENSOR: one scale and zero point for the whole tensor
+ *   ([method@Piq.Tensor.get_scale])
+ * @PIQ_GRANULARITY_CHANNEL: one per index of the tensor's axis
+ *   [property@Piq.Format:axis]
+ * @PIQ_GRANULARITY_BLOCK: one per block of [property@Piq.Format:block-size]
+ *   consecutive elements along the last axis; a block never spans two rows,
+ *   and each row's last block may be shorter
  *
  * How many scales a quantized tensor has. Per-channel and per-block scales are
- * derived from each block's data by [method@Piq.Quantizer.quantize] and carried
- * by the quantized tensor ([method@Piq.Tensor.get_scales]).
+ * derived from each channel's or block's data by [method@Piq.Quantizer.quantize]
+ * and carried by the quantized tensor ([method@Piq.Tensor.get_scales]).
  *
  * Since: 1.0
  */

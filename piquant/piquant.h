@@ -10,7 +10,9 @@
 #include <piquant/piq-types.h>
 #include <piquant/piq-enum-types.h>
 #include <piquant/piq-error.h>
-#include <piquant/piq-params.h>
+#include <piquant/piq-dtype.h>
+#include <piquant/piq-format.h>
+#include <piquant/piq-recipe.h>
 #include <piquant/piq-tensor.h>
 #include <piquant/piq-quantizer.h>
 
