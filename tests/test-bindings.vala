@@ -8,7 +8,8 @@
  */
 
 errordomain TestError {
-    FAILED
+    FAILED,
+    SKIPPED
 }
 
 delegate void TestFunc () throws GLib.Error;
@@ -392,6 +393,29 @@ TestCase[] make_tests () {
     TestCase[] tests = {};
     float[] data = make_data ();
     float[] finite = make_finite ();
+
+    /* Piq-1.0.metadata maps every GError of the GIR to Piq.Error, and nothing else */
+    tests += new TestCase ("vala/vapi/throws-piq-error", () => {
+        string? dir = Environment.get_variable ("VAPIDIR");
+        if (dir == null)
+            throw new TestError.SKIPPED ("VAPIDIR is not set");
+        string vapi, gir;
+        try {
+            FileUtils.get_contents (Path.build_filename (dir, "piquant-1.0.vapi"), out vapi);
+            FileUtils.get_contents (Path.build_filename (dir, "Piq-1.0.gir"), out gir);
+        } catch (FileError e) {
+            throw new TestError.SKIPPED (e.message);
+        }
+        int n_glib = vapi.split ("throws GLib.Error").length - 1;
+        int n_piq = vapi.split ("throws Piq.Error").length - 1;
+        int n_gir = gir.split ("throws=\"1\"").length - 1;
+        var glib_lines = new StringBuilder ();
+        foreach (unowned string line in vapi.split ("\n"))
+            if ("throws GLib.Error" in line)
+                glib_lines.append_printf ("\n  %s", line.strip ());
+        check (n_glib == 0, "%d declarations throw GLib.Error; list them in Piq-1.0.metadata:%s".printf (n_glib, glib_lines.str));
+        check (n_piq == n_gir, "%d declarations throw Piq.Error, the GIR has %d that throw: a throws= pattern in Piq-1.0.metadata matches a function without a GError".printf (n_piq, n_gir));
+    });
 
     tests += new TestCase ("vala/quantizer/new-and-default", () => {
         var q = new Piq.Quantizer ();
@@ -1324,6 +1348,8 @@ int main (string[] args) {
         try {
             tests[i].func ();
             print ("ok %d - %s\n", i + 1, tests[i].name);
+        } catch (TestError.SKIPPED e) {
+            print ("ok %d - %s # SKIP %s\n", i + 1, tests[i].name, e.message);
         } catch (GLib.Error e) {
             failed++;
             print ("not ok %d - %s\n", i + 1, tests[i].name);
