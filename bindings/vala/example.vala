@@ -86,9 +86,20 @@ int main () {
         var w4 = q.quantize_new (nf4, null, w);            // a null recipe: the format's rule
         var w_back = q.dequantize_new (w4, Piq.Dtype.F32); // shape [1000, 1000]
         // [/snippet]
+        // [snippet:format]
+        // Formats are immutable; a combination that no constructor covers is
+        // built with Object.new and its construct-only properties.
+        var int8_f16 = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.INT8,
+                                                "granularity", Piq.Granularity.BLOCK, "block-size", 128,
+                                                "scale-dtype", Piq.Dtype.F16, "symmetric", true);
+        var w8 = q.quantize_new (int8_f16, null, w);
+        // [/snippet]
         print ("\nnf4: %" + uint64.FORMAT + " bytes of codes, %" + uint64.FORMAT + " of scales, "
                + "back to [%" + uint64.FORMAT + ", %" + uint64.FORMAT + "]\n",
                (uint64) w4.get_n_bytes (), (uint64) w4.get_scales ().length, w_back.get_dim (0), w_back.get_dim (1));
+        print ("int8, blocks of %u with f16 scales: %" + uint64.FORMAT + " bytes of codes, %"
+               + uint64.FORMAT + " of scales\n", int8_f16.block_size, (uint64) w8.get_n_bytes (),
+               (uint64) w8.get_scales ().length);
 
         // [snippet:errors]
         try {
