@@ -679,11 +679,11 @@ TestCase[] make_tests () {
         var src = f32_tensor (data);
         var dst = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { data.length });
         foreach (double bad in new double[] { 0.0, -0.5, double.INFINITY, double.NAN, 1e-50, 1e39 }) {
-            /* every route: set_scale (), the property, the constructor */
+            /* every route: set_scale (), the GObject property, the constructor */
             Piq.Recipe[] routes = { new Piq.Recipe.affine (1.0, 128), new Piq.Recipe.affine (1.0, 128),
                                     new Piq.Recipe.affine (bad, 128) };
             routes[0].set_scale (bad);
-            routes[1].scale = bad;
+            routes[1].set_property ("scale", bad);
             for (int k = 0; k < routes.length; k++) {
                 try {
                     q.quantize (routes[k], src, dst);
