@@ -464,20 +464,20 @@ TestCase[] make_tests () {
 
         var r = new Piq.Recipe ();
         check (r.scale_rule == Piq.ScaleRule.DEFAULT && r.include_zero && r.round_mode == Piq.RoundMode.NEAREST
-               && r.seed == 0 && !r.has_scale () && !r.has_zero_point (), "Recipe defaults");
+               && r.seed == 0 && !r.has_scale && !r.has_zero_point, "Recipe defaults");
         var p = new Piq.Recipe.affine (0.5, 128);
-        check (p.scale == 0.5 && p.zero_point == 128 && p.has_scale () && p.has_zero_point (), "construction");
+        check (p.scale == 0.5 && p.zero_point == 128 && p.has_scale && p.has_zero_point, "construction");
         p.seed = 0xFEDCBA9876543210UL;
         check (p.get_seed () == 0xFEDCBA9876543210UL, "64-bit seed");
         var a = new Piq.Recipe.affine (0.25, 7);
         check (a.scale == 0.25 && a.zero_point == 7, "Recipe.affine");
         var fx = new Piq.Recipe.fixed (0.125);
-        check (fx.get_scale () == 0.125 && fx.has_scale () && !fx.has_zero_point (), "Recipe.fixed");
+        check (fx.get_scale () == 0.125 && fx.has_scale && !fx.has_zero_point, "Recipe.fixed");
         var c = a.copy ();
         c.set_scale (2.0);
         check (a.scale == 0.25 && c.scale == 2.0 && c.zero_point == 7, "copy () is independent");
         c.clear_scale ();
-        check (!c.has_scale () && !c.has_zero_point (), "clear_scale ()");
+        check (!c.has_scale && !c.has_zero_point, "clear_scale ()");
         r.scale_rule = Piq.ScaleRule.MIN_MAX;
         r.include_zero = false;
         r.round_mode = Piq.RoundMode.STOCHASTIC;
@@ -508,8 +508,12 @@ TestCase[] make_tests () {
         check_doubles (t64.to_values (), { 0.1, -2.5, 1e300 }, "F64 to_values ()");
         var m = new Piq.Tensor.shaped (Piq.Dtype.F32, { 3, 5 });
         uint64[] shape = m.get_shape ();
-        check (shape.length == 2 && shape[0] == 3 && shape[1] == 5 && m.get_n_elements () == 15
-               && m.get_row_stride () == 20, "shaped [3, 5]");
+        check (shape.length == 2 && shape[0] == 3 && shape[1] == 5 && m.get_n_elements () == 15,
+               ("shaped [3, 5]: %d dims, %" + uint64.FORMAT + " elements").printf (shape.length, m.get_n_elements ()));
+        check (m.get_row_stride () == 0 && m.is_contiguous (), "a packed tensor has row stride 0");
+        /* rows of 5 floats, 32 bytes apart: a sub-matrix without a copy */
+        var st = new Piq.Tensor.strided (Piq.Dtype.F32, { 3, 5 }, new Bytes (new uint8[3 * 32]), 0, 32);
+        check (st.get_row_stride () == 32 && !st.is_contiguous () && st.get_n_elements () == 15, "strided [3, 5]");
         m.reshape ({ 5, 3 });
         check (m.get_dim (0) == 5 && m.get_dim (-1) == 3, "reshape [5, 3]");
     });
@@ -591,7 +595,7 @@ TestCase[] make_tests () {
         double scale;
         int64 zp;
         minmax_params (finite, Piq.Dtype.UINT8, true, out scale, out zp);
-        check (cp.has_scale () && cp.scale == scale && cp.zero_point == zp,
+        check (cp.has_scale && cp.scale == scale && cp.zero_point == zp,
                "compute_params_raw (): %.9g/%d, expected %.9g/%d".printf (cp.scale, (int) cp.zero_point, scale, (int) zp));
         var small = new uint8[3];
         var before = small;
@@ -614,7 +618,7 @@ TestCase[] make_tests () {
             double scale;
             int64 zp;
             minmax_params (finite, dtype, true, out scale, out zp);
-            check (r.has_scale () && r.scale == scale && r.zero_point == zp, "%s: %.9g/%d, expected %.9g/%d".printf (
+            check (r.has_scale && r.scale == scale && r.zero_point == zp, "%s: %.9g/%d, expected %.9g/%d".printf (
                 dtype.to_string (), r.scale, (int) r.zero_point, scale, (int) zp));
             int64[] want = quantize_nearest (finite, scale, zp, dtype);
             check_codes (tensor_codes (q.quantize_new (format, r, src)), want, "%s codes".printf (dtype.to_string ()));
@@ -746,7 +750,7 @@ TestCase[] make_tests () {
             throw new TestError.FAILED ("compute_params () accepted Inf");
         } catch (Piq.Error.NON_FINITE e) {
         }
-        check (!kept.has_scale () && !kept.has_zero_point (), "a failed compute_params () changed the recipe");
+        check (!kept.has_scale && !kept.has_zero_point, "a failed compute_params () changed the recipe");
     });
 
     tests += new TestCase ("vala/formats/fp8-e4m3/cast-saturate-nan", () => {
