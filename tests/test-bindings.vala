@@ -1191,10 +1191,15 @@ TestCase[] make_tests () {
         var q = new Piq.Quantizer ();
         var f = new Piq.Format (Piq.Dtype.UINT8);
         /* every property is set at construction only */
+        int n_construct_only = 0;
         foreach (unowned ParamSpec ps in f.get_class ().list_properties ()) {
             if ((ps.flags & ParamFlags.WRITABLE) != 0)
                 check ((ps.flags & ParamFlags.CONSTRUCT_ONLY) != 0, "Piq.Format:%s is writable after construction".printf (ps.name));
+            if ((ps.flags & ParamFlags.CONSTRUCT_ONLY) != 0)
+                n_construct_only++;
         }
+        /* dtype, granularity, axis, block-size, scale-dtype, symmetric, saturate, high-nibble-first, double-quant */
+        check (n_construct_only >= 9, "%d construct-only properties".printf (n_construct_only));
         var src = f32_tensor (finite);
         var r = new Piq.Recipe ();
         q.compute_params (f, r, src);
