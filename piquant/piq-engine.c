@@ -318,7 +318,9 @@ check_given (const PiqEngineFormat *f, const PiqDtypeInfo *info, const PiqEngine
     return fail (e, PIQ_E_UNSUPPORTED, "the recipe gives a per-tensor scale, but %s %s derives a "
                  "scale per %s", info->name, f->granularity == GRAN_BLOCK ? "per block" :
                  "per channel", f->granularity == GRAN_BLOCK ? "block" : "channel");
-  if (r->rule != RULE_DEFAULT)
+  /* a calibrated scale was derived by the recipe's rule; a scale given by hand next to a
+   * named rule would leave the rule unused */
+  if (r->rule != RULE_DEFAULT && !r->calibrated)
     return fail (e, PIQ_E_UNSUPPORTED, "the recipe gives a scale and names the %s rule; a given "
                  "scale derives nothing", rule_names[r->rule]);
   if (!check_scale (r->scale, float_dtype, e))
