@@ -76,9 +76,9 @@ def case(name):
 
 def fail_list(what, items):
     if items:
-        lines = ["%d %s:" % (len(items), what)] + ["  " + str(i) for i in sorted(set(items))[:60]]
-        if len(set(items)) > 60:
-            lines.append("  … and %d more" % (len(set(items)) - 60))
+        lines = ["%d %s:" % (len(items), what)] + ["  " + i for i in sorted(set(str(x) for x in items))[:60]]
+        if len(set(str(x) for x in items)) > 60:
+            lines.append("  … and %d more" % (len(set(str(x) for x in items)) - 60))
         raise Failure("\n".join(lines))
 
 
