@@ -1819,6 +1819,33 @@ def _():
           == tensor_bytes(q.quantize_new(nf4, None, src)), "nf4: ABS_MAX differs from DEFAULT")
 
 
+@test("no-silent-default/calibrated-with-named-rule")
+def _():
+    # compute_params() "stores them in the recipe, so later calls quantize with
+    # them (calibration)", whatever rule derived them; only a scale the caller
+    # gives alongside a named rule is contradictory
+    q = Piq.Quantizer()
+    src, _arr = f32_tensor(FINITE)
+    for fmt, rule, params in ((U8, Piq.ScaleRule.MIN_MAX, minmax_params(FINITE, Piq.Dtype.UINT8)),
+                              (U8, Piq.ScaleRule.MEAN_STD, meanstd_params(FINITE, Piq.Dtype.UINT8)),
+                              (Piq.Format.new_symmetric(Piq.Dtype.INT8), Piq.ScaleRule.ABS_MAX,
+                               absmax_params(FINITE, Piq.Dtype.INT8))):
+        r = Piq.Recipe(scale_rule=rule)
+        q.compute_params(fmt, r, src)
+        check(abs(r.props.scale - params[0]) <= 4e-16 * params[0], "%s: scale %r, expected %r"
+              % (rule.value_nick, r.props.scale, params[0]))
+        try:
+            qt = q.quantize_new(fmt, r, src)
+        except GLib.Error as e:
+            raise Failure("%s: quantize with the calibrated recipe: %s" % (rule.value_nick, e.message))
+        check((qt.get_scale(), qt.get_zero_point()) == (r.props.scale, params[1]),
+              "%s: the tensor records %r" % (rule.value_nick, (qt.get_scale(), qt.get_zero_point())))
+        check_list(list(tensor_bytes(qt)) if fmt.props.dtype == Piq.Dtype.UINT8
+                   else np.frombuffer(tensor_bytes(qt), np.int8).tolist(),
+                   quantize_nearest(FINITE, r.props.scale, params[1], fmt.props.dtype),
+                   "%s codes" % rule.value_nick)
+
+
 @test("no-silent-default/zero-point-on-symmetric")
 def _():
     q = Piq.Quantizer()
