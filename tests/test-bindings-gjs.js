@@ -1318,8 +1318,9 @@ test('errors/no-silent-default', () => {
 
     // a given scale where scales are derived per channel or block, or with a rule
     expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, Piq.Recipe.new_fixed(1), src));
-    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(Piq.Format.new_per_channel(Piq.Dtype.INT8, 0),
-        Piq.Recipe.new_affine(0.5, 0), f32Shaped(FINITE.slice(0, 300), [10, 30])));
+    const symChannels = new Piq.Format({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.CHANNEL, symmetric: true});
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(symChannels, Piq.Recipe.new_fixed(0.5),
+        f32Shaped(FINITE.slice(0, 300), [10, 30])));
     expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(u8,
         new Piq.Recipe({scale: 0.5, zero_point: 128, scale_rule: Piq.ScaleRule.MIN_MAX}), src));
     // a seed with nearest rounding; include-zero without the min/max rule

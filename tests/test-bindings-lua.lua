@@ -1343,8 +1343,9 @@ test('errors/no-silent-default', function()
 
   -- a given scale where scales are derived per channel or block, or with a rule
   expect_error('UNSUPPORTED', q:quantize_new(nf4, Piq.Recipe.new_fixed(1), src))
-  expect_error('UNSUPPORTED', q:quantize_new(Piq.Format.new_per_channel(Piq.Dtype.INT8, 0),
-    Piq.Recipe.new_affine(0.5, 0), f32_shaped(slice(FINITE, 1, 300), { 10, 30 })))
+  local sym_channels = Piq.Format { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.CHANNEL, symmetric = true }
+  expect_error('UNSUPPORTED', q:quantize_new(sym_channels, Piq.Recipe.new_fixed(0.5),
+    f32_shaped(slice(FINITE, 1, 300), { 10, 30 })))
   expect_error('UNSUPPORTED', q:quantize_new(u8, recipe(0.5, 128, { scale_rule = Piq.ScaleRule.MIN_MAX }), src))
   -- a seed with nearest rounding; include-zero without the min/max rule
   expect_error('UNSUPPORTED', q:quantize_new(u8, Piq.Recipe { seed = 5 }, src))
