@@ -132,8 +132,7 @@ checked_mul (uint64_t a, uint64_t b, size_t *out, PiqEngineError *e)
 static int
 is_bfp (const PiqDtypeInfo *info)
 {
-  return info->kind == PIQ_KIND_CODE && info->kernel_index >= PIQ_C_BFP2 &&
-         info->kernel_index <= PIQ_C_BFP8;
+  return info->kind == PIQ_KIND_CODE && piq_code_family[info->kernel_index] == PIQ_FAMILY_BFP;
 }
 
 unsigned
@@ -872,7 +871,7 @@ code_params (const PiqDtypeInfo *info, const PiqEngineView *src, uint64_t n, dou
                                : fabsf (piq_load_f (src->data, (size_t) i, ft));
       s = (float) (sum / (double) n);
     }
-  else if (info->kernel_index <= PIQ_C_FP4_E2M1)
+  else if (piq_code_family[info->kernel_index] == PIQ_FAMILY_MINIFLOAT)
     s = a / piq_minifloats[info->kernel_index].max;
   else
     s = a;

@@ -21,9 +21,10 @@
 /**
  * PiqTensor:
  *
- * A one-dimensional buffer of @n-elements elements of one [enum@Piq.Dtype]:
- * float data to quantize, or packed quantized data with the [class@Piq.Params]
- * that produced it.
+ * A buffer of @n-elements elements of one [enum@Piq.Dtype] with a shape of
+ * up to `PIQ_MAX_DIMS` dimensions: float data to quantize, or packed
+ * quantized codes with the [class@Piq.Format] that says what they mean and
+ * the scales and zero points that produced them.
  *
  * Tensors keep bulk data on the C side: results go into a tensor that can be
  * reused across calls, ADD accumulates into it in place, and
