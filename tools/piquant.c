@@ -721,7 +721,7 @@ set_demo_rounding (const Demo *demo, PiqRecipe *recipe, PiqRoundMode mode)
 
 /* The round trip of one preset: quantize (which derives the block scales)
  * and dequantize, both timed; per-tensor presets get their scale from the
- * data first, untimed, by the preset's abs-max rule. */
+ * data first, untimed, by the format's own rule (abs-max). */
 static gboolean
 measure_format (const Demo   *demo,
                 PiqRecipe    *recipe,
