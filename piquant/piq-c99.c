@@ -22,6 +22,7 @@
 #include "piquant-c99.h"
 #include "piq-dtype.h"
 #include "piq-quantizer.h"
+#include "piq-dtype.h"
 #include "piq-error.h"
 #include "piq-dtype-private.h"
 #include "piq-parallel-private.h"
@@ -133,6 +134,7 @@ piquant_quantize (piquant_context_t    *ctx,
   PiqDtype src_dtype, dst_dtype;
   guint64 shape[1] = { numel };
   gsize dst_size;
+  guint64 shape[1] = { numel };
 
   if (!check_context (G_STRFUNC, ctx) ||
       !map_dtype (G_STRFUNC, "the input dtype", dtype_in, FALSE, &src_dtype) ||
@@ -183,6 +185,7 @@ piquant_dequantize (piquant_context_t    *ctx,
   PiqDtype src_dtype, dst_dtype;
   guint64 shape[1] = { numel };
   gsize src_size, dst_size;
+  guint64 shape[1] = { numel };
 
   if (!check_context (G_STRFUNC, ctx) ||
       !map_dtype (G_STRFUNC, "the input dtype", dtype_in, TRUE, &src_dtype) ||
