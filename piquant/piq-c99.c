@@ -20,7 +20,6 @@
 #include <math.h>
 
 #include "piquant-c99.h"
-#include "piq-dtype.h"
 #include "piq-quantizer.h"
 #include "piq-dtype.h"
 #include "piq-error.h"
@@ -132,7 +131,6 @@ piquant_quantize (piquant_context_t    *ctx,
   g_autoptr(PiqFormat) format = NULL;
   g_autoptr(PiqRecipe) recipe = NULL;
   PiqDtype src_dtype, dst_dtype;
-  guint64 shape[1] = { numel };
   gsize dst_size;
   guint64 shape[1] = { numel };
 
@@ -183,7 +181,6 @@ piquant_dequantize (piquant_context_t    *ctx,
   g_autoptr(GError) error = NULL;
   g_autoptr(PiqFormat) format = NULL;
   PiqDtype src_dtype, dst_dtype;
-  guint64 shape[1] = { numel };
   gsize src_size, dst_size;
   guint64 shape[1] = { numel };
 
