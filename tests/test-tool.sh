@@ -210,9 +210,9 @@ check_exit "usage/quantize/scale-dtype-unknown" 2 "scale-dtype must be f32, f16 
   "$tool" quantize -i f32 -g block --scale-dtype bf16 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/scale-dtype-per-tensor" 2 'scale-dtype applies to --granularity channel or block' \
   "$tool" quantize -i f32 --scale-dtype f16 "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/double-quant-per-tensor" 2 'per-tensor scale has nothing to compress' \
+check_exit "usage/quantize/double-quant-per-tensor" 2 'double quantization applies to the f32 per-block or per-channel scales' \
   "$tool" quantize -i f32 --double-quant "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/pow2-rule-f32-scales" 2 'need E8M0' \
+check_exit "usage/quantize/pow2-rule-f32-scales" 2 'power-of-two rules need MX elements with e8m0 scales' \
   "$tool" quantize -i f32 -d int8 -g block --scale-rule pow2-floor "$tmp/zeros.f32" "$tmp/a.piqt"
 # Channels are an axis of the input's shape now, no longer rows of --block-size.
 check_exit "usage/quantize/channel-block-size" 2 'block-size applies to --granularity block' \
@@ -922,7 +922,7 @@ def main(case, src, piqt, out, want):
         ref = np.where(codes & 8, -1, 1) * FP4[codes & 7] * per_block(2.0 ** (e - 127), 32, cols)
     elif case in ("nf4", "nf4-per-tensor"):
         # the widest gap of the NF4 table is 1 - 0.6962 = 0.3038: half of it
-        bound = 0.1520 * (block_absmax(x2, 64) if case == "nf4" else A)
+        bound = 0.1520 * (block_absmax(x2, 64) if case == "nf4" else np.full(x.size, A))
     elif case == "nf4-dq":
         # as nf4, plus the scale's error: half a step of the dynamic map near
         # 1 (0.9/64/2 < 0.0071) times the chunk maximum (<= A)
@@ -1059,6 +1059,9 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   format_case nf4-per-tensor nf4-per-tensor "$tmp/w.npy" granularity=tensor,dtype=nf4 -d nf4
   format_case q8_0 q8_0 "$tmp/w.npy" dtype=q8_0,data_bytes=612,scales_bytes=0,zero_points_bytes=0 \
     --preset q8_0
+  # the ggml types exist per block only: -d alone quantizes per block
+  format_case q8_0-dtype q8_0 "$tmp/w.npy" dtype=q8_0,granularity=block,block_size=32,data_bytes=612 \
+    -d q8_0
   format_case msfp16 msfp16 "$tmp/w.npy" dtype=bfp7,block_size=16,scale_dtype=e8m0,scales_bytes=36 \
     --preset msfp16
   format_case int8-channel int8-channel "$tmp/w.npy" \
@@ -1102,7 +1105,7 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   LC_ALL=C sed 's/^saturate=true$/saturate=maybe/' "$piqt" > "$tmp/sat.piqt"
   check_exit "formats/dequantize/bool" 1 "saturate 'maybe' is not true or false" \
     "$tool" dequantize "$tmp/sat.piqt" "$tmp/x.npy"
-  LC_ALL=C sed '/^symmetric=/d' "$piqt" > "$tmp/nosym.piqt"
+  LC_ALL=C sed 's/^symmetric=/xymmetric=/' "$piqt" > "$tmp/nosym.piqt"
   check_exit "formats/dequantize/format-key-missing" 1 "has no 'symmetric'" \
     "$tool" dequantize "$tmp/nosym.piqt" "$tmp/x.npy"
 

@@ -1188,9 +1188,9 @@ cmd_bench (const Command *command, int argc, char **argv)
  *   scale_dtype   f32, f16 or e8m0: how each scale is stored
  *                                                         required (channel,
  *                                                         block)
- *   symmetric     true or false: integers without a zero point (false for
- *                 code formats and E8M0-scaled integers, which are
- *                 symmetric by nature)                    required
+ *   symmetric     true or false: no zero point (symmetric integers; true
+ *                 for the code formats and E8M0-scaled integers)
+ *                                                         required
  *   saturate      true or false                           required
  *   high_nibble_first  true when the 4-bit codes of a byte are stored high
  *                 nibble first (bitsandbytes order)       required
@@ -2111,11 +2111,11 @@ container_check_sizes (const Container *container, const char *name, GError **er
   append_shape (shape, container->library_shape, container->library_n_dims);
   format = piq_format_to_string (container->format);
   return container_error (error, name, "scales_bytes is %" G_GSIZE_FORMAT " and "
-                          "zero_points_bytes %" G_GSIZE_FORMAT ", but a %s tensor of shape %s "
-                          "in the format %s takes %" G_GSIZE_FORMAT " and %" G_GSIZE_FORMAT,
-                          container->scales_bytes, container->zero_points_bytes,
-                          piq_dtype_get_name (container->dtype), shape->str, format,
-                          scales_bytes, zero_points_bytes);
+                          "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
+                          " elements of shape %s in the format %s take %" G_GSIZE_FORMAT
+                          " and %" G_GSIZE_FORMAT, container->scales_bytes,
+                          container->zero_points_bytes, container->n_elements, shape->str,
+                          format, scales_bytes, zero_points_bytes);
 }
 
 /* Reads the prefix and header of a container from the start of @input,
@@ -2683,9 +2683,9 @@ open_raw_input (Input *input, const QuantizeOptions *options, InputArray *array,
 }
 
 /* The format the options ask for, before the input is known: the preset's
- * (or the type's own), overridden by the explicit options. A preset's block
- * size stays only while its granularity does, its nibble order only on 4-bit
- * codes. For integers without E8M0 scales, an explicit --scale-rule abs-max
+ * (or the type's own), overridden by the explicit options. The ggml types
+ * exist per block only. A preset's block size stays only while its
+ * granularity does, its nibble order only on 4-bit codes. For integers without E8M0 scales, an explicit --scale-rule abs-max
  * asks for a symmetric format and min-max or mean-std for an affine one, as
  * those rules apply to nothing else. */
 static PiqFormat *
@@ -2698,7 +2698,8 @@ build_quantize_format (const QuantizeOptions *options)
   PiqDtype dtype = options->have_dtype ? options->dtype : base_dtype;
   PiqGranularity base_granularity = piq_format_get_granularity (base);
   PiqGranularity granularity = options->have_granularity ? options->granularity
-                                                         : base_granularity;
+                                : piq_dtype_get_bits (dtype) == 0 ? PIQ_GRANULARITY_BLOCK
+                                : base_granularity;
   PiqDtype scale_dtype = options->have_scale_dtype ? options->scale_dtype
                                                    : piq_format_get_scale_dtype (base);
   guint block_size = 0;
