@@ -346,7 +346,7 @@ quantized_out (PiqFormat *format, guint64 n)
 
   g_assert_no_error (error);
   g_assert_nonnull (t);
-  g_assert_true (piq_tensor_get_format (t) == format);
+  g_assert_true (piq_format_equal (piq_tensor_get_format (t), format));
   data = piq_tensor_get_writable_data (t, &got);
   g_assert_cmpuint (got, ==, size);
   if (size > 0)

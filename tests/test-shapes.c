@@ -813,8 +813,8 @@ test_reshape (void)
 /* ---- aliasing ---- */
 
 #define ALIAS_N ((G_GUINT64_CONSTANT (1) << 16) + 36)
-#define H (ALIAS_N / 2)             /* half of ALIAS_N, in bytes */
-#define ARENA_SIZE (40 * H)
+#define HALF (ALIAS_N / 2)             /* half of ALIAS_N, in bytes */
+#define ARENA_SIZE (40 * HALF)
 #define ALIAS_SCALE 0.01
 #define ALIAS_ZP 3
 
@@ -853,25 +853,25 @@ typedef struct {
 } RawAlias;
 
 static const RawAlias raw_alias[] = {
-  { "codes-at-src", OP_QUANTIZE, FALSE, 8 * H, 8 * H, 30 * H, 32 * H, FALSE },
-  { "codes-inside-src", OP_QUANTIZE, FALSE, 8 * H, 10 * H + 1, 30 * H, 32 * H, FALSE },
-  { "codes-straddle-src-start", OP_QUANTIZE, FALSE, 8 * H, 7 * H, 30 * H, 32 * H, FALSE },
-  { "codes-straddle-src-end", OP_QUANTIZE, FALSE, 8 * H, 15 * H, 30 * H, 32 * H, FALSE },
-  { "codes-inside-src/per-block", OP_QUANTIZE, TRUE, 8 * H, 12 * H, 30 * H, 32 * H, FALSE },
-  { "scales-inside-src/per-block", OP_QUANTIZE, TRUE, 8 * H, 24 * H, 9 * H + 4, 32 * H, FALSE },
-  { "zero-points-straddle-src-end/per-block", OP_QUANTIZE, TRUE, 8 * H, 24 * H, 30 * H, 16 * H - 8, FALSE },
-  { "dst-at-codes", OP_DEQUANTIZE, FALSE, 2 * H, 2 * H, 30 * H, 32 * H, FALSE },
-  { "dst-straddle-codes-end", OP_DEQUANTIZE, FALSE, 2 * H, 3 * H + 4, 30 * H, 32 * H, FALSE },
-  { "dst-straddle-codes-start", OP_DEQUANTIZE, FALSE, 7 * H, 0, 30 * H, 32 * H, FALSE },
-  { "dst-at-codes/per-block", OP_DEQUANTIZE, TRUE, 2 * H, 2 * H, 30 * H, 32 * H, FALSE },
-  { "dst-over-scales/per-block", OP_DEQUANTIZE, TRUE, 2 * H, 8 * H, 12 * H, 32 * H, FALSE },
-  { "dst-over-zero-points/per-block", OP_DEQUANTIZE, TRUE, 2 * H, 8 * H, 30 * H, 16 * H - 4, FALSE },
-  { "dst-after-src-overlap", OP_REQUANTIZE, FALSE, 8 * H, 8 * H + 4000, 30 * H, 32 * H, FALSE },
-  { "dst-before-src-overlap", OP_REQUANTIZE, FALSE, 8 * H, 8 * H - 4000, 30 * H, 32 * H, FALSE },
-  { "dst-misaligned-overlap", OP_REQUANTIZE, FALSE, 8 * H, 8 * H + 2, 30 * H, 32 * H, FALSE },
-  { "dst-after-src-overlap/per-block", OP_REQUANTIZE, TRUE, 8 * H, 8 * H + 4000, 30 * H, 32 * H, FALSE },
-  { "in-place", OP_REQUANTIZE, FALSE, 8 * H, 8 * H, 30 * H, 32 * H, TRUE },
-  { "in-place/per-block", OP_REQUANTIZE, TRUE, 8 * H, 8 * H, 30 * H, 32 * H, TRUE },
+  { "codes-at-src", OP_QUANTIZE, FALSE, 8 * HALF, 8 * HALF, 30 * HALF, 32 * HALF, FALSE },
+  { "codes-inside-src", OP_QUANTIZE, FALSE, 8 * HALF, 10 * HALF + 1, 30 * HALF, 32 * HALF, FALSE },
+  { "codes-straddle-src-start", OP_QUANTIZE, FALSE, 8 * HALF, 7 * HALF, 30 * HALF, 32 * HALF, FALSE },
+  { "codes-straddle-src-end", OP_QUANTIZE, FALSE, 8 * HALF, 15 * HALF, 30 * HALF, 32 * HALF, FALSE },
+  { "codes-inside-src/per-block", OP_QUANTIZE, TRUE, 8 * HALF, 12 * HALF, 30 * HALF, 32 * HALF, FALSE },
+  { "scales-inside-src/per-block", OP_QUANTIZE, TRUE, 8 * HALF, 24 * HALF, 9 * HALF + 4, 32 * HALF, FALSE },
+  { "zero-points-straddle-src-end/per-block", OP_QUANTIZE, TRUE, 8 * HALF, 24 * HALF, 30 * HALF, 16 * HALF - 8, FALSE },
+  { "dst-at-codes", OP_DEQUANTIZE, FALSE, 2 * HALF, 2 * HALF, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-straddle-codes-end", OP_DEQUANTIZE, FALSE, 2 * HALF, 3 * HALF + 4, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-straddle-codes-start", OP_DEQUANTIZE, FALSE, 7 * HALF, 0, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-at-codes/per-block", OP_DEQUANTIZE, TRUE, 2 * HALF, 2 * HALF, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-over-scales/per-block", OP_DEQUANTIZE, TRUE, 2 * HALF, 8 * HALF, 12 * HALF, 32 * HALF, FALSE },
+  { "dst-over-zero-points/per-block", OP_DEQUANTIZE, TRUE, 2 * HALF, 8 * HALF, 30 * HALF, 16 * HALF - 4, FALSE },
+  { "dst-after-src-overlap", OP_REQUANTIZE, FALSE, 8 * HALF, 8 * HALF + 4000, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-before-src-overlap", OP_REQUANTIZE, FALSE, 8 * HALF, 8 * HALF - 4000, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-misaligned-overlap", OP_REQUANTIZE, FALSE, 8 * HALF, 8 * HALF + 2, 30 * HALF, 32 * HALF, FALSE },
+  { "dst-after-src-overlap/per-block", OP_REQUANTIZE, TRUE, 8 * HALF, 8 * HALF + 4000, 30 * HALF, 32 * HALF, FALSE },
+  { "in-place", OP_REQUANTIZE, FALSE, 8 * HALF, 8 * HALF, 30 * HALF, 32 * HALF, TRUE },
+  { "in-place/per-block", OP_REQUANTIZE, TRUE, 8 * HALF, 8 * HALF, 30 * HALF, 32 * HALF, TRUE },
 };
 
 typedef struct {
