@@ -132,8 +132,7 @@ checked_mul (uint64_t a, uint64_t b, size_t *out, PiqEngineError *e)
 static int
 is_bfp (const PiqDtypeInfo *info)
 {
-  return info->kind == PIQ_KIND_CODE && info->kernel_index >= PIQ_C_BFP2 &&
-         info->kernel_index <= PIQ_C_BFP8;
+  return info->kind == PIQ_KIND_CODE && piq_code_family[info->kernel_index] == PIQ_FAMILY_BFP;
 }
 
 unsigned
@@ -319,7 +318,9 @@ check_given (const PiqEngineFormat *f, const PiqDtypeInfo *info, const PiqEngine
     return fail (e, PIQ_E_UNSUPPORTED, "the recipe gives a per-tensor scale, but %s %s derives a "
                  "scale per %s", info->name, f->granularity == GRAN_BLOCK ? "per block" :
                  "per channel", f->granularity == GRAN_BLOCK ? "block" : "channel");
-  if (r->rule != RULE_DEFAULT)
+  /* a calibrated scale was derived by the recipe's rule; a scale given by hand next to a
+   * named rule would leave the rule unused */
+  if (r->rule != RULE_DEFAULT && !r->calibrated)
     return fail (e, PIQ_E_UNSUPPORTED, "the recipe gives a scale and names the %s rule; a given "
                  "scale derives nothing", rule_names[r->rule]);
   if (!check_scale (r->scale, float_dtype, e))
@@ -872,7 +873,7 @@ code_params (const PiqDtypeInfo *info, const PiqEngineView *src, uint64_t n, dou
                                : fabsf (piq_load_f (src->data, (size_t) i, ft));
       s = (float) (sum / (double) n);
     }
-  else if (info->kernel_index <= PIQ_C_FP4_E2M1)
+  else if (piq_code_family[info->kernel_index] == PIQ_FAMILY_MINIFLOAT)
     s = a / piq_minifloats[info->kernel_index].max;
   else
     s = a;
