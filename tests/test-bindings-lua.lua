@@ -1463,6 +1463,67 @@ test('aliasing/requantize/in-place', function()  -- was aliasing/requantize-in-p
   end
 end)
 
+-- --------------------------------------- ported from the Python and GJS suites ----
+
+test('quantize/f32/uint8/params-attached', function()
+  local u8 = affine_format('UINT8')
+  local src = f32_tensor(DATA)
+  local dst = quantized_for(u8, #DATA)
+  assert(Piq.Quantizer.get_default():quantize(recipe(0.5, 100), src, dst))
+  local f = dst:get_format()
+  check(f ~= nil, 'the quantized tensor carries no format')
+  check(enum_is(f.dtype, Piq.Dtype, 'UINT8') and f:equal(u8), 'attached format ' .. f:to_string())
+  check(dst:get_scale() == 0.5 and dst:get_zero_point() == 100, "the tensor's scale and zero point "
+    .. tostring(dst:get_scale()) .. '/' .. tostring(dst:get_zero_point()))
+  check(dst:get_scales() == nil and dst:get_zero_points() == nil, 'a per-tensor format has scale arrays')
+end)
+
+test('quantize/int8/nearest', function()
+  local q = Piq.Quantizer()
+  local qt = assert(q:quantize_new(affine_format('INT8'), Piq.Recipe.new_affine(0.5, -3), f32_tensor(DATA)))
+  local codes = quantize_nearest(DATA, 0.5, -3, 'INT8')
+  check_list(scaled_list(tensor_codes(qt, #DATA, 8), int8_of), codes, 'int8 codes')
+  check_list(assert(q:dequantize_new(qt, Piq.Dtype.F32)):to_values(), dequantize_f32(codes, 0.5, -3), 'int8 dequantized')
+end)
+
+test('requantize/f32', function()
+  local q = Piq.Quantizer()
+  local f = affine_format('UINT4')
+  local p = Piq.Recipe.new_affine(0.3, 6)
+  local y = dequantize_f32(quantize_nearest(DATA, 0.3, 6, 'UINT4'), 0.3, 6)
+  local out = new_tensor('F32', #DATA)
+  local ok, err = q:requantize(f, p, f32_tensor(DATA), out, Piq.ReduceOp.SET)
+  check(ok == true, 'requantize(SET): ' .. tostring(err))
+  check_list(out:to_values(), y, 'SET')
+  local inplace = f32_tensor(DATA)
+  assert(q:requantize(f, p, inplace, inplace, Piq.ReduceOp.ADD))
+  local want = {}
+  for i, x in ipairs(DATA) do want[i] = fround(fround(x) + y[i]) end
+  check_list(inplace:to_values(), want, 'ADD in place', float_eq)
+end)
+
+test('reuse/output-tensors', function()
+  -- output tensors allocated once and reused
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  local qt = quantized_for(affine_format('UINT8'), #FINITE)
+  local acc = new_tensor('F32', #FINITE)
+  acc:fill(0)
+  local p = recipe(0.05, 90)
+  for _ = 1, 50 do
+    assert(q:quantize(p, src, qt))
+    assert(q:dequantize(qt, acc, Piq.ReduceOp.ADD))
+  end
+  local y = dequantize_f32(quantize_nearest(FINITE, 0.05, 90, 'UINT8'), 0.05, 90)
+  local want = {}
+  for i, v in ipairs(y) do
+    local s = 0
+    for _ = 1, 50 do s = fround(s + v) end
+    want[i] = s
+  end
+  check_list(acc:to_values(), want, '50 accumulations')
+end)
+
 -- ----------------------------------------------- not for this language ----
 
 local NO_ADDRESS = 'Lua 5.1 cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python'
@@ -1479,10 +1540,6 @@ skip('binding/throws-piq-error', "lgi returns GLib.Error from the typelib's thro
 local PORT = 'not yet ported from test-bindings-python.py'
 todo('dtype/enum-values', PORT)
 todo('dtype/functions', PORT)
-todo('quantize/f32/uint8/params-attached', PORT)
-todo('quantize/int8/nearest', PORT)
-todo('requantize/f32', PORT)
-todo('reuse/output-tensors', PORT)
 todo('compute-params/mean-std', PORT)
 todo('quantize/stochastic/counter-hash', PORT)
 todo('quantize/stochastic/seed-0-recorded', PORT)
