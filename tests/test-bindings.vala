@@ -1408,16 +1408,141 @@ TestCase[] make_tests () {
         check (Memory.cmp (mem, before, (n + 1) * sizeof (float)) == 0, "a refused overlap wrote memory");
     });
 
+    /* ---------------------------------- ported from the Python and GJS suites -- */
+
+    tests += new TestCase ("vala/quantize/f32/uint8/params-attached", () => {
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        var src = f32_tensor (data);
+        var dst = new Piq.Tensor.quantized (u8, { data.length });
+        Piq.Quantizer.get_default ().quantize (new Piq.Recipe.affine (0.5, 100), src, dst);
+        unowned Piq.Format? f = dst.get_format ();
+        check (f != null, "the quantized tensor carries no format");
+        check (f.dtype == Piq.Dtype.UINT8 && f.equal (u8), "attached format %s".printf (f.to_string ()));
+        check (dst.get_scale () == 0.5 && dst.get_zero_point () == 100, "the tensor's scale and zero point");
+        check (dst.get_scales () == null && dst.get_zero_points () == null, "a per-tensor format has scale arrays");
+    });
+
+    tests += new TestCase ("vala/dequantize/uint4/f32/set-then-add", () => {
+        var q = new Piq.Quantizer ();
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT4), new Piq.Recipe.affine (0.3, 6), f32_tensor (data));
+        check (qt.get_dtype () == Piq.Dtype.UINT4 && qt.get_n_elements () == data.length, "quantize_new () tensor");
+        int64[] codes = quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4);
+        check_codes (unpack (qt.get_bytes ().get_data (), data.length, 4), codes, "quantize_new () bytes");
+        double[] y = dequantize_f32 (codes, 0.3, 6);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        q.dequantize (qt, out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), y, "SET");
+        q.dequantize (qt, out_t, Piq.ReduceOp.ADD);
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i] * 2;
+            y2[i] = v;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+        var made = q.dequantize_new (qt, Piq.Dtype.F32);
+        check (made.get_dtype () == Piq.Dtype.F32, "dequantize_new () dtype");
+        check_doubles (made.to_values (), y, "dequantize_new ()");
+    });
+
+    tests += new TestCase ("vala/quantize/int8/nearest", () => {
+        var q = new Piq.Quantizer ();
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.INT8), new Piq.Recipe.affine (0.5, -3), f32_tensor (data));
+        int64[] codes = quantize_nearest (data, 0.5, -3, Piq.Dtype.INT8);
+        unowned uint8[] raw = qt.get_bytes ().get_data ();
+        var got = new int64[raw.length];
+        for (int i = 0; i < raw.length; i++)
+            got[i] = (int8) raw[i];
+        check_codes (got, codes, "int8 codes");
+        check_doubles (q.dequantize_new (qt, Piq.Dtype.F32).to_values (), dequantize_f32 (codes, 0.5, -3),
+                       "int8 dequantized");
+    });
+
+    tests += new TestCase ("vala/quantize/f64/uint8/nearest", () => {
+        /* an f64 source is computed in binary64: inv = 1.0 / scale */
+        var q = new Piq.Quantizer ();
+        double[] dv = as_doubles (data);
+        var src = new Piq.Tensor.from_values (Piq.Dtype.F64, dv);
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.1, 3), src);
+        var codes = new int64[dv.length];
+        var y = new double[dv.length];
+        for (int i = 0; i < dv.length; i++) {
+            codes[i] = clamp_code (round_half_even (dv[i] * (1.0 / 0.1)), 3, 0, 255);
+            y[i] = (double) (codes[i] - 3) * 0.1;
+        }
+        check_codes (unpack (qt.get_bytes ().get_data (), dv.length, 8), codes, "codes");
+        var out_t = new Piq.Tensor (Piq.Dtype.F64, dv.length);
+        q.dequantize (qt, out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), y, "dequantized to f64");
+        unowned uint8[] raw = out_t.get_bytes ().get_data ();
+        var from_bytes = new double[dv.length];
+        Memory.copy (from_bytes, raw, dv.length * sizeof (double));
+        check_doubles (from_bytes, y, "f64 bytes");
+    });
+
+    tests += new TestCase ("vala/requantize/f32", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var f4 = new Piq.Format (Piq.Dtype.UINT4);
+        var p = new Piq.Recipe.affine (0.3, 6);
+        double[] y = dequantize_f32 (quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4), 0.3, 6);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        check (q.requantize (f4, p, src, out_t, Piq.ReduceOp.SET), "requantize (SET) returned false");
+        check_doubles (out_t.to_values (), y, "SET");
+        q.requantize (f4, p, src, out_t, Piq.ReduceOp.ADD);
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i] * 2;
+            y2[i] = v;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+        var inplace = f32_tensor (data);
+        q.requantize (f4, p, inplace, inplace, Piq.ReduceOp.SET);
+        check_doubles (inplace.to_values (), y, "in place");
+        /* ADD in place (the GJS suite's assertion) */
+        var inplace_add = f32_tensor (data);
+        q.requantize (f4, p, inplace_add, inplace_add, Piq.ReduceOp.ADD);
+        var y3 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = data[i] + (float) y[i];
+            y3[i] = v;
+        }
+        check_doubles (inplace_add.to_values (), y3, "ADD in place");
+        /* stochastic: the same grid points as quantize + dequantize with the seed */
+        var sp = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 31337 };
+        var fout = new Piq.Tensor (Piq.Dtype.F32, finite.length);
+        q.requantize (new Piq.Format (Piq.Dtype.UINT8), sp, f32_tensor (finite), fout, Piq.ReduceOp.SET);
+        check_doubles (fout.to_values (),
+                       dequantize_f32 (quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 31337), 0.37, 100),
+                       "stochastic requantize vs the counter hash");
+    });
+
+    tests += new TestCase ("vala/reuse/output-tensors", () => {
+        /* output tensors allocated once and reused */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var qt = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { finite.length });
+        var acc = new Piq.Tensor (Piq.Dtype.F32, finite.length);
+        acc.fill (0);
+        var p = new Piq.Recipe.affine (0.05, 90);
+        for (int k = 0; k < 50; k++) {
+            q.quantize (p, src, qt);
+            q.dequantize (qt, acc, Piq.ReduceOp.ADD);
+        }
+        double[] y = dequantize_f32 (quantize_nearest (finite, 0.05, 90, Piq.Dtype.UINT8), 0.05, 90);
+        var want = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float sum = 0;
+            for (int k = 0; k < 50; k++)
+                sum = sum + (float) y[i];
+            want[i] = sum;
+        }
+        check_doubles (acc.to_values (), want, "50 accumulations");
+    });
+
     /* ------------------------------------------------------ not yet ported -- */
     const string PORT = "not yet ported from test-bindings-python.py";
     tests += TestCase.todo ("vala/dtype/enum-values", PORT);
     tests += TestCase.todo ("vala/dtype/functions", PORT);
-    tests += TestCase.todo ("vala/quantize/f32/uint8/params-attached", PORT);
-    tests += TestCase.todo ("vala/dequantize/uint4/f32/set-then-add", PORT);
-    tests += TestCase.todo ("vala/quantize/int8/nearest", PORT);
-    tests += TestCase.todo ("vala/quantize/f64/uint8/nearest", PORT);
-    tests += TestCase.todo ("vala/requantize/f32", PORT);
-    tests += TestCase.todo ("vala/reuse/output-tensors", PORT);
     tests += TestCase.todo ("vala/compute-params/abs-max", PORT);
     tests += TestCase.todo ("vala/compute-params/mean-std", PORT);
     tests += TestCase.todo ("vala/quantize/stochastic/probability", PORT);
