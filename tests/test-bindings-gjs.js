@@ -34,9 +34,36 @@ for (let i = 0; i < 301; i++)
 // ---------------------------------------------------------------- TAP ----
 
 class Failure extends Error {}
+// the case does not apply to GJS (TAP SKIP)
+class Skip extends Error {}
+// the case is not written in GJS yet (TAP TODO: an expected failure)
+class Todo extends Error {}
 const TESTS = [];
+// a case of binding-cases.txt; a name registered twice is one case run in parts
 function test(name, fn) {
-    TESTS.push(['gjs/' + name, fn]);
+    const full = `gjs/${name}`;
+    const i = TESTS.findIndex(([n]) => n === full);
+    if (i < 0) {
+        TESTS.push([full, fn]);
+    } else {
+        const prev = TESTS[i][1];
+        TESTS[i][1] = () => {
+            prev();
+            fn();
+        };
+    }
+}
+
+function skip(name, why) {
+    test(name, () => {
+        throw new Skip(why);
+    });
+}
+
+function todo(name, why) {
+    test(name, () => {
+        throw new Todo(why);
+    });
 }
 
 function check(cond, msg) {
@@ -101,6 +128,14 @@ function main() {
             fn();
             print(`ok ${idx + 1} - ${name}`);
         } catch (e) {
+            if (e instanceof Skip) {
+                print(`ok ${idx + 1} - ${name} # SKIP ${e.message}`);
+                return;
+            }
+            if (e instanceof Todo) {
+                print(`not ok ${idx + 1} - ${name} # TODO ${e.message}`);
+                return;
+            }
             failed++;
             print(`not ok ${idx + 1} - ${name}`);
             const text = `${e instanceof GLib.Error ? 'GLib.Error: ' : ''}${e.message || e}\n${e.stack || ''}`;
@@ -285,7 +320,7 @@ test('quantizer/new-and-default', () => {
     check(d1 !== q, 'get_default() returned a fresh quantizer');
 });
 
-test('quantizer/n-threads', () => {
+test('quantizer/properties', () => {  // was quantizer/n-threads
     const q = new Piq.Quantizer();
     for (const n of [1, 3, 8]) {
         q.n_threads = n;
@@ -297,7 +332,7 @@ test('quantizer/n-threads', () => {
     check(q3.n_threads === 5, `construct property n-threads: ${q3.n_threads}`);
 });
 
-test('quantizer/simd-level', () => {
+test('quantizer/properties', () => {  // was quantizer/simd-level
     const q = new Piq.Quantizer();
     const lvl = q.simd_level;
     const known = Object.entries(Piq.SimdLevel).filter(([k]) => /^[A-Z0-9_]+$/.test(k)).map(([, v]) => v);
@@ -312,7 +347,7 @@ test('quantizer/simd-level', () => {
     check(q.simd_level === Piq.SimdLevel.SCALAR, `capped at SCALAR, simd-level is ${q.simd_level}`);
 });
 
-test('params/properties', () => {
+test('format-recipe/properties', () => {  // was params/properties
     // PiqParams is split: the format (what the bytes mean, immutable) and the
     // recipe (how the scale is chosen, mutable)
     const f = new Piq.Format({dtype: Piq.Dtype.UINT8});
@@ -369,7 +404,7 @@ test('params/properties', () => {
     }
 });
 
-test('tensor/new-from-data/Float32Array', () => {
+test('tensor/new-from-data', () => {  // was tensor/new-from-data/Float32Array
     const t = f32Tensor(DATA);
     check(t.get_dtype() === Piq.Dtype.F32, `dtype ${t.get_dtype()}`);
     check(t.get_n_elements() === DATA.length, `n-elements ${t.get_n_elements()}`);
@@ -675,7 +710,7 @@ test('error/unsupported', () => {
     expectError(Piq.Error.UNSUPPORTED, () => q.dequantize_new(qt, Piq.Dtype.UINT8));
 });
 
-test('error/non-finite-and-empty', () => {
+test('error/non-finite', () => {  // was error/non-finite-and-empty, first half
     const q = new Piq.Quantizer();
     for (const bad of [NaN, Infinity, -Infinity]) {
         const p = Piq.Recipe.new_affine(0.125, 9);
@@ -685,11 +720,15 @@ test('error/non-finite-and-empty', () => {
         expectError(Piq.Error.NON_FINITE, () => q.compute_params(affineFormat(Piq.Dtype.UINT8), fresh, f32Tensor([1, 2, bad, 3])));
         check(fresh.has_scale === false && fresh.has_zero_point === false, 'a failed compute_params() stored parameters');
     }
+});
+
+test('error/empty', () => {  // was error/non-finite-and-empty, second half
+    const q = new Piq.Quantizer();
     expectError(Piq.Error.EMPTY, () => q.compute_params(affineFormat(Piq.Dtype.UINT8), new Piq.Recipe(),
         Piq.Tensor.new(Piq.Dtype.F32, 0)));
 });
 
-test('error/no-params', () => {
+test('error/no-format', () => {  // was error/no-params
     // a tensor of a quantized dtype without a format (PIQ_ERROR_NO_PARAMS is now NO_FORMAT)
     const q = new Piq.Quantizer();
     const bare = Piq.Tensor.new(Piq.Dtype.UINT8, 4);
@@ -1126,7 +1165,7 @@ test('shapes/per-channel/axis-1', () => {
     expectError(Piq.Error.SIZE, () => quantizedFor(f, [rows, cols]));
 });
 
-test('shapes/blocks/ragged-per-row', () => {
+test('shapes/per-block/ragged-rows', () => {  // was shapes/blocks/ragged-per-row
     const q = new Piq.Quantizer();
     const rows = 3, cols = 70, block = 32;  // every row: blocks of 32, 32 and 6
     const xs = genB(rows * cols).map(f32);
@@ -1277,7 +1316,7 @@ test('immutability/recipe-after-quantize', () => {
 
 // --------------------------------------------------- no silent default ----
 
-test('errors/no-silent-default', () => {
+test('error/no-silent-default', () => {  // was errors/no-silent-default
     const q = new Piq.Quantizer();
     const n = FINITE.length;
     const src = f32Tensor(FINITE);
@@ -1353,7 +1392,7 @@ test('errors/no-silent-default', () => {
 
 // ----------------------------------------------------------- aliasing ----
 
-test('aliasing/requantize-in-place', () => {
+test('aliasing/requantize/in-place', () => {  // was aliasing/requantize-in-place
     const n = 200003;  // large enough to be split over threads
     const xs = genA(n).map((v, i) => f32(v + (i % 7) / 9));
     const y4 = dequantizeF32(quantizeNearest(xs, 0.3, 6, Piq.Dtype.UINT4), 0.3, 6);
@@ -1387,5 +1426,96 @@ test('aliasing/requantize-in-place', () => {
         checkList(m.to_values(), out.to_values(), `${nThreads} threads: per-channel matrix in place`);
     }
 });
+
+// --------------------------------------------- ported from the Python suite ----
+
+test('quantize/f32/uint8/params-attached', () => {
+    const u8 = affineFormat(Piq.Dtype.UINT8);
+    const src = f32Tensor(DATA);
+    const dst = quantizedFor(u8, DATA.length);
+    Piq.Quantizer.get_default().quantize(uint8Recipe(0.5, 100), src, dst);
+    const f = dst.get_format();
+    check(f !== null, 'the quantized tensor carries no format');
+    check(f.dtype === Piq.Dtype.UINT8 && f.equal(u8), `attached format ${f.to_string()}`);
+    check(dst.get_scale() === 0.5 && dst.get_zero_point() === 100,
+        `the tensor's scale and zero point ${dst.get_scale()}/${dst.get_zero_point()}`);
+    check(dst.get_scales() === null && dst.get_zero_points() === null, 'a per-tensor format has scale arrays');
+});
+
+test('quantize/int8/nearest', () => {
+    const q = new Piq.Quantizer();
+    const qt = q.quantize_new(affineFormat(Piq.Dtype.INT8), Piq.Recipe.new_affine(0.5, -3), f32Tensor(DATA));
+    const codes = quantizeNearest(DATA, 0.5, -3, Piq.Dtype.INT8);
+    checkList(Array.from(new Int8Array(tensorBytes(qt).slice().buffer)), codes, 'int8 codes');
+    checkList(q.dequantize_new(qt, Piq.Dtype.F32).to_values(), dequantizeF32(codes, 0.5, -3), 'int8 dequantized');
+});
+
+test('dtype/enum-values', () => {
+    // the numeric values are ABI (piq-types.h)
+    const want = {F32: 0, F64: 1, BF16: 2, F16: 3, UINT2: 16, INT2: 17, UINT4: 18, INT4: 19, UINT8: 20, INT8: 21,
+        INT64: 27};
+    for (const [name, value] of Object.entries(want))
+        check(Piq.Dtype[name] === value, `Piq.Dtype.${name} = ${Piq.Dtype[name]}`);
+    check(Piq.ReduceOp.SET === 0 && Piq.ReduceOp.ADD === 1, 'ReduceOp values');
+    check(Piq.Error.SIZE === 1 && Piq.Error.INVALID_SCALE === 3, 'Error values');
+    check(Piq.Error.NO_FORMAT === 8 && Piq.Error.OVERLAP === 11, 'NO_FORMAT and OVERLAP values');
+    check(Piq.ScaleRule.MIN_MAX === 0 && Piq.ScaleRule.DEFAULT === 7, 'ScaleRule values');
+    checkList([Piq.Granularity.TENSOR, Piq.Granularity.CHANNEL, Piq.Granularity.BLOCK], [0, 1, 2],
+        'Granularity values');
+});
+
+test('immutability/format-construct-only', () => {
+    const q = new Piq.Quantizer();
+    const f = new Piq.Format({dtype: Piq.Dtype.UINT8});
+    const before = f.to_string();
+    const props = [['dtype', Piq.Dtype.INT4], ['granularity', Piq.Granularity.BLOCK], ['axis', 1],
+        ['block_size', 16], ['scale_dtype', Piq.Dtype.F16], ['symmetric', true], ['saturate', false],
+        ['high_nibble_first', true], ['double_quant', true]];
+    for (const [name, value] of props) {
+        const pspec = Piq.Format.find_property(name.replace(/_/g, '-'));
+        check(pspec !== null, `Piq.Format has no property ${name}`);
+        check(pspec.flags & GObject.ParamFlags.CONSTRUCT_ONLY, `${name} is not construct-only`);
+        const old = f[name];
+        // GJS throws on a construct-only property set after construction
+        let threw = false;
+        try {
+            f[name] = value;
+        } catch (e) {
+            threw = true;
+        }
+        check(threw || f[name] === old, `setting ${name} after construction neither threw nor was refused`);
+        check(f[name] === old, `${name} changed to ${f[name]}`);
+    }
+    check(f.to_string() === before, `the format changed: ${f.to_string()}`);
+    // a quantized tensor holds a format that nobody can change
+    const qt = q.quantize_new(Piq.Format.new_preset('nf4'), null, f32Tensor(FINITE));
+    try {
+        qt.get_format().high_nibble_first = false;
+    } catch (e) {
+        // refused
+    }
+    check(qt.get_format().high_nibble_first, "the tensor's nibble order changed");
+});
+
+// ----------------------------------------------- not for this language ----
+
+const NO_ADDRESS = 'GJS cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python';
+skip('address/quantize-into-buffer', NO_ADDRESS);
+skip('address/dequantize-into-buffer', NO_ADDRESS);
+skip('address/wrap-source', NO_ADDRESS);
+skip('aliasing/quantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+skip('aliasing/dequantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+skip('aliasing/requantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+skip('binding/throws-piq-error', "GJS throws GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's");
+
+// ------------------------------------------------------ not yet ported ----
+
+const PORT = 'not yet ported from test-bindings-python.py';
+todo('dtype/functions', PORT);
+todo('compute-params/mean-std', PORT);
+todo('quantize/stochastic/probability', PORT);
+todo('large/threads-and-simd', PORT);
+todo('formats/msfp16/shared-exponent', PORT);
+todo('formats/nf4/double-quant', PORT);
 
 main();

@@ -30,7 +30,23 @@ for i = 0, 300 do FINITE[#FINITE + 1] = ((i * 104729) % 10007) / 10007.0 * 13.0 
 -- ---------------------------------------------------------------- TAP ----
 
 local TESTS = {}
-local function test(name, fn) TESTS[#TESTS + 1] = { 'lua/' .. name, fn } end
+-- a case of binding-cases.txt; a name registered twice is one case run in parts
+local function test(name, fn)
+  local full = 'lua/' .. name
+  for _, t in ipairs(TESTS) do
+    if t[1] == full then
+      local prev = t[2]
+      t[2] = function() prev() fn() end
+      return
+    end
+  end
+  TESTS[#TESTS + 1] = { full, fn }
+end
+
+-- the case does not apply to Lua (TAP SKIP) or is not written in Lua yet (TAP
+-- TODO: an expected failure); raised as tables, told apart from failures
+local function skip(name, why) test(name, function() error({ skip = why }, 0) end) end
+local function todo(name, why) test(name, function() error({ todo = why }, 0) end) end
 
 local function check(cond, msg)
   if not cond then error(msg, 2) end
@@ -83,9 +99,16 @@ local function main()
   print('1..' .. #TESTS)
   local failed = 0
   for idx, t in ipairs(TESTS) do
-    local ok, msg = xpcall(t[2], debug.traceback)
+    local ok, msg = xpcall(t[2], function(e)
+      if type(e) == 'table' then return e end
+      return debug.traceback(e)
+    end)
     if ok then
       print(string.format('ok %d - %s', idx, t[1]))
+    elseif type(msg) == 'table' and msg.skip then
+      print(string.format('ok %d - %s # SKIP %s', idx, t[1], msg.skip))
+    elseif type(msg) == 'table' and msg.todo then
+      print(string.format('not ok %d - %s # TODO %s', idx, t[1], msg.todo))
     else
       failed = failed + 1
       print(string.format('not ok %d - %s', idx, t[1]))
@@ -299,7 +322,7 @@ test('quantizer/properties', function()
   check(enum_is(q.simd_level, Piq.SimdLevel, 'SCALAR'), 'capped at SCALAR, simd-level is ' .. tostring(q.simd_level))
 end)
 
-test('params/properties', function()
+test('format-recipe/properties', function()  -- was params/properties
   -- PiqParams is split: the format (what the bytes mean, immutable) and the
   -- recipe (how the scale is chosen, mutable)
   local f = Piq.Format { dtype = Piq.Dtype.UINT8 }
@@ -365,7 +388,7 @@ test('tensor/new-from-values', function()
   check_list(t64:to_values(), DATA, 'F64 to_values()', float_eq)
 end)
 
-test('tensor/new-from-data/lua-string', function()
+test('tensor/new-from-data', function()  -- was tensor/new-from-data/lua-string
   local xs = { 1.0, -2.5, 0.1, 3.0e-3, 65504.0, -1.0e20 }
   local chunks = {}
   for i, x in ipairs(xs) do chunks[i] = f32_bytes(x) end
@@ -602,7 +625,7 @@ test('error/invalid-zero-point', function()
   end
 end)
 
-test('error/unsupported-no-params-non-finite-empty-read-only', function()
+test('error/unsupported', function()  -- was error/unsupported-no-params-non-finite-empty-read-only (1/5)
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
   -- a float dtype as quantized type: refused by new_quantized() or by quantize()
@@ -616,17 +639,36 @@ test('error/unsupported-no-params-non-finite-empty-read-only', function()
   local u8 = affine_format('UINT8')
   local qt = assert(q:quantize_new(u8, recipe(0.5, 128), src))
   expect_error('UNSUPPORTED', q:dequantize_new(qt, Piq.Dtype.UINT8))
+end)
+
+test('error/no-format', function()  -- (2/5)
+  local q = Piq.Quantizer()
   -- a tensor of a quantized dtype without a format (NO_PARAMS is now NO_FORMAT)
   local bare = new_tensor('UINT8', 4)
   check(bare:get_format() == nil, 'a plain uint8 tensor has a format')
   expect_error('NO_FORMAT', q:dequantize(bare, new_tensor('F32', 4), Piq.ReduceOp.SET))
+end)
+
+test('error/non-finite', function()  -- (3/5)
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
   local p = recipe(0.125, 9)
   expect_error('NON_FINITE', q:compute_params(u8, p, f32_tensor({ 1, 2, NAN, 3 })))
   check(p.scale == 0.125 and p.zero_point == 9, 'recipe changed by a failed compute_params()')
   local fresh = Piq.Recipe()
   expect_error('NON_FINITE', q:compute_params(u8, fresh, f32_tensor({ 1, 2, INF, 3 })))
   check(fresh.has_scale == false and fresh.has_zero_point == false, 'a failed compute_params() stored parameters')
+end)
+
+test('error/empty', function()  -- (4/5)
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
   expect_error('EMPTY', q:compute_params(u8, Piq.Recipe(), new_tensor('F32', 0)))
+end)
+
+test('error/read-only', function()  -- (5/5)
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
   local plain = assert(Piq.Tensor.new_from_bytes(Piq.Dtype.UINT8, 4, GLib.Bytes('\1\2\3\4')))
   check(not plain:is_writable(), 'a tensor wrapping GBytes is writable')
   expect_error('READ_ONLY', plain:set_data('\0\0\0\0'))
@@ -1148,7 +1190,7 @@ test('shapes/per-channel/axis-1', function()
   expect_error('SIZE', Piq.Tensor.new_quantized(f, { rows, cols }))
 end)
 
-test('shapes/blocks/ragged-per-row', function()
+test('shapes/per-block/ragged-rows', function()  -- was shapes/blocks/ragged-per-row
   local q = Piq.Quantizer()
   local rows, cols, block = 3, 70, 32  -- every row: blocks of 32, 32 and 6
   local xs = gen_b(rows * cols)
@@ -1302,7 +1344,7 @@ end)
 
 -- --------------------------------------------------- no silent default ----
 
-test('errors/no-silent-default', function()
+test('error/no-silent-default', function()  -- was errors/no-silent-default
   local q = Piq.Quantizer()
   local n = #FINITE
   local src = f32_tensor(FINITE)
@@ -1382,7 +1424,7 @@ end)
 
 -- ----------------------------------------------------------- aliasing ----
 
-test('aliasing/requantize-in-place', function()
+test('aliasing/requantize/in-place', function()  -- was aliasing/requantize-in-place
   local n = 200003  -- large enough to be split over threads
   local xs = gen_a(n)
   for i = 1, n do xs[i] = fround(xs[i] + ((i - 1) % 7) / 9) end
@@ -1420,5 +1462,91 @@ test('aliasing/requantize-in-place', function()
     check(tensor_string(m) == tensor_string(out), n_threads .. ' threads: per-channel matrix in place')
   end
 end)
+
+-- --------------------------------------- ported from the Python and GJS suites ----
+
+test('quantize/f32/uint8/params-attached', function()
+  local u8 = affine_format('UINT8')
+  local src = f32_tensor(DATA)
+  local dst = quantized_for(u8, #DATA)
+  assert(Piq.Quantizer.get_default():quantize(recipe(0.5, 100), src, dst))
+  local f = dst:get_format()
+  check(f ~= nil, 'the quantized tensor carries no format')
+  check(enum_is(f.dtype, Piq.Dtype, 'UINT8') and f:equal(u8), 'attached format ' .. f:to_string())
+  check(dst:get_scale() == 0.5 and dst:get_zero_point() == 100, "the tensor's scale and zero point "
+    .. tostring(dst:get_scale()) .. '/' .. tostring(dst:get_zero_point()))
+  check(dst:get_scales() == nil and dst:get_zero_points() == nil, 'a per-tensor format has scale arrays')
+end)
+
+test('quantize/int8/nearest', function()
+  local q = Piq.Quantizer()
+  local qt = assert(q:quantize_new(affine_format('INT8'), Piq.Recipe.new_affine(0.5, -3), f32_tensor(DATA)))
+  local codes = quantize_nearest(DATA, 0.5, -3, 'INT8')
+  check_list(scaled_list(tensor_codes(qt, #DATA, 8), int8_of), codes, 'int8 codes')
+  check_list(assert(q:dequantize_new(qt, Piq.Dtype.F32)):to_values(), dequantize_f32(codes, 0.5, -3), 'int8 dequantized')
+end)
+
+test('requantize/f32', function()
+  local q = Piq.Quantizer()
+  local f = affine_format('UINT4')
+  local p = Piq.Recipe.new_affine(0.3, 6)
+  local y = dequantize_f32(quantize_nearest(DATA, 0.3, 6, 'UINT4'), 0.3, 6)
+  local out = new_tensor('F32', #DATA)
+  local ok, err = q:requantize(f, p, f32_tensor(DATA), out, Piq.ReduceOp.SET)
+  check(ok == true, 'requantize(SET): ' .. tostring(err))
+  check_list(out:to_values(), y, 'SET')
+  local inplace = f32_tensor(DATA)
+  assert(q:requantize(f, p, inplace, inplace, Piq.ReduceOp.ADD))
+  local want = {}
+  for i, x in ipairs(DATA) do want[i] = fround(fround(x) + y[i]) end
+  check_list(inplace:to_values(), want, 'ADD in place', float_eq)
+end)
+
+test('reuse/output-tensors', function()
+  -- output tensors allocated once and reused
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  local qt = quantized_for(affine_format('UINT8'), #FINITE)
+  local acc = new_tensor('F32', #FINITE)
+  acc:fill(0)
+  local p = recipe(0.05, 90)
+  for _ = 1, 50 do
+    assert(q:quantize(p, src, qt))
+    assert(q:dequantize(qt, acc, Piq.ReduceOp.ADD))
+  end
+  local y = dequantize_f32(quantize_nearest(FINITE, 0.05, 90, 'UINT8'), 0.05, 90)
+  local want = {}
+  for i, v in ipairs(y) do
+    local s = 0
+    for _ = 1, 50 do s = fround(s + v) end
+    want[i] = s
+  end
+  check_list(acc:to_values(), want, '50 accumulations')
+end)
+
+-- ----------------------------------------------- not for this language ----
+
+local NO_ADDRESS = 'Lua 5.1 cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python'
+skip('address/quantize-into-buffer', NO_ADDRESS)
+skip('address/dequantize-into-buffer', NO_ADDRESS)
+skip('address/wrap-source', NO_ADDRESS)
+skip('aliasing/quantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+skip('aliasing/dequantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+skip('aliasing/requantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+skip('binding/throws-piq-error', "lgi returns GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
+
+-- ------------------------------------------------------ not yet ported ----
+
+local PORT = 'not yet ported from test-bindings-python.py'
+todo('dtype/enum-values', PORT)
+todo('dtype/functions', PORT)
+todo('compute-params/mean-std', PORT)
+todo('quantize/stochastic/counter-hash', PORT)
+todo('quantize/stochastic/seed-0-recorded', PORT)
+todo('quantize/stochastic/probability', PORT)
+todo('large/threads-and-simd', PORT)
+todo('formats/msfp16/shared-exponent', PORT)
+todo('formats/nf4/double-quant', PORT)
+todo('immutability/format-construct-only', PORT)
 
 main()

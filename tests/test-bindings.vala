@@ -9,7 +9,8 @@
 
 errordomain TestError {
     FAILED,
-    SKIPPED
+    SKIPPED,
+    TODO
 }
 
 delegate void TestFunc () throws GLib.Error;
@@ -21,6 +22,11 @@ class TestCase {
     public TestCase (string name, owned TestFunc func) {
         this.name = name;
         this.func = (owned) func;
+    }
+
+    /* a case not written in Vala yet: TAP TODO, an expected failure */
+    public static TestCase todo (string name, string why) {
+        return new TestCase (name, () => { throw new TestError.TODO (why); });
     }
 }
 
@@ -395,7 +401,7 @@ TestCase[] make_tests () {
     float[] finite = make_finite ();
 
     /* Piq-1.0.metadata maps every GError of the GIR to Piq.Error, and nothing else */
-    tests += new TestCase ("vala/vapi/throws-piq-error", () => {
+    tests += new TestCase ("vala/binding/throws-piq-error", () => {  /* was vapi/throws-piq-error */
         string? dir = Environment.get_variable ("VAPIDIR");
         if (dir == null)
             throw new TestError.SKIPPED ("VAPIDIR is not set");
@@ -442,7 +448,7 @@ TestCase[] make_tests () {
     });
 
     /* PiqParams is gone: its storage half is a Piq.Format, its derivation half a Piq.Recipe */
-    tests += new TestCase ("vala/params/properties", () => {
+    tests += new TestCase ("vala/format-recipe/properties", () => {  /* was params/properties */
         var f = new Piq.Format (Piq.Dtype.UINT8);
         check (f.dtype == Piq.Dtype.UINT8 && f.granularity == Piq.Granularity.TENSOR && f.axis == 0
                && !f.get_symmetric () && f.has_zero_points (), "Format (UINT8): per-tensor affine");
@@ -490,7 +496,7 @@ TestCase[] make_tests () {
                "Dtype methods");
     });
 
-    tests += new TestCase ("vala/tensor/from-data-and-values", () => {
+    tests += new TestCase ("vala/tensor/new-from-data", () => {  /* was tensor/from-data-and-values (1/3) */
         var t = f32_tensor (data);
         check (t.get_dtype () == Piq.Dtype.F32 && t.get_n_elements () == data.length
                && t.get_n_bytes () == data.length * 4, "from_data shape");
@@ -501,11 +507,18 @@ TestCase[] make_tests () {
         raw.length = data.length * 4;
         var bytes = t.get_bytes ();
         check (bytes.compare (new Bytes (raw)) == 0, "get_bytes () differs from the float[] bytes");
+    });
+
+    tests += new TestCase ("vala/tensor/new-from-values", () => {  /* (2/3) */
         double[] dv = as_doubles (data);
         var t2 = new Piq.Tensor.from_values (Piq.Dtype.F32, dv);
         check_doubles (t2.to_values (), dv, "from_values to_values ()");
         var t64 = new Piq.Tensor.from_values (Piq.Dtype.F64, { 0.1, -2.5, 1e300 });
         check_doubles (t64.to_values (), { 0.1, -2.5, 1e300 }, "F64 to_values ()");
+    });
+
+    /* (3/3) of tensor/from-data-and-values, the first part of this case */
+    tests += new TestCase ("vala/shapes/get-shape", () => {
         var m = new Piq.Tensor.shaped (Piq.Dtype.F32, { 3, 5 });
         uint64[] shape = m.get_shape ();
         check (shape.length == 2 && shape[0] == 3 && shape[1] == 5 && m.get_n_elements () == 15,
@@ -572,7 +585,7 @@ TestCase[] make_tests () {
         check_doubles (out_t.to_values (), y, "ADD");
     });
 
-    tests += new TestCase ("vala/raw/float-array", () => {
+    tests += new TestCase ("vala/address/quantize-into-buffer", () => {  /* was raw/float-array */
         var q = new Piq.Quantizer ();
         var format = new Piq.Format (Piq.Dtype.UINT4);
         var packed = new uint8[(data.length + 1) / 2];
@@ -631,7 +644,7 @@ TestCase[] make_tests () {
         }
     });
 
-    tests += new TestCase ("vala/quantize/stochastic", () => {
+    tests += new TestCase ("vala/quantize/stochastic/floor-or-ceil", () => {  /* was quantize/stochastic (1/4) */
         var q = new Piq.Quantizer ();
         var src = f32_tensor (finite);
         var format = new Piq.Format (Piq.Dtype.UINT8);
@@ -644,13 +657,37 @@ TestCase[] make_tests () {
             int64 hi = clamp_code (Math.ceil (v), 100, 0, 255);
             check (got[i] == lo || got[i] == hi, "[%d] %d is neither floor nor ceil".printf (i, (int) got[i]));
         }
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/same-seed-identical", () => {  /* (2/4) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
+        var first = q.quantize_new (format, p, src);
+        int64[] got = tensor_codes (first);
         check (first.get_seed () == 12345, ("the tensor records seed %" + uint64.FORMAT).printf (first.get_seed ()));
         check_codes (tensor_codes (q.quantize_new (format, p, src)), got, "the same seed twice");
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/counter-hash", () => {  /* (3/4) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
+        int64[] got = tensor_codes (q.quantize_new (format, p, src));
         check_codes (got, quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 12345), "counter hash, seed 12345");
         p.seed = 0xFEDCBA9876543210UL;
         check_codes (tensor_codes (q.quantize_new (format, p, src)),
                      quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 0xFEDCBA9876543210UL),
                      "counter hash, 64-bit seed");
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/seed-0-recorded", () => {  /* (4/4) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
         p.seed = 0;
         var r = q.quantize_new (format, p, src);
         uint64 used = r.get_seed ();
@@ -704,7 +741,7 @@ TestCase[] make_tests () {
         }
     });
 
-    tests += new TestCase ("vala/error/other-codes", () => {
+    tests += new TestCase ("vala/error/invalid-zero-point", () => {  /* was error/other-codes (1/6) */
         var q = new Piq.Quantizer ();
         var src = f32_tensor (data);
         var u8 = new Piq.Format (Piq.Dtype.UINT8);
@@ -713,26 +750,59 @@ TestCase[] make_tests () {
             throw new TestError.FAILED ("zero point 256 accepted");
         } catch (Piq.Error.INVALID_ZERO_POINT e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/unsupported", () => {  /* (2/6) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
         try {
             q.quantize_new (new Piq.Format (Piq.Dtype.F32), new Piq.Recipe.fixed (1.0), src);
             throw new TestError.FAILED ("quantize to F32 accepted");
         } catch (Piq.Error.UNSUPPORTED e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/no-format", () => {  /* (3/6) */
+        var q = new Piq.Quantizer ();
         try {
             q.dequantize (new Piq.Tensor (Piq.Dtype.UINT8, 4), new Piq.Tensor (Piq.Dtype.F32, 4), Piq.ReduceOp.SET);
             throw new TestError.FAILED ("dequantize without a format accepted");
         } catch (Piq.Error.NO_FORMAT e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/non-finite", () => {  /* (4/6) */
+        var q = new Piq.Quantizer ();
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
         try {
             q.compute_params (u8, new Piq.Recipe (), f32_tensor ({ 1.0f, float.NAN }));
             throw new TestError.FAILED ("compute_params () accepted NaN");
         } catch (Piq.Error.NON_FINITE e) {
         }
+        /* a failed compute_params () leaves its recipe unchanged */
+        var kept = new Piq.Recipe ();
+        try {
+            q.compute_params (u8, kept, f32_tensor ({ 1.0f, float.INFINITY }));
+            throw new TestError.FAILED ("compute_params () accepted Inf");
+        } catch (Piq.Error.NON_FINITE e) {
+        }
+        check (!kept.has_scale && !kept.has_zero_point, "a failed compute_params () changed the recipe");
+    });
+
+    tests += new TestCase ("vala/error/empty", () => {  /* (5/6) */
+        var q = new Piq.Quantizer ();
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
         try {
             q.compute_params (u8, new Piq.Recipe (), new Piq.Tensor (Piq.Dtype.F32, 0));
             throw new TestError.FAILED ("compute_params () accepted an empty tensor");
         } catch (Piq.Error.EMPTY e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/read-only", () => {  /* (6/6) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
         var ro_plain = new Piq.Tensor.from_bytes (Piq.Dtype.UINT8, data.length, new Bytes (new uint8[data.length]));
         check (!ro_plain.is_writable (), "a tensor from GBytes is writable");
         var ro = new Piq.Tensor.quantized_from_bytes (u8, { data.length }, new Bytes (new uint8[data.length]),
@@ -743,14 +813,6 @@ TestCase[] make_tests () {
             throw new TestError.FAILED ("quantize into a read-only tensor accepted");
         } catch (Piq.Error.READ_ONLY e) {
         }
-        /* a failed compute_params () leaves its recipe unchanged */
-        var kept = new Piq.Recipe ();
-        try {
-            q.compute_params (u8, kept, f32_tensor ({ 1.0f, float.INFINITY }));
-            throw new TestError.FAILED ("compute_params () accepted Inf");
-        } catch (Piq.Error.NON_FINITE e) {
-        }
-        check (!kept.has_scale && !kept.has_zero_point, "a failed compute_params () changed the recipe");
     });
 
     tests += new TestCase ("vala/formats/fp8-e4m3/cast-saturate-nan", () => {
@@ -875,7 +937,7 @@ TestCase[] make_tests () {
         check_doubles (acc.to_values (), twice, "ADD twice");
     });
 
-    tests += new TestCase ("vala/formats/int8-block/raw-and-wrapped", () => {
+    tests += new TestCase ("vala/formats/int8-block/wrap-scales-and-zero-points", () => {  /* was formats/int8-block/raw-and-wrapped */
         var q = new Piq.Quantizer ();
         int n = 70, block = 16;
         float[] xs = gen_a (n);
@@ -1187,7 +1249,7 @@ TestCase[] make_tests () {
                "quantize () into new_quantized () differs from quantize_new ()");
     });
 
-    tests += new TestCase ("vala/format/immutable", () => {
+    tests += new TestCase ("vala/immutability/format-construct-only", () => {  /* was format/immutable */
         var q = new Piq.Quantizer ();
         var f = new Piq.Format (Piq.Dtype.UINT8);
         /* every property is set at construction only */
@@ -1291,7 +1353,7 @@ TestCase[] make_tests () {
                "NULL recipe: %g/%d, expected %g/%d".printf (t.get_scale (), (int) t.get_zero_point (), s, (int) z));
     });
 
-    tests += new TestCase ("vala/requantize/in-place", () => {
+    tests += new TestCase ("vala/aliasing/requantize/in-place", () => {  /* was requantize/in-place */
         var q = new Piq.Quantizer ();
         int n = finite.length;
         var f = new Piq.Format (Piq.Dtype.UINT8);
@@ -1346,6 +1408,154 @@ TestCase[] make_tests () {
         check (Memory.cmp (mem, before, (n + 1) * sizeof (float)) == 0, "a refused overlap wrote memory");
     });
 
+    /* ---------------------------------- ported from the Python and GJS suites -- */
+
+    tests += new TestCase ("vala/quantize/f32/uint8/params-attached", () => {
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        var src = f32_tensor (data);
+        var dst = new Piq.Tensor.quantized (u8, { data.length });
+        Piq.Quantizer.get_default ().quantize (new Piq.Recipe.affine (0.5, 100), src, dst);
+        unowned Piq.Format? f = dst.get_format ();
+        check (f != null, "the quantized tensor carries no format");
+        check (f.dtype == Piq.Dtype.UINT8 && f.equal (u8), "attached format %s".printf (f.to_string ()));
+        check (dst.get_scale () == 0.5 && dst.get_zero_point () == 100, "the tensor's scale and zero point");
+        check (dst.get_scales () == null && dst.get_zero_points () == null, "a per-tensor format has scale arrays");
+    });
+
+    tests += new TestCase ("vala/dequantize/uint4/f32/set-then-add", () => {
+        var q = new Piq.Quantizer ();
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT4), new Piq.Recipe.affine (0.3, 6), f32_tensor (data));
+        check (qt.get_dtype () == Piq.Dtype.UINT4 && qt.get_n_elements () == data.length, "quantize_new () tensor");
+        int64[] codes = quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4);
+        check_codes (unpack (qt.get_bytes ().get_data (), data.length, 4), codes, "quantize_new () bytes");
+        double[] y = dequantize_f32 (codes, 0.3, 6);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        q.dequantize (qt, out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), y, "SET");
+        q.dequantize (qt, out_t, Piq.ReduceOp.ADD);
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i] * 2;
+            y2[i] = v;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+        var made = q.dequantize_new (qt, Piq.Dtype.F32);
+        check (made.get_dtype () == Piq.Dtype.F32, "dequantize_new () dtype");
+        check_doubles (made.to_values (), y, "dequantize_new ()");
+    });
+
+    tests += new TestCase ("vala/quantize/int8/nearest", () => {
+        var q = new Piq.Quantizer ();
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.INT8), new Piq.Recipe.affine (0.5, -3), f32_tensor (data));
+        int64[] codes = quantize_nearest (data, 0.5, -3, Piq.Dtype.INT8);
+        unowned uint8[] raw = qt.get_bytes ().get_data ();
+        var got = new int64[raw.length];
+        for (int i = 0; i < raw.length; i++)
+            got[i] = (int8) raw[i];
+        check_codes (got, codes, "int8 codes");
+        check_doubles (q.dequantize_new (qt, Piq.Dtype.F32).to_values (), dequantize_f32 (codes, 0.5, -3),
+                       "int8 dequantized");
+    });
+
+    tests += new TestCase ("vala/quantize/f64/uint8/nearest", () => {
+        /* an f64 source is computed in binary64: inv = 1.0 / scale */
+        var q = new Piq.Quantizer ();
+        double[] dv = as_doubles (data);
+        var src = new Piq.Tensor.from_values (Piq.Dtype.F64, dv);
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.1, 3), src);
+        var codes = new int64[dv.length];
+        var y = new double[dv.length];
+        for (int i = 0; i < dv.length; i++) {
+            codes[i] = clamp_code (round_half_even (dv[i] * (1.0 / 0.1)), 3, 0, 255);
+            y[i] = (double) (codes[i] - 3) * 0.1;
+        }
+        check_codes (unpack (qt.get_bytes ().get_data (), dv.length, 8), codes, "codes");
+        var out_t = new Piq.Tensor (Piq.Dtype.F64, dv.length);
+        q.dequantize (qt, out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), y, "dequantized to f64");
+        unowned uint8[] raw = out_t.get_bytes ().get_data ();
+        var from_bytes = new double[dv.length];
+        Memory.copy (from_bytes, raw, dv.length * sizeof (double));
+        check_doubles (from_bytes, y, "f64 bytes");
+    });
+
+    tests += new TestCase ("vala/requantize/f32", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var f4 = new Piq.Format (Piq.Dtype.UINT4);
+        var p = new Piq.Recipe.affine (0.3, 6);
+        double[] y = dequantize_f32 (quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4), 0.3, 6);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        check (q.requantize (f4, p, src, out_t, Piq.ReduceOp.SET), "requantize (SET) returned false");
+        check_doubles (out_t.to_values (), y, "SET");
+        q.requantize (f4, p, src, out_t, Piq.ReduceOp.ADD);
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i] * 2;
+            y2[i] = v;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+        var inplace = f32_tensor (data);
+        q.requantize (f4, p, inplace, inplace, Piq.ReduceOp.SET);
+        check_doubles (inplace.to_values (), y, "in place");
+        /* ADD in place (the GJS suite's assertion) */
+        var inplace_add = f32_tensor (data);
+        q.requantize (f4, p, inplace_add, inplace_add, Piq.ReduceOp.ADD);
+        var y3 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = data[i] + (float) y[i];
+            y3[i] = v;
+        }
+        check_doubles (inplace_add.to_values (), y3, "ADD in place");
+        /* stochastic: the same grid points as quantize + dequantize with the seed */
+        var sp = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 31337 };
+        var fout = new Piq.Tensor (Piq.Dtype.F32, finite.length);
+        q.requantize (new Piq.Format (Piq.Dtype.UINT8), sp, f32_tensor (finite), fout, Piq.ReduceOp.SET);
+        check_doubles (fout.to_values (),
+                       dequantize_f32 (quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 31337), 0.37, 100),
+                       "stochastic requantize vs the counter hash");
+    });
+
+    tests += new TestCase ("vala/reuse/output-tensors", () => {
+        /* output tensors allocated once and reused */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var qt = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { finite.length });
+        var acc = new Piq.Tensor (Piq.Dtype.F32, finite.length);
+        acc.fill (0);
+        var p = new Piq.Recipe.affine (0.05, 90);
+        for (int k = 0; k < 50; k++) {
+            q.quantize (p, src, qt);
+            q.dequantize (qt, acc, Piq.ReduceOp.ADD);
+        }
+        double[] y = dequantize_f32 (quantize_nearest (finite, 0.05, 90, Piq.Dtype.UINT8), 0.05, 90);
+        var want = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float sum = 0;
+            for (int k = 0; k < 50; k++)
+                sum = sum + (float) y[i];
+            want[i] = sum;
+        }
+        check_doubles (acc.to_values (), want, "50 accumulations");
+    });
+
+    /* ------------------------------------------------------ not yet ported -- */
+    const string PORT = "not yet ported from test-bindings-python.py";
+    tests += TestCase.todo ("vala/dtype/enum-values", PORT);
+    tests += TestCase.todo ("vala/dtype/functions", PORT);
+    tests += TestCase.todo ("vala/compute-params/abs-max", PORT);
+    tests += TestCase.todo ("vala/compute-params/mean-std", PORT);
+    tests += TestCase.todo ("vala/quantize/stochastic/probability", PORT);
+    tests += TestCase.todo ("vala/address/dequantize-into-buffer", PORT);
+    tests += TestCase.todo ("vala/address/wrap-source", PORT);
+    tests += TestCase.todo ("vala/large/threads-and-simd", PORT);
+    tests += TestCase.todo ("vala/formats/msfp16/shared-exponent", PORT);
+    tests += TestCase.todo ("vala/formats/nf4/double-quant", PORT);
+    tests += TestCase.todo ("vala/immutability/recipe-after-quantize", PORT);
+    tests += TestCase.todo ("vala/aliasing/quantize/overlap", PORT);
+    tests += TestCase.todo ("vala/aliasing/dequantize/overlap", PORT);
+    tests += TestCase.todo ("vala/aliasing/requantize/overlap", PORT);
+
     return tests;
 }
 
@@ -1359,6 +1569,8 @@ int main (string[] args) {
             print ("ok %d - %s\n", i + 1, tests[i].name);
         } catch (TestError.SKIPPED e) {
             print ("ok %d - %s # SKIP %s\n", i + 1, tests[i].name, e.message);
+        } catch (TestError.TODO e) {
+            print ("not ok %d - %s # TODO %s\n", i + 1, tests[i].name, e.message);
         } catch (GLib.Error e) {
             failed++;
             print ("not ok %d - %s\n", i + 1, tests[i].name);
