@@ -771,8 +771,12 @@ rows_range (void *data, uint64_t start, uint64_t n_units)
        * bytes; this range owns the stream's bytes of rows r0..r1 (they start and end
        * on a byte), cleared first because codes are put by OR */
       if (job->codes != NULL)
-        memset (job->codes + r0 * g->cols * (uint64_t) g->a.bits / 8, 0,
-                (size_t) ((r1 - r0) * g->cols * (uint64_t) g->a.bits / 8));
+        {
+          /* r0 starts on a byte; the last range also owns the stream's partial last byte */
+          uint64_t b0 = r0 * g->cols * (uint64_t) g->a.bits / 8;
+          uint64_t b1 = (r1 * g->cols * (uint64_t) g->a.bits + 7) / 8;
+          memset (job->codes + b0, 0, (size_t) (b1 - b0));
+        }
     }
   for (uint64_t r = r0; r < r1; r++)
     {

@@ -1189,10 +1189,14 @@ piq_tensor_fill (PiqTensor  *self,
 
   if (!check_writable (self, error) || self->n_elements == 0)
     return self->writable;
-  /* the first element checks the value; the rest cannot fail */
+  /* Element 0 validates the value (an error leaves it unchanged); then a packed
+   * buffer is cleared so that a sub-byte tensor's padding bits end up zero (a strided
+   * one is written element by element: the gaps between rows are not the tensor's). */
   if (!store_value (self, 0, value, error))
     return FALSE;
-  for (guint64 i = 1; i < self->n_elements; i++)
+  if (self->row_stride == 0)
+    memset (self->data, 0, self->n_bytes);
+  for (guint64 i = 0; i < self->n_elements; i++)
     store_value (self, i, value, NULL);
   return TRUE;
 }
