@@ -6,8 +6,8 @@
 # Not run by `make check` or CI: it times other people's libraries, which a build
 # need not have. In one run it times, on the same 27,264,000 N(0, 1) floats (seed 42,
 # piquant-bench's data) with the same scale and zero point (min/max rule, uint8):
-#   - piquant:  tools/piquant-bench --op 'f32->u8 nearest' (kernels through
-#               piq_parallel_run, as the library calls them);
+#   - piquant:  tools/piquant-bench --op 'f32->u8 nearest' (one engine call per
+#               run, piq_engine_quantize, as the library calls it);
 #   - oneDNN:   a reorder f32 -> u8 with output-scale and zero-point attributes;
 #   - XNNPACK:  xnn_create_convert_nc_f32_qu8 / xnn_run_operator on a pthreadpool;
 #   - torch:    torch.quantize_per_tensor(x, scale, zero_point, torch.quint8);

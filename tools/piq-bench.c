@@ -1,23 +1,28 @@
-/* piq-bench.c: the hot kernels against the machine's limit for their byte mix
+/* piq-bench.c: every format through the engine, against the machine's limit for its byte mix
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Plain C on the kernel layer, piq_parallel_run() and OpenMP: no GLib, so the same
- * code runs in `piquant bench` and in the fully static `piquant-bench`.
+ * Plain C on the engine (piq-engine.c), piq_parallel_run() and OpenMP: no GLib, so
+ * the same code runs in `piquant bench` and in the fully static `piquant-bench`.
  *
  * What a row measures (docs/performance.md):
- * - the op: the kernel that PiqQuantizer would call (the ifunc table, or a table
- *   capped with piq_kernels_merge()), driven through piq_parallel_run() with the
- *   library's grain (PIQ_REDUCE_BLOCK) and the library's PiqKernelArgs;
+ * - the op: one call of the engine function that PiqQuantizer calls for it
+ *   (piq_engine_quantize, _dequantize, _requantize or _compute_params) with a
+ *   PiqEngine of the row's thread count and the kernel table PiqQuantizer would
+ *   select (the ifunc table, or one capped with piq_kernels_merge()), on a format
+ *   given as a PiqEngineFormat: the library validates, splits and streams it as it
+ *   does for any caller;
  * - the limit: a streaming kernel over the same buffers and the same thread split
- *   that reads and writes the same bytes per element with a XOR as its only
- *   compute, once with regular stores and once with non-temporal ones; the better
- *   of the two is the limit. Op and limits alternate run by run, so a drift of the
- *   machine (frequency, a neighbour) hits them alike.
+ *   that reads and writes the same bytes with a XOR as its only compute, once with
+ *   regular stores and once with non-temporal ones; the better of the two is the
+ *   limit. Op and limits alternate run by run, so a drift of the machine
+ *   (frequency, a neighbour) hits them alike.
  * GB/s counts useful traffic: the bytes the op must read plus the bytes it must
- * write (an ADD reads its destination too), never write-allocate reads.
+ * write (codes, scales and zero points; an ADD reads its destination too), never
+ * write-allocate reads.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -25,6 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 # include <immintrin.h>
@@ -34,160 +40,224 @@
 #endif
 
 #include "piq-bench.h"
-#include "piq-kernels-private.h"
+#include "piq-engine-private.h"
 #include "piq-cpu-private.h"
-#include "piq-formats-private.h"
 #include "piq-parallel-private.h"
 
 /* Who speaks in the one-line errors on stderr. */
 #define PROG(o) ((o)->program_name != NULL ? (o)->program_name : "piquant-bench")
 
-/* The library's scheduling unit (PIQ_GRAIN of piq-quantizer.c). */
+/* The engine's scheduling unit for the element kernels (PIQ_GRAIN of piq-engine.c):
+ * the limit's ranges and the crossover's default grain. */
 #define GRAIN PIQ_REDUCE_BLOCK
 
-#define DEFAULT_ELEMENTS_LARGE 27264000u   /* 109 MB of f32: far beyond the caches */
+#define DEFAULT_ELEMENTS_LARGE 27264000u   /* 109 MB of f32: beyond the caches of most machines */
 #define DEFAULT_ELEMENTS_SMALL 1000000u    /* 4 MB of f32: about the size of L2 */
 #define DATA_SEED 42u                      /* the data of `piquant demo` */
 #define STOCHASTIC_SEED 42u
 
+/* PiqGranularity and PiqScaleRule values (piq-types.h; the engine takes them as ints). */
+enum { GRAN_TENSOR = 0, GRAN_CHANNEL = 1, GRAN_BLOCK = 2 };
+#define RULE_DEFAULT 7
+
+/* ---- the formats ----
+ * The presets of piq-format.c (piq_format_new_preset), as the PiqEngineFormat that
+ * piq_format_peek() hands the engine; dtypes by their names in the engine's dtype
+ * table (piq-format-table.c), so no layout is restated here: block geometry, scale
+ * bytes, streaming and the split are the engine's. Presets are symmetric, saturate,
+ * and take the default recipe (the format's own rule). */
+typedef struct {
+  const char *name;
+  const char *dtype;          /* a name of piq_dtype_table() */
+  int         granularity;
+  unsigned    block_size;
+  const char *scale_dtype;
+  int         high_nibble_first;
+  int         double_quant;
+} BenchPreset;
+
+static const BenchPreset presets[] = {
+  { "mxfp8_e4m3", "fp8_e4m3", GRAN_BLOCK,  32, "e8m0", 0, 0 },
+  { "mxfp8_e5m2", "fp8_e5m2", GRAN_BLOCK,  32, "e8m0", 0, 0 },
+  { "mxfp6_e2m3", "fp6_e2m3", GRAN_BLOCK,  32, "e8m0", 0, 0 },
+  { "mxfp6_e3m2", "fp6_e3m2", GRAN_BLOCK,  32, "e8m0", 0, 0 },
+  { "mxfp4",      "fp4_e2m1", GRAN_BLOCK,  32, "e8m0", 0, 0 },
+  { "mxint8",     "int8",     GRAN_BLOCK,  32, "e8m0", 0, 0 },
+  { "nf4",        "nf4",      GRAN_BLOCK,  64, "f32",  1, 0 },
+  { "fp4_bnb",    "fp4_bnb",  GRAN_BLOCK,  64, "f32",  1, 0 },
+  { "nf4_dq",     "nf4",      GRAN_BLOCK,  64, "f32",  1, 1 },
+  { "nf8",        "nf8",      GRAN_BLOCK,  64, "f32",  0, 0 },
+  { "fp8_e4m3",   "fp8_e4m3", GRAN_TENSOR,  0, "f32",  0, 0 },
+  { "fp8_e5m2",   "fp8_e5m2", GRAN_TENSOR,  0, "f32",  0, 0 },
+  { "int8_block", "int8",     GRAN_BLOCK,  64, "f32",  0, 0 },
+  { "int4_block", "int4",     GRAN_BLOCK,  64, "f32",  0, 0 },
+  { "binary",     "binary",   GRAN_BLOCK, 128, "f32",  0, 0 },
+  { "q8_0",       "q8_0",     GRAN_BLOCK,  32, "f16",  0, 0 },
+  { "q4_0",       "q4_0",     GRAN_BLOCK,  32, "f16",  0, 0 },
+  { "msfp12",     "bfp3",     GRAN_BLOCK,  16, "e8m0", 0, 0 },
+  { "msfp16",     "bfp7",     GRAN_BLOCK,  16, "e8m0", 0, 0 },
+};
+
+#define N_PRESETS (sizeof presets / sizeof presets[0])
+
+/* The target of the format rows at every core (issue 16: ≥ 75 % at 16 threads). */
+#define PRESET_TARGET 75
+
 /* ---- the hot ops ---- */
 
 typedef enum {
-  KIND_QUANTIZE,
-  KIND_DEQUANTIZE,
-  KIND_REQUANTIZE,
-  KIND_MINMAX,
-  KIND_BLOCK_QUANTIZE,     /* a code format or block scales: the block_quantize entry */
-  KIND_BLOCK_DEQUANTIZE,
+  OP_QUANTIZE,       /* piq_engine_quantize */
+  OP_DEQUANTIZE,     /* piq_engine_dequantize, SET or ADD */
+  OP_REQUANTIZE,     /* piq_engine_requantize, SET */
+  OP_PARAMS,         /* piq_engine_compute_params: the min/max reduction */
 } OpKind;
 
-/* The block formats' rows, as piq-quantizer.c block_layout() prepares them for the
- * presets; a per-tensor scale comes from the data (amax / max, compute_params' rule). */
-typedef struct {
-  int          code, bits, sgn;
-  size_t       block;
-  PiqScaleKind kind;
-  int          high_first, fixed;
-} BenchFormat;
-
-enum { BF_FP8, BF_MXFP8, BF_MXFP4, BF_NF4, BF_INT8_BLOCK, BF_INT4_BLOCK };
-static const BenchFormat bench_formats[] = {
-  [BF_FP8]        = { PIQ_C_FP8_E4M3, 8, 0, 64, PIQ_SCALE_F32, 0, 1 },
-  [BF_MXFP8]      = { PIQ_C_FP8_E4M3, 8, 0, 32, PIQ_SCALE_E8M0, 0, 0 },
-  [BF_MXFP4]      = { PIQ_C_FP4_E2M1, 4, 0, 32, PIQ_SCALE_E8M0, 0, 0 },
-  [BF_NF4]        = { PIQ_C_NF4, 4, 0, 64, PIQ_SCALE_F32, 1, 0 },
-  [BF_INT8_BLOCK] = { -1, 8, 1, 64, PIQ_SCALE_F32, 0, 0 },
-  [BF_INT4_BLOCK] = { -1, 4, 1, 64, PIQ_SCALE_F32, 0, 0 },
-};
-
-/* The buffers an op reads and writes; each is allocated once, for the largest count. */
-typedef enum {
-  BUF_NONE = -1,
-  BUF_F32_SRC = 0,   /* N(0, 1) data */
-  BUF_BF16_SRC,      /* the same data in bf16 */
-  BUF_CODES,         /* quantized codes: written by quantize, read by dequantize */
-  BUF_F32_DST,
-  BUF_BF16_DST,
-  BUF_SCALES,        /* block scales: at most 4 bytes per 16 elements */
-  N_BUFS
-} BufId;
-
-static const unsigned buf_bits[N_BUFS] = {
-  [BUF_F32_SRC] = 32, [BUF_BF16_SRC] = 16, [BUF_CODES] = 8, [BUF_F32_DST] = 32, [BUF_BF16_DST] = 16,
-  [BUF_SCALES] = 2,
-};
-
+/* The per-tensor integer rows: affine per-tensor formats, the min/max rule. */
 typedef struct {
   const char *name;
   OpKind      kind;
-  int         ft;        /* PIQ_F_*: the float side */
-  int         it;        /* PIQ_I_*: the integer type (requantize: its grid) */
-  int         round;     /* PIQ_R_* */
-  int         store_op;  /* PIQ_OP_* */
-  BufId       src, dst;
-  unsigned    src_bits;  /* per element */
-  unsigned    dst_bits;
-  int         rmw;       /* the destination is read as well (ADD) */
-  int         target;    /* percent of the limit at every core; 0: none set */
-  int         format;    /* block rows: index of bench_formats */
+  const char *float_dtype;
+  const char *dtype;
+  int         stochastic;
+  int         add;
+  int         target;        /* percent of the limit at every core; 0: none set */
+} IntRow;
+
+static const IntRow int_rows[] = {
+  { "f32->u8 nearest",           OP_QUANTIZE,   "f32",  "uint8", 0, 0, 90 },
+  { "f32->u8 stochastic",        OP_QUANTIZE,   "f32",  "uint8", 1, 0, 80 },
+  { "f32->u4 nearest",           OP_QUANTIZE,   "f32",  "uint4", 0, 0, 85 },
+  { "f32->u2 nearest",           OP_QUANTIZE,   "f32",  "uint2", 0, 0, 85 },
+  { "u8->f32 set",               OP_DEQUANTIZE, "f32",  "uint8", 0, 0, 85 },
+  { "u4->f32 set",               OP_DEQUANTIZE, "f32",  "uint4", 0, 0, 85 },
+  { "u8->f32 add",               OP_DEQUANTIZE, "f32",  "uint8", 0, 1, 90 },
+  { "f32 minmax",                OP_PARAMS,     "f32",  "uint8", 0, 0, 90 },
+  { "bf16->u8 nearest",          OP_QUANTIZE,   "bf16", "uint8", 0, 0, 85 },
+  { "u8->bf16 set",              OP_DEQUANTIZE, "bf16", "uint8", 0, 0, 85 },
+  { "f32 requantize u8 nearest", OP_REQUANTIZE, "f32",  "uint8", 0, 0, 0 },
+  { "f32->i8 nearest",           OP_QUANTIZE,   "f32",  "int8",  0, 0, 0 },
+};
+
+#define N_INT_ROWS (sizeof int_rows / sizeof int_rows[0])
+#define MAX_OPS (N_INT_ROWS + 4 * N_PRESETS)
+
+typedef struct {
+  char            name[48];
+  OpKind          kind;
+  int             float_dtype;   /* PiqDtype value of the float side */
+  PiqEngineFormat f;
+  int             stochastic;
+  int             add;
+  int             target;
 } HotOp;
 
-/* Block rows count the codes' bytes (the limit moves the same); their scales, 1 byte
- * per 32 elements (E8M0) or 4 per 64 (f32), are extra work the limit does not do. */
-#define BLOCK_Q(label, f, b, tgt) \
-  { .name = "f32->" label, .kind = KIND_BLOCK_QUANTIZE, .ft = PIQ_F_F32, .src = BUF_F32_SRC, \
-    .dst = BUF_CODES, .src_bits = 32, .dst_bits = b, .target = tgt, .format = f }
-#define BLOCK_D(label, f, b, tgt) \
-  { .name = label "->f32 set", .kind = KIND_BLOCK_DEQUANTIZE, .ft = PIQ_F_F32, .src = BUF_CODES, \
-    .dst = BUF_F32_DST, .src_bits = b, .dst_bits = 32, .target = tgt, .format = f }
+static HotOp hot_ops[MAX_OPS];
+static size_t n_ops;
 
-static const HotOp hot_ops[] = {
-  { .name = "f32->u8 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT8,
-    .round = PIQ_R_NEAREST, .src = BUF_F32_SRC, .dst = BUF_CODES, .src_bits = 32, .dst_bits = 8,
-    .target = 90 },
-  { .name = "f32->u8 stochastic", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT8,
-    .round = PIQ_R_STOCHASTIC, .src = BUF_F32_SRC, .dst = BUF_CODES, .src_bits = 32, .dst_bits = 8,
-    .target = 80 },
-  { .name = "f32->u4 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT4,
-    .round = PIQ_R_NEAREST, .src = BUF_F32_SRC, .dst = BUF_CODES, .src_bits = 32, .dst_bits = 4,
-    .target = 85 },
-  { .name = "f32->u2 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT2,
-    .round = PIQ_R_NEAREST, .src = BUF_F32_SRC, .dst = BUF_CODES, .src_bits = 32, .dst_bits = 2,
-    .target = 85 },
-  { .name = "u8->f32 set", .kind = KIND_DEQUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT8,
-    .store_op = PIQ_OP_SET, .src = BUF_CODES, .dst = BUF_F32_DST, .src_bits = 8, .dst_bits = 32,
-    .target = 85 },
-  { .name = "u4->f32 set", .kind = KIND_DEQUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT4,
-    .store_op = PIQ_OP_SET, .src = BUF_CODES, .dst = BUF_F32_DST, .src_bits = 4, .dst_bits = 32,
-    .target = 85 },
-  { .name = "u8->f32 add", .kind = KIND_DEQUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT8,
-    .store_op = PIQ_OP_ADD, .src = BUF_CODES, .dst = BUF_F32_DST, .src_bits = 8, .dst_bits = 32,
-    .rmw = 1, .target = 90 },
-  { .name = "f32 minmax", .kind = KIND_MINMAX, .ft = PIQ_F_F32, .src = BUF_F32_SRC, .dst = BUF_NONE,
-    .src_bits = 32, .dst_bits = 0, .target = 90 },
-  { .name = "bf16->u8 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_BF16, .it = PIQ_I_UINT8,
-    .round = PIQ_R_NEAREST, .src = BUF_BF16_SRC, .dst = BUF_CODES, .src_bits = 16, .dst_bits = 8,
-    .target = 85 },
-  { .name = "u8->bf16 set", .kind = KIND_DEQUANTIZE, .ft = PIQ_F_BF16, .it = PIQ_I_UINT8,
-    .store_op = PIQ_OP_SET, .src = BUF_CODES, .dst = BUF_BF16_DST, .src_bits = 8, .dst_bits = 16,
-    .target = 85 },
-  { .name = "f32 requantize u8 nearest", .kind = KIND_REQUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_UINT8,
-    .round = PIQ_R_NEAREST, .store_op = PIQ_OP_SET, .src = BUF_F32_SRC, .dst = BUF_F32_DST,
-    .src_bits = 32, .dst_bits = 32 },
-  { .name = "f32->i8 nearest", .kind = KIND_QUANTIZE, .ft = PIQ_F_F32, .it = PIQ_I_INT8,
-    .round = PIQ_R_NEAREST, .src = BUF_F32_SRC, .dst = BUF_CODES, .src_bits = 32, .dst_bits = 8 },
-  BLOCK_Q ("fp8_e4m3", BF_FP8, 8, 70),
-  BLOCK_D ("fp8_e4m3", BF_FP8, 8, 70),
-  BLOCK_Q ("mxfp8_e4m3", BF_MXFP8, 8, 70),
-  BLOCK_D ("mxfp8_e4m3", BF_MXFP8, 8, 70),
-  BLOCK_Q ("mxfp4", BF_MXFP4, 4, 0),
-  BLOCK_D ("mxfp4", BF_MXFP4, 4, 0),
-  BLOCK_Q ("nf4", BF_NF4, 4, 0),
-  BLOCK_D ("nf4", BF_NF4, 4, 0),
-  BLOCK_Q ("int8_block64", BF_INT8_BLOCK, 8, 70),
-  BLOCK_D ("int8_block64", BF_INT8_BLOCK, 8, 70),
-  BLOCK_Q ("int4_block64", BF_INT4_BLOCK, 4, 70),
-  BLOCK_D ("int4_block64", BF_INT4_BLOCK, 4, 70),
-};
+/* A dtype's value by its name in the engine's table; -1 if none. */
+static int
+dtype_by_name (const char *name)
+{
+  size_t n;
+  const PiqDtypeInfo *t = piq_dtype_table (&n);
 
-#define N_OPS (sizeof hot_ops / sizeof hot_ops[0])
+  for (size_t i = 0; i < n; i++)
+    if (t[i].name != NULL && strcmp (t[i].name, name) == 0)
+      return (int) i;
+  return -1;
+}
 
-static const int int_bits[PIQ_N_INT] = {
-#define BITS_(N, n, i, bits, sgn) [i] = bits,
-  PIQ_INT_TYPES (BITS_)
-#undef BITS_
-};
-static const int int_signed[PIQ_N_INT] = {
-#define SGN_(N, n, i, bits, sgn) [i] = sgn,
-  PIQ_INT_TYPES (SGN_)
-#undef SGN_
-};
+static void
+add_op (const char *name, OpKind kind, int float_dtype, const PiqEngineFormat *f,
+        int stochastic, int add, int target)
+{
+  HotOp *op = &hot_ops[n_ops++];
+
+  snprintf (op->name, sizeof op->name, "%s", name);
+  op->kind = kind;
+  op->float_dtype = float_dtype;
+  op->f = *f;
+  op->stochastic = stochastic;
+  op->add = add;
+  op->target = target;
+}
+
+/* The rows: the per-tensor integers, then every preset × {quantize nearest,
+ * quantize stochastic, dequantize SET, dequantize ADD}. Once per process. */
+static void
+build_ops (void)
+{
+  int f32 = dtype_by_name ("f32");
+
+  if (n_ops > 0)
+    return;
+  for (size_t i = 0; i < N_INT_ROWS; i++)
+    {
+      const IntRow *r = &int_rows[i];
+      PiqEngineFormat f = { .dtype = dtype_by_name (r->dtype), .granularity = GRAN_TENSOR,
+                            .scale_dtype = f32, .saturate = 1 };
+
+      add_op (r->name, r->kind, dtype_by_name (r->float_dtype), &f, r->stochastic, r->add,
+              r->target);
+    }
+  for (size_t i = 0; i < N_PRESETS; i++)
+    {
+      const BenchPreset *p = &presets[i];
+      PiqEngineFormat f = { .dtype = dtype_by_name (p->dtype), .granularity = p->granularity,
+                            .block_size = p->block_size,
+                            .scale_dtype = dtype_by_name (p->scale_dtype), .symmetric = 1,
+                            .saturate = 1, .high_nibble_first = p->high_nibble_first,
+                            .double_quant = p->double_quant };
+      char name[48];
+
+      snprintf (name, sizeof name, "f32->%s nearest", p->name);
+      add_op (name, OP_QUANTIZE, f32, &f, 0, 0, PRESET_TARGET);
+      snprintf (name, sizeof name, "f32->%s stochastic", p->name);
+      add_op (name, OP_QUANTIZE, f32, &f, 1, 0, PRESET_TARGET);
+      snprintf (name, sizeof name, "%s->f32 set", p->name);
+      add_op (name, OP_DEQUANTIZE, f32, &f, 0, 0, PRESET_TARGET);
+      snprintf (name, sizeof name, "%s->f32 add", p->name);
+      add_op (name, OP_DEQUANTIZE, f32, &f, 0, 1, PRESET_TARGET);
+    }
+}
 
 void
 piq_bench_list_ops (FILE *out)
 {
-  for (size_t i = 0; i < N_OPS; i++)
+  build_ops ();
+  for (size_t i = 0; i < N_INT_ROWS; i++)
     fprintf (out, "  %s\n", hot_ops[i].name);
+  fprintf (out, "  and, for each preset P (");
+  for (size_t i = 0; i < N_PRESETS; i++)
+    fprintf (out, "%s%s", i ? ", " : "", presets[i].name);
+  fprintf (out, "):\n  f32->P nearest, f32->P stochastic, P->f32 set, P->f32 add\n");
+}
+
+/* Whether @name matches the filter: a comma-separated list of substrings, any of them. */
+static int
+name_matches (const char *filter, const char *name)
+{
+  const char *p = filter;
+
+  if (filter == NULL)
+    return 1;
+  for (;;)
+    {
+      const char *end = strchr (p, ',');
+      size_t len = end != NULL ? (size_t) (end - p) : strlen (p);
+
+      if (len > 0)
+        {
+          char part[128];
+
+          snprintf (part, sizeof part, "%.*s", (int) (len < sizeof part ? len : sizeof part - 1), p);
+          if (strstr (name, part) != NULL)
+            return 1;
+        }
+      if (end == NULL)
+        return 0;
+      p = end + 1;
+    }
 }
 
 /* ---- time ---- */
@@ -282,156 +352,151 @@ median (double *v, size_t n)
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* ---- kernel arguments, as prepare_args() of piq-quantizer.c fills them ---- */
-
-static void
-int_range (int it, int64_t *qmin, int64_t *qmax)
-{
-  int bits = int_bits[it];
-
-  *qmin = int_signed[it] ? -(INT64_C (1) << (bits - 1)) : 0;
-  *qmax = int_signed[it] ? (INT64_C (1) << (bits - 1)) - 1 : (INT64_C (1) << bits) - 1;
-}
-
-/* Scale and zero point of the min/max rule with include-zero (the library's
- * default), in binary32 as params_from_minmax() computes them. */
-static void
-minmax_params (int it, double lo, double hi, double *scale, int64_t *zero_point)
-{
-  int64_t qmin, qmax, zp;
-  double range, s;
-
-  int_range (it, &qmin, &qmax);
-  lo = lo < 0.0 ? lo : 0.0;
-  hi = hi > 0.0 ? hi : 0.0;
-  range = (float) (qmax - qmin);
-  s = (float) ((float) (hi - lo) / range);
-  if (s < 0x1p-23)
-    s = 0x1p-23;
-  zp = qmin - (int64_t) nearbyint ((float) (lo / s));
-  *scale = s;
-  *zero_point = zp < qmin ? qmin : zp > qmax ? qmax : zp;
-}
-
-static void
-make_args (int it, double scale, int64_t zero_point, PiqKernelArgs *a)
-{
-  int64_t qmin, qmax;
-
-  memset (a, 0, sizeof *a);
-  int_range (it, &qmin, &qmax);
-  a->scale_d = scale;
-  a->inv_d = 1.0 / scale;
-  a->scale_f = (float) scale;
-  a->inv_f = 1.0f / a->scale_f;
-  a->zero_point = zero_point;
-  a->qmin = qmin;
-  a->qmax = qmax;
-  piq_hash_keys (STOCHASTIC_SEED, &a->key0, &a->key1);
-}
-
-/* ---- the op job: element_range() and reduce_range() of piq-quantizer.c ---- */
+/* ---- the last-level cache ---- */
 
 typedef struct {
-  PiqQuantizeFn    quantize;     /* also requantize: same signature */
-  PiqDequantizeFn  dequantize;
-  PiqMinMaxFn      minmax;
-  const uint8_t   *src;
-  uint8_t         *dst;
-  unsigned         src_bits;
-  unsigned         dst_bits;
-  PiqKernelArgs    args;
-  PiqMinMax       *mm;           /* one per PIQ_REDUCE_BLOCK */
-  int              set_output;   /* a SET destination: streamed when large, as the library does */
-  PiqBlockQuantizeFn   block_quantize;
-  PiqBlockDequantizeFn block_dequantize;
-  PiqBlockArgs     block_args;
-  uint8_t         *scales;
-} OpJob;
+  uint64_t bytes;         /* 0: unknown */
+  unsigned level;
+  char     shared[64];    /* the CPUs that share it, as sysfs lists them; "" if unknown */
+} Llc;
 
-static void
-op_range (void *data, uint64_t start, uint64_t n)
+static int
+read_line (const char *path, char *buf, size_t size)
 {
-  const OpJob *job = data;
+  FILE *f = fopen (path, "r");
+  int ok;
 
-  if (job->minmax != NULL)
+  if (f == NULL)
+    return 0;
+  ok = fgets (buf, (int) size, f) != NULL;
+  fclose (f);
+  if (ok)
+    buf[strcspn (buf, "\n")] = '\0';
+  return ok;
+}
+
+/* cpu0's highest data or unified cache (sysfs), else what sysconf says. */
+static Llc
+read_llc (void)
+{
+  static Llc llc;
+  static int done;
+
+  if (done)
+    return llc;
+  done = 1;
+  for (unsigned i = 0; i < 16; i++)
     {
-      for (uint64_t off = 0; off < n; off += PIQ_REDUCE_BLOCK)
+      char dir[96], path[160], buf[64];
+      unsigned level;
+      unsigned long long size;
+      char unit = 'B';
+
+      snprintf (dir, sizeof dir, "/sys/devices/system/cpu/cpu0/cache/index%u", i);
+      snprintf (path, sizeof path, "%s/type", dir);
+      if (!read_line (path, buf, sizeof buf))
+        break;
+      if (strcmp (buf, "Instruction") == 0)
+        continue;
+      snprintf (path, sizeof path, "%s/level", dir);
+      if (!read_line (path, buf, sizeof buf) || sscanf (buf, "%u", &level) != 1 || level < llc.level)
+        continue;
+      snprintf (path, sizeof path, "%s/size", dir);
+      if (!read_line (path, buf, sizeof buf) || sscanf (buf, "%llu%c", &size, &unit) < 1)
+        continue;
+      size *= unit == 'K' ? 1024ull : unit == 'M' ? 1024ull * 1024 : unit == 'G' ? 1024ull << 20 : 1;
+      llc.level = level;
+      llc.bytes = size;
+      snprintf (path, sizeof path, "%s/shared_cpu_list", dir);
+      if (!read_line (path, llc.shared, sizeof llc.shared))
+        llc.shared[0] = '\0';
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  if (llc.bytes == 0)
+    {
+      static const struct { int name; unsigned level; } sc[] = {
+        { _SC_LEVEL3_CACHE_SIZE, 3 }, { _SC_LEVEL2_CACHE_SIZE, 2 },
+      };
+      for (size_t i = 0; i < sizeof sc / sizeof sc[0] && llc.bytes == 0; i++)
         {
-          const uint8_t *src = job->src + (start + off) * job->src_bits / 8;
-          size_t len = n - off < PIQ_REDUCE_BLOCK ? n - off : PIQ_REDUCE_BLOCK;
-
-          job->minmax (src, len, &job->mm[(start + off) / PIQ_REDUCE_BLOCK]);
+          long v = sysconf (sc[i].name);
+          if (v > 0)
+            {
+              llc.bytes = (uint64_t) v;
+              llc.level = sc[i].level;
+            }
         }
-      return;
     }
-  if (job->block_quantize != NULL)   /* codes and scales are indexed from element 0 */
-    {
-      job->block_quantize (&job->block_args, job->src + start * 4, start, n, job->dst,
-                           job->scales, NULL);
-      return;
-    }
-  if (job->block_dequantize != NULL)
-    {
-      job->block_dequantize (&job->block_args, job->src, job->scales, NULL, start, n,
-                             job->dst + start * 4, 0);
-      return;
-    }
-  {
-    const uint8_t *src = job->src + start * job->src_bits / 8;
-    uint8_t *dst = job->dst + start * job->dst_bits / 8;
+#endif
+  return llc;
+}
 
-    if (job->dequantize != NULL)
-      job->dequantize (src, dst, n, &job->args);
-    else
-      job->quantize (src, dst, start, n, &job->args);
-  }
+static const char *
+mib (uint64_t bytes, char *buf, size_t size)
+{
+  double m = (double) bytes / (1024.0 * 1024.0);
+
+  snprintf (buf, size, m >= 10 ? "%.0f MiB" : "%.3g MiB", m);
+  return buf;
 }
 
 /* ---- the limit: streaming kernels ----
- * Work goes in chunks of CHUNK elements, whose source and destination bytes are whole
- * 64-byte vectors for every byte mix here (2 to 32 bits per element). A chunk XORs
- * its source vectors into two accumulators and stores their XOR (XORed into the
- * loaded destination for a read-modify-write) into each destination vector, so no
- * load or store can be optimised away. Range starts are multiples of GRAIN elements,
- * hence of 64 bytes: the non-temporal stores are aligned. */
+ * A range's source and destination are byte spans in proportion to its elements.
+ * Work goes in chunks of about CHUNK elements: a chunk XORs its source vectors into
+ * two accumulators and stores their XOR (XORed into the loaded destination for a
+ * read-modify-write) into each of its destination vectors, so no load or store can
+ * be optimised away. Chunk bounds are whole vectors from the range start, which is
+ * 64-byte aligned (a multiple of GRAIN elements of at least 1 bit each, from
+ * 64-byte-aligned buffers): the non-temporal stores are aligned. The bytes after the
+ * last whole vector of a range go one by one. */
 
 #define CHUNK 256
 
-typedef void (*StreamFn) (const uint8_t *s, uint8_t *d, size_t n_chunks, size_t cs, size_t cd,
+typedef void (*StreamFn) (const uint8_t *s, size_t ns, uint8_t *d, size_t nd, size_t n_chunks,
                           int rmw, int nt, uint64_t *sink);
 
 #define STREAM_BODY(VT, W, LOAD, XOR, STORE, STREAM, ZERO, FENCE) \
   { \
     VT a0 = ZERO, a1 = ZERO; \
     uint64_t fold[W / 8]; \
-    for (size_t c = 0; c < n_chunks; c++, s += cs, d += cd) \
+    size_t s_end = ns / (2 * (W)) * (2 * (W)), d_end = nd / (W) * (W); \
+    uint8_t acc = 0; \
+    for (size_t c = 0; c < n_chunks; c++) \
       { \
         VT v; \
-        for (size_t k = 0; k < cs; k += 2 * (W)) \
+        size_t s0 = c * s_end / n_chunks / (2 * (W)) * (2 * (W)); \
+        size_t s1 = c + 1 == n_chunks ? s_end : (c + 1) * s_end / n_chunks / (2 * (W)) * (2 * (W)); \
+        size_t d0 = c * d_end / n_chunks / (W) * (W); \
+        size_t d1 = c + 1 == n_chunks ? d_end : (c + 1) * d_end / n_chunks / (W) * (W); \
+        for (size_t k = s0; k < s1; k += 2 * (W)) \
           { \
             a0 = XOR (a0, LOAD (s + k)); \
             a1 = XOR (a1, LOAD (s + k + (W))); \
           } \
         v = XOR (a0, a1); \
         if (nt && rmw) \
-          for (size_t k = 0; k < cd; k += (W)) \
+          for (size_t k = d0; k < d1; k += (W)) \
             STREAM (d + k, XOR (LOAD (d + k), v)); \
         else if (nt) \
-          for (size_t k = 0; k < cd; k += (W)) \
+          for (size_t k = d0; k < d1; k += (W)) \
             STREAM (d + k, v); \
         else if (rmw) \
-          for (size_t k = 0; k < cd; k += (W)) \
+          for (size_t k = d0; k < d1; k += (W)) \
             STORE (d + k, XOR (LOAD (d + k), v)); \
         else \
-          for (size_t k = 0; k < cd; k += (W)) \
+          for (size_t k = d0; k < d1; k += (W)) \
             STORE (d + k, v); \
       } \
     if (nt) \
       FENCE; \
+    for (size_t k = s_end; k < ns; k++) \
+      acc ^= s[k]; \
+    for (size_t k = d_end; k < nd; k++) \
+      d[k] = (uint8_t) ((rmw ? d[k] : 0) ^ acc); \
     STORE ((uint8_t *) fold, XOR (a0, a1)); \
     for (size_t k = 0; k < (W) / 8; k++) \
       *sink ^= fold[k]; \
+    *sink ^= acc; \
   }
 
 #if BENCH_X86
@@ -439,24 +504,24 @@ typedef void (*StreamFn) (const uint8_t *s, uint8_t *d, size_t n_chunks, size_t 
 # define S512(p, v)   _mm512_storeu_si512 ((void *) (p), (v))
 # define N512(p, v)   _mm512_stream_si512 ((void *) (p), (v))
 __attribute__ ((target ("avx512f"))) static void
-stream_avx512 (const uint8_t *s, uint8_t *d, size_t n_chunks, size_t cs, size_t cd, int rmw, int nt,
-               uint64_t *sink)
+stream_avx512 (const uint8_t *s, size_t ns, uint8_t *d, size_t nd, size_t n_chunks, int rmw,
+               int nt, uint64_t *sink)
 STREAM_BODY (__m512i, 64, L512, _mm512_xor_si512, S512, N512, _mm512_setzero_si512 (), _mm_sfence ())
 
 # define L256(p)      _mm256_loadu_si256 ((const __m256i *) (p))
 # define S256(p, v)   _mm256_storeu_si256 ((__m256i *) (p), (v))
 # define N256(p, v)   _mm256_stream_si256 ((__m256i *) (p), (v))
 __attribute__ ((target ("avx2"))) static void
-stream_avx2 (const uint8_t *s, uint8_t *d, size_t n_chunks, size_t cs, size_t cd, int rmw, int nt,
-             uint64_t *sink)
+stream_avx2 (const uint8_t *s, size_t ns, uint8_t *d, size_t nd, size_t n_chunks, int rmw,
+             int nt, uint64_t *sink)
 STREAM_BODY (__m256i, 32, L256, _mm256_xor_si256, S256, N256, _mm256_setzero_si256 (), _mm_sfence ())
 
 # define L128(p)      _mm_loadu_si128 ((const __m128i *) (p))
 # define S128(p, v)   _mm_storeu_si128 ((__m128i *) (p), (v))
 # define N128(p, v)   _mm_stream_si128 ((__m128i *) (p), (v))
 static void
-stream_sse2 (const uint8_t *s, uint8_t *d, size_t n_chunks, size_t cs, size_t cd, int rmw, int nt,
-             uint64_t *sink)
+stream_sse2 (const uint8_t *s, size_t ns, uint8_t *d, size_t nd, size_t n_chunks, int rmw,
+             int nt, uint64_t *sink)
 STREAM_BODY (__m128i, 16, L128, _mm_xor_si128, S128, N128, _mm_setzero_si128 (), _mm_sfence ())
 #endif
 
@@ -469,7 +534,7 @@ static inline Words c_xor (Words a, Words b) { return (Words) { { a.w[0] ^ b.w[0
 #define C_ZERO ((Words) { { 0, 0 } })
 
 static void
-stream_c (const uint8_t *s, uint8_t *d, size_t n_chunks, size_t cs, size_t cd, int rmw, int nt,
+stream_c (const uint8_t *s, size_t ns, uint8_t *d, size_t nd, size_t n_chunks, int rmw, int nt,
           uint64_t *sink)
 STREAM_BODY (Words, 16, c_load, c_xor, c_store, c_store, C_ZERO, (void) 0)
 #endif
@@ -498,46 +563,38 @@ pick_streamer (void)
 typedef struct {
   StreamFn       fn;
   const uint8_t *src;
-  uint8_t       *dst;
-  unsigned       src_bits;
-  unsigned       dst_bits;
+  uint8_t       *dst;            /* NULL: a pure read */
+  uint64_t       n;              /* elements */
+  size_t         src_bytes;      /* of all n elements */
+  size_t         dst_bytes;
   int            rmw;
   int            nt;
   uint64_t      *sink;           /* one per GRAIN */
 } LimitJob;
 
+/* The byte where element @e's share of @total starts: 64-byte lines, the end exact. */
+static size_t
+byte_of (uint64_t e, uint64_t n, size_t total)
+{
+  if (e >= n)
+    return total;
+  return (size_t) ((unsigned __int128) e * total / n) / 64 * 64;
+}
+
 static void
 limit_range (void *data, uint64_t start, uint64_t n)
 {
   const LimitJob *job = data;
-  const uint8_t *s = job->src + start * job->src_bits / 8;
-  /* a pure read stores nothing (cd is 0): any valid pointer will do */
-  uint8_t *d = job->dst != NULL ? job->dst + start * job->dst_bits / 8 : (uint8_t *) s;
-  size_t n_chunks = n / CHUNK;
-  size_t cs = CHUNK * job->src_bits / 8, cd = CHUNK * job->dst_bits / 8;
-  uint64_t *sink = &job->sink[start / GRAIN];
+  size_t s0 = byte_of (start, job->n, job->src_bytes);
+  size_t s1 = byte_of (start + n, job->n, job->src_bytes);
+  size_t d0 = byte_of (start, job->n, job->dst_bytes);
+  size_t d1 = byte_of (start + n, job->n, job->dst_bytes);
+  size_t n_chunks = n / CHUNK > 0 ? n / CHUNK : 1;
+  /* a pure read stores nothing (nd is 0): any valid pointer will do */
+  uint8_t *d = job->dst != NULL ? job->dst + d0 : (uint8_t *) job->src;
 
-  job->fn (s, d, n_chunks, cs, cd, job->rmw, job->nt, sink);
-
-  /* The rest of the last range, < CHUNK elements, byte by byte. */
-  {
-    uint64_t done = n_chunks * CHUNK;
-    size_t s_from = (start + done) * job->src_bits / 8 - start * job->src_bits / 8;
-    size_t s_to = (start + n) * job->src_bits / 8 - start * job->src_bits / 8;
-    uint8_t acc = 0;
-
-    for (size_t i = s_from; i < s_to; i++)
-      acc ^= s[i];
-    if (job->dst != NULL)
-      {
-        size_t d_from = (start + done) * job->dst_bits / 8 - start * job->dst_bits / 8;
-        size_t d_to = (start + n) * job->dst_bits / 8 - start * job->dst_bits / 8;
-
-        for (size_t i = d_from; i < d_to; i++)
-          d[i] = (uint8_t) ((job->rmw ? d[i] : 0) ^ acc);
-      }
-    *sink ^= acc;
-  }
+  job->fn (job->src + s0, s1 - s0, d, job->dst != NULL ? d1 - d0 : 0, n_chunks, job->rmw,
+           job->nt, &job->sink[start / GRAIN]);
 }
 
 /* ---- data ---- */
@@ -584,7 +641,22 @@ f32_to_bf16 (float f)
   return (uint16_t) ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+
 /* ---- the run ---- */
+
+/* The buffers the ops read and write; each is allocated once, for the largest count.
+ * CODES has room for the largest codes + scales + zero points of any row, so that
+ * the limit of a row can move all of its quantized bytes through one buffer. */
+typedef enum {
+  BUF_F32_SRC = 0,   /* N(0, 1) data */
+  BUF_BF16_SRC,      /* the same data in bf16 */
+  BUF_CODES,         /* written by quantize, read by dequantize */
+  BUF_SCALES,        /* per-block scales */
+  BUF_ZERO_POINTS,   /* per-block zero points (none of the rows has them today) */
+  BUF_F32_DST,
+  BUF_BF16_DST,
+  N_BUFS
+} BufId;
 
 typedef struct {
   const PiqBenchOptions *o;
@@ -592,6 +664,7 @@ typedef struct {
   const PiqKernelTable  *kernels;
   char                   kernels_label[64];
   Streamer               streamer;
+  Llc                    llc;
   unsigned               max_threads;
   unsigned               repeat;
   uint64_t               elements[PIQ_BENCH_MAX_LIST];
@@ -599,12 +672,13 @@ typedef struct {
   unsigned               threads[PIQ_BENCH_MAX_LIST];
   size_t                 n_threads;
   uint64_t               max_n;
+  int                    f32, bf16;     /* dtype values */
   uint8_t               *buf[N_BUFS];
-  PiqMinMax             *mm;
+  size_t                 buf_size[N_BUFS];
   uint64_t              *sink;
-  double                 lo, hi;     /* of the f32 data */
   double                *t_op, *t_reg, *t_nt;
   int                    first_json_item;
+  int                    failed;        /* a row's engine call failed */
   char                   cpu[128];
 } Bench;
 
@@ -711,42 +785,68 @@ select_kernels (Bench *b, PiqKernelTable *capped)
   return 0;
 }
 
+
+
+/* Bytes of the quantized side of @op for @n elements: codes, scales and zero points. */
+static int
+quant_sizes (const HotOp *op, uint64_t n, size_t *codes, size_t *scales, size_t *zps,
+             PiqEngineError *e)
+{
+  uint64_t shape[1] = { n };
+
+  return piq_engine_sizes (&op->f, shape, 1, codes, scales, zps, e);
+}
+
 static int
 allocate (Bench *b)
 {
   uint64_t n = b->max_n;
   uint64_t n_blocks = (n + GRAIN - 1) / GRAIN;
+  PiqEngineError e;
   float *x;
 
+  if (!piq_engine_dtype_size (b->f32, n, &b->buf_size[BUF_F32_SRC], &e) ||
+      !piq_engine_dtype_size (b->bf16, n, &b->buf_size[BUF_BF16_SRC], &e))
+    return -1;
+  b->buf_size[BUF_F32_DST] = b->buf_size[BUF_F32_SRC];
+  b->buf_size[BUF_BF16_DST] = b->buf_size[BUF_BF16_SRC];
+  for (size_t i = 0; i < n_ops; i++)
+    {
+      size_t codes, scales, zps;
+
+      if (!quant_sizes (&hot_ops[i], n, &codes, &scales, &zps, &e))
+        return -1;
+      if (codes + scales + zps > b->buf_size[BUF_CODES])
+        b->buf_size[BUF_CODES] = codes + scales + zps;
+      if (scales > b->buf_size[BUF_SCALES])
+        b->buf_size[BUF_SCALES] = scales;
+      if (zps > b->buf_size[BUF_ZERO_POINTS])
+        b->buf_size[BUF_ZERO_POINTS] = zps;
+    }
   for (int i = 0; i < N_BUFS; i++)
     {
-      /* whole 64-byte lines, and a spare one: the tail of a sub-byte range */
-      size_t bytes = ((n * buf_bits[i] / 8 + 64) | 63) + 1;
+      /* whole 64-byte lines: the limit's vectors never pass the end */
+      size_t bytes = (b->buf_size[i] | 63) + 1;
 
       b->buf[i] = aligned_alloc (64, bytes);
       if (b->buf[i] == NULL)
         return -1;
       memset (b->buf[i], 0, bytes);   /* fault every page in now, not in a timed run */
     }
-  b->mm = calloc (n_blocks, sizeof *b->mm);
   b->sink = calloc (n_blocks, sizeof *b->sink);
   b->t_op = calloc (b->repeat, sizeof (double));
   b->t_reg = calloc (b->repeat, sizeof (double));
   b->t_nt = calloc (b->repeat, sizeof (double));
-  if (b->mm == NULL || b->sink == NULL || b->t_op == NULL || b->t_reg == NULL || b->t_nt == NULL)
+  if (b->sink == NULL || b->t_op == NULL || b->t_reg == NULL || b->t_nt == NULL)
     return -1;
 
   x = (float *) b->buf[BUF_F32_SRC];
   fill_normal (x, n, DATA_SEED);
-  b->lo = INFINITY;
-  b->hi = -INFINITY;
   for (uint64_t i = 0; i < n; i++)
     {
       uint16_t h = f32_to_bf16 (x[i]);
 
       memcpy (b->buf[BUF_BF16_SRC] + 2 * i, &h, 2);
-      b->lo = x[i] < b->lo ? x[i] : b->lo;
-      b->hi = x[i] > b->hi ? x[i] : b->hi;
     }
   return 0;
 }
@@ -756,103 +856,145 @@ release (Bench *b)
 {
   for (int i = 0; i < N_BUFS; i++)
     free (b->buf[i]);
-  free (b->mm);
   free (b->sink);
   free (b->t_op);
   free (b->t_reg);
   free (b->t_nt);
 }
 
-static void
-prepare_op (const Bench *b, const HotOp *op, OpJob *job)
+/* Everything a row's engine call takes, prepared untimed. */
+typedef struct {
+  uint64_t        shape[1];
+  PiqEngineView   src;          /* the float source (quantize, requantize, compute_params) */
+  PiqEngineView   dst;          /* the float destination (dequantize, requantize) */
+  PiqEngineQuant  q;            /* the quantized side */
+  PiqEngineRecipe recipe;
+  LimitJob        limit;        /* regular stores; the row sets nt for the other */
+  size_t          float_bytes, quant_bytes;
+  double          read_bytes, written_bytes, working_set;
+} RowCtx;
+
+static PiqEngine
+engine_of (const Bench *b, unsigned threads)
 {
+  return (PiqEngine) { .n_threads = threads, .kernels = b->kernels };
+}
+
+/* The op's one engine call: what PiqQuantizer calls for it. */
+static int
+run_op (const Bench *b, const HotOp *op, RowCtx *c, unsigned threads, PiqEngineError *e)
+{
+  PiqEngine eng = engine_of (b, threads);
   double scale;
   int64_t zp;
 
-  memset (job, 0, sizeof *job);
-  job->src = b->buf[op->src];
-  job->dst = op->dst != BUF_NONE ? b->buf[op->dst] : NULL;
-  job->src_bits = op->src_bits;
-  job->dst_bits = op->dst_bits;
-  job->mm = b->mm;
-  if (op->kind == KIND_BLOCK_QUANTIZE || op->kind == KIND_BLOCK_DEQUANTIZE)
-    {
-      const BenchFormat *f = &bench_formats[op->format];
-      PiqBlockArgs *a = &job->block_args;
-      double amax = fabs (b->lo) > fabs (b->hi) ? fabs (b->lo) : fabs (b->hi);
-
-      a->code = f->code;
-      a->bits = f->bits;
-      a->qmin = f->code < 0 ? -(1 << (f->bits - 1)) : 0;
-      a->qmax = f->code < 0 ? (1 << (f->bits - 1)) - 1 : 0;
-      a->block = f->block;
-      a->scale_kind = f->kind;
-      a->rule = PIQ_BRULE_ABS_MAX;
-      a->e8m0_rule = PIQ_E8M0_FLOOR;
-      a->saturate = 1;
-      a->high_first = f->high_first;
-      a->fixed = f->fixed;
-      a->scale = f->code >= 0 ? (float) amax / piq_minifloats[f->code].max : 1.0f;
-      job->scales = b->buf[BUF_SCALES];
-      if (op->kind == KIND_BLOCK_QUANTIZE)
-        {
-          job->block_quantize = b->kernels->block_quantize;
-          job->set_output = 1;
-        }
-      else
-        {
-          /* codes and scales to decode: the quantize of the same format, untimed */
-          job->block_quantize = b->kernels->block_quantize;
-          job->src = b->buf[BUF_F32_SRC];
-          job->dst = b->buf[BUF_CODES];
-          op_range (job, 0, b->max_n);
-          job->block_quantize = NULL;
-          job->src = b->buf[BUF_CODES];
-          job->dst = b->buf[BUF_F32_DST];
-          job->block_dequantize = b->kernels->block_dequantize;
-          job->set_output = 1;
-        }
-      return;
-    }
-  if (op->kind != KIND_MINMAX)
-    {
-      minmax_params (op->it, b->lo, b->hi, &scale, &zp);
-      make_args (op->it, scale, zp, &job->args);
-    }
   switch (op->kind)
     {
-    case KIND_QUANTIZE:
-      job->quantize = b->kernels->quantize[op->ft][op->it][op->round];
-      job->set_output = 1;
-      break;
-    case KIND_DEQUANTIZE:
-      job->dequantize = b->kernels->dequantize[op->it][op->ft][op->store_op];
-      job->set_output = op->store_op == PIQ_OP_SET;
-      break;
-    case KIND_REQUANTIZE:
-      job->quantize = b->kernels->requantize[op->ft][op->round][op->store_op];
-      job->set_output = op->store_op == PIQ_OP_SET;
-      break;
-    case KIND_MINMAX:
-      job->minmax = b->kernels->minmax[op->ft];
-      break;
-    case KIND_BLOCK_QUANTIZE:
-    case KIND_BLOCK_DEQUANTIZE:
-      break;   /* prepared above */
+    case OP_QUANTIZE:
+      return piq_engine_quantize (&eng, &c->recipe, &c->src, &c->q, NULL, e);
+    case OP_DEQUANTIZE:
+      return piq_engine_dequantize (&eng, &c->q, c->shape, 1, &c->dst, op->add, e);
+    case OP_REQUANTIZE:
+      return piq_engine_requantize (&eng, &op->f, &c->recipe, &c->src, &c->dst, 0, e);
+    case OP_PARAMS:
+      return piq_engine_compute_params (&eng, &op->f, &c->recipe, &c->src, &scale, &zp, e);
     }
+  return 0;
+}
+
+/* Views, recipe and limit of @op on @n elements. A per-tensor format quantizes with
+ * the scale (and zero point) that compute_params derives from the data, untimed, as
+ * a calibrated quantizer does; a dequantize row decodes the codes and scales that a
+ * nearest quantize of the same format wrote, untimed. */
+static int
+prepare_row (const Bench *b, const HotOp *op, uint64_t n, RowCtx *c, PiqEngineError *e)
+{
+  PiqEngine eng = engine_of (b, b->max_threads);
+  static const PiqEngineRecipe recipe_default = PIQ_ENGINE_RECIPE_DEFAULT;
+  int bf16 = op->float_dtype == b->bf16;
+  size_t codes, scales, zps;
+
+  memset (c, 0, sizeof *c);
+  c->shape[0] = n;
+  if (!piq_engine_dtype_size (op->float_dtype, n, &c->float_bytes, e) ||
+      !quant_sizes (op, n, &codes, &scales, &zps, e))
+    return 0;
+  c->quant_bytes = codes + scales + zps;
+  c->src = (PiqEngineView) { .dtype = op->float_dtype, .n_dims = 1, .shape = { n },
+                             .data = b->buf[bf16 ? BUF_BF16_SRC : BUF_F32_SRC],
+                             .size = b->buf_size[bf16 ? BUF_BF16_SRC : BUF_F32_SRC] };
+  c->dst = (PiqEngineView) { .dtype = op->float_dtype, .n_dims = 1, .shape = { n },
+                             .data = b->buf[bf16 ? BUF_BF16_DST : BUF_F32_DST],
+                             .size = b->buf_size[bf16 ? BUF_BF16_DST : BUF_F32_DST] };
+  c->q.f = op->f;
+  c->q.codes = b->buf[BUF_CODES];
+  c->q.codes_size = codes;
+  c->q.scales = scales ? b->buf[BUF_SCALES] : NULL;
+  c->q.scales_size = scales;
+  c->q.zero_points = zps ? b->buf[BUF_ZERO_POINTS] : NULL;
+  c->q.zero_points_size = zps;
+  c->recipe = recipe_default;
+
+  if (op->f.granularity == GRAN_TENSOR && op->kind != OP_PARAMS)
+    {
+      double scale;
+      int64_t zp;
+
+      if (!piq_engine_compute_params (&eng, &op->f, &c->recipe, &c->src, &scale, &zp, e))
+        return 0;
+      c->recipe.has_scale = 1;
+      c->recipe.scale = scale;
+      c->recipe.has_zero_point = piq_engine_has_zero_points (&op->f);
+      c->recipe.zero_point = c->recipe.has_zero_point ? zp : 0;
+    }
+  if (op->kind == OP_DEQUANTIZE &&
+      !piq_engine_quantize (&eng, &c->recipe, &c->src, &c->q, NULL, e))
+    return 0;
+  if (op->stochastic)
+    {
+      c->recipe.stochastic = 1;
+      c->recipe.seed = STOCHASTIC_SEED;
+    }
+
+  c->limit = (LimitJob) { .fn = b->streamer.fn, .n = n, .sink = b->sink };
+  switch (op->kind)
+    {
+    case OP_QUANTIZE:
+      c->limit.src = c->src.data;
+      c->limit.src_bytes = c->float_bytes;
+      c->limit.dst = b->buf[BUF_CODES];
+      c->limit.dst_bytes = c->quant_bytes;
+      break;
+    case OP_DEQUANTIZE:
+      c->limit.src = b->buf[BUF_CODES];
+      c->limit.src_bytes = c->quant_bytes;
+      c->limit.dst = (uint8_t *) c->dst.data;
+      c->limit.dst_bytes = c->float_bytes;
+      c->limit.rmw = op->add;
+      break;
+    case OP_REQUANTIZE:
+      c->limit.src = c->src.data;
+      c->limit.src_bytes = c->float_bytes;
+      c->limit.dst = (uint8_t *) c->dst.data;
+      c->limit.dst_bytes = c->float_bytes;
+      break;
+    case OP_PARAMS:
+      c->limit.src = c->src.data;
+      c->limit.src_bytes = c->float_bytes;
+      break;
+    }
+  c->read_bytes = (double) c->limit.src_bytes + (c->limit.rmw ? (double) c->limit.dst_bytes : 0);
+  c->written_bytes = (double) c->limit.dst_bytes;
+  c->working_set = (double) c->limit.src_bytes + (double) c->limit.dst_bytes;
+  return 1;
 }
 
 static double
-time_op (unsigned threads, uint64_t n, OpJob *job)
+time_op (const Bench *b, const HotOp *op, RowCtx *c, unsigned threads, int *ok, PiqEngineError *e)
 {
-  double t0;
+  double t0 = now_s ();
 
-  /* the library's rule (piq-quantizer.c) */
-  job->args.stream = job->set_output && n * (job->src_bits + job->dst_bits) / 8 >= PIQ_STREAM_MIN_BYTES;
-  job->block_args.stream = job->args.stream;
-  t0 = now_s ();
-
-  piq_parallel_run (threads, n, GRAIN, PIQ_PARALLEL_MIN_ELEMENTS, op_range, job);
+  *ok = run_op (b, op, c, threads, e) && *ok;
   return now_s () - t0;
 }
 
@@ -866,6 +1008,7 @@ time_limit (unsigned threads, uint64_t n, LimitJob *job)
 }
 
 typedef struct {
+  double read_bytes, written_bytes, working_set;   /* of the row's n elements */
   double ms_median, ms_min;
   double gbps, limit_gbps, reg_gbps, nt_gbps;
   const char *store;      /* of the limit: "regular", "non-temporal", "read" */
@@ -886,29 +1029,38 @@ row_disturbed (const Bench *b, const RowResult *r)
   return r->disturbed > ROW_DISTURBED_SHARE * r->timed;
 }
 
-static void
-measure_row_once (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowResult *r)
+
+/* Returns 0 when the engine refused the call (@e says why). */
+static int
+measure_row_once (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowResult *r,
+                  PiqEngineError *e)
 {
-  OpJob job;
-  LimitJob reg = {
-    .fn = b->streamer.fn, .src = b->buf[op->src], .dst = op->dst != BUF_NONE ? b->buf[op->dst] : NULL,
-    .src_bits = op->src_bits, .dst_bits = op->dst_bits, .rmw = op->rmw, .nt = 0, .sink = b->sink,
-  };
-  LimitJob nt = reg;
+  RowCtx c;
+  LimitJob reg, nt;
   /* A pure read has no store kind; elsewhere non-temporal stores where the ISA has them. */
-  int with_nt = b->streamer.has_nt && op->dst != BUF_NONE;
-  double bytes = (double) n * (op->src_bits + op->dst_bits * (op->rmw ? 2 : 1)) / 8.0;
-  double op_min = INFINITY, reg_med, nt_med;
+  int with_nt, ok = 1;
+  double op_min = INFINITY, reg_med, nt_med, bytes;
 
+  if (!prepare_row (b, op, n, &c, e))
+    return 0;
+  reg = c.limit;
+  nt = reg;
   nt.nt = 1;
-  prepare_op (b, op, &job);
+  with_nt = b->streamer.has_nt && reg.dst != NULL;
+  bytes = c.read_bytes + c.written_bytes;
+  r->read_bytes = c.read_bytes;
+  r->written_bytes = c.written_bytes;
+  r->working_set = c.working_set;
 
-  /* warm: caches, TLB, the thread team; untimed */
-  time_op (threads, n, &job);
+  /* warm: caches, TLB, the thread team; untimed. The first call also checks that
+   * the engine takes the row. */
+  time_op (b, op, &c, threads, &ok, e);
+  if (!ok)
+    return 0;
   time_limit (threads, n, &reg);
   if (with_nt)
     time_limit (threads, n, &nt);
-  time_op (threads, n, &job);
+  time_op (b, op, &c, threads, &ok, e);
 
   /* Interleaved run by run, so that a drift of the machine hits every side alike.
    * Non-temporal stores evict the destination from the caches: an untimed regular
@@ -932,7 +1084,7 @@ measure_row_once (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowRe
           w = waited_ns ();
           if ((k + i) % 2 == 0)
             {
-              b->t_op[i] = time_op (threads, n, &job);
+              b->t_op[i] = time_op (b, op, &c, threads, &ok, e);
               r->disturbed += disturbed (w, b->t_op[i]);
             }
           else
@@ -942,6 +1094,8 @@ measure_row_once (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowRe
             }
         }
     }
+  if (!ok)
+    return 0;
 
   for (unsigned i = 0; i < b->repeat; i++)
     op_min = b->t_op[i] < op_min ? b->t_op[i] : op_min;
@@ -955,7 +1109,7 @@ measure_row_once (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowRe
   if (!with_nt)
     {
       r->limit_gbps = r->reg_gbps;
-      r->store = op->dst == BUF_NONE ? "read" : "regular";
+      r->store = reg.dst == NULL ? "read" : "regular";
     }
   else if (r->nt_gbps > r->reg_gbps)
     {
@@ -968,19 +1122,25 @@ measure_row_once (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowRe
       r->store = "regular";
     }
   r->ratio = r->gbps / r->limit_gbps;
+  return 1;
 }
 
-static void
-measure_row (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowResult *r)
+static int
+measure_row (Bench *b, const HotOp *op, uint64_t n, unsigned threads, RowResult *r,
+             PiqEngineError *e)
 {
   for (unsigned a = 1; a <= ROW_ATTEMPTS; a++)
     {
-      measure_row_once (b, op, n, threads, r);
+      if (!measure_row_once (b, op, n, threads, r, e))
+        return 0;
       r->attempts = a;
       if (!row_disturbed (b, r))
         break;
     }
+  return 1;
 }
+
+/* ---- output of the op rows ---- */
 
 /* ---- output of the op rows ---- */
 
@@ -1002,13 +1162,61 @@ thousands (uint64_t v, char *buf, size_t size)
   return buf;
 }
 
+
+static int
+op_selected (const Bench *b, const HotOp *op)
+{
+  return name_matches (b->o->op_filter, op->name);
+}
+
+/* The LLC against the working sets (source + destination bytes) of the selected rows
+ * at @n; "fits" when every one fits, "does not fit" when none does. */
+static const char *
+llc_verdict (const Bench *b, uint64_t n, double *ws_min, double *ws_max)
+{
+  *ws_min = INFINITY;
+  *ws_max = 0;
+  for (size_t i = 0; i < n_ops; i++)
+    {
+      size_t fb, codes, scales, zps;
+      PiqEngineError e;
+      double ws;
+
+      if (!op_selected (b, &hot_ops[i]) ||
+          !piq_engine_dtype_size (hot_ops[i].float_dtype, n, &fb, &e) ||
+          !quant_sizes (&hot_ops[i], n, &codes, &scales, &zps, &e))
+        continue;
+      ws = (double) fb + (hot_ops[i].kind == OP_PARAMS ? 0
+                          : hot_ops[i].kind == OP_REQUANTIZE ? (double) fb
+                          : (double) (codes + scales + zps));
+      *ws_min = ws < *ws_min ? ws : *ws_min;
+      *ws_max = ws > *ws_max ? ws : *ws_max;
+    }
+  if (b->llc.bytes == 0)
+    return "unknown";
+  return *ws_max <= (double) b->llc.bytes ? "fits"
+         : *ws_min > (double) b->llc.bytes ? "does not fit" : "partly fits";
+}
+
 static void
 print_table_header (const Bench *b, uint64_t n)
 {
-  char num[40];
+  char num[40], size[32];
+  double ws_min, ws_max;
+  const char *verdict = llc_verdict (b, n, &ws_min, &ws_max);
 
   fprintf (b->out, "\nN = %s elements (f32 source %.1f MB)\n", thousands (n, num, sizeof num),
            (double) n * 4 / 1e6);
+  if (b->llc.bytes == 0)
+    fprintf (b->out, "last-level cache: unknown; working sets %.1f-%.1f MB\n", ws_min / 1e6,
+             ws_max / 1e6);
+  else
+    fprintf (b->out, "last-level cache: L%u %s (cpu0's%s%s); working sets %.1f-%.1f MB = "
+             "%.2g-%.2gx the LLC: the working set %s\n",
+             b->llc.level, mib (b->llc.bytes, size, sizeof size),
+             b->llc.shared[0] ? ", shared by CPUs " : "", b->llc.shared, ws_min / 1e6,
+             ws_max / 1e6, ws_min / (double) b->llc.bytes, ws_max / (double) b->llc.bytes,
+             verdict);
   fprintf (b->out, "%-26s %3s %6s %9s %9s %8s %8s %-12s %7s %-7s %8s\n",
            "op", "thr", "B/elem", "ms med", "ms min", "GB/s", "limit", "(store)", "ratio", "target",
            "regular");
@@ -1022,10 +1230,10 @@ below_target (const Bench *b, const HotOp *op, unsigned threads, const RowResult
 }
 
 static void
-print_row (const Bench *b, const HotOp *op, unsigned threads, const RowResult *r)
+print_row (const Bench *b, const HotOp *op, uint64_t n, unsigned threads, const RowResult *r)
 {
   char target[16] = "-";
-  double bpe = (op->src_bits + op->dst_bits * (op->rmw ? 2 : 1)) / 8.0;
+  double bpe = (r->read_bytes + r->written_bytes) / (double) n;
 
   if (op->target > 0)
     snprintf (target, sizeof target, ">=%d%%%s", op->target,
@@ -1045,18 +1253,35 @@ json_number (FILE *out, double v)
     fprintf (out, "null");
 }
 
+static const char *const engine_calls[] = {
+  [OP_QUANTIZE] = "piq_engine_quantize", [OP_DEQUANTIZE] = "piq_engine_dequantize",
+  [OP_REQUANTIZE] = "piq_engine_requantize", [OP_PARAMS] = "piq_engine_compute_params",
+};
+
 static void
-json_row (Bench *b, const HotOp *op, uint64_t n, unsigned threads, const RowResult *r)
+json_row_start (Bench *b, const HotOp *op, uint64_t n, unsigned threads)
 {
   FILE *out = b->out;
 
   fprintf (out, "%s\n    {\"op\": ", b->first_json_item ? "" : ",");
   b->first_json_item = 0;
   json_string (out, op->name);
-  fprintf (out, ", \"elements\": %llu, \"threads\": %u, \"bytes_read\": %.0f, \"bytes_written\": %.0f",
-           (unsigned long long) n, threads,
-           (double) n * (op->src_bits + (op->rmw ? op->dst_bits : 0)) / 8.0,
-           (double) n * op->dst_bits / 8.0);
+  fprintf (out, ", \"engine_call\": \"%s\", \"elements\": %llu, \"threads\": %u",
+           engine_calls[op->kind], (unsigned long long) n, threads);
+}
+
+static void
+json_row (Bench *b, const HotOp *op, uint64_t n, unsigned threads, const RowResult *r)
+{
+  FILE *out = b->out;
+
+  json_row_start (b, op, n, threads);
+  fprintf (out, ", \"bytes_read\": %.0f, \"bytes_written\": %.0f, \"working_set_bytes\": %.0f, "
+           "\"fits_llc\": ", r->read_bytes, r->written_bytes, r->working_set);
+  if (b->llc.bytes != 0)
+    fprintf (out, "%s", r->working_set <= (double) b->llc.bytes ? "true" : "false");
+  else
+    fprintf (out, "null");
   fprintf (out, ", \"ms_median\": ");
   json_number (out, r->ms_median);
   fprintf (out, ", \"ms_min\": ");
@@ -1085,43 +1310,98 @@ json_row (Bench *b, const HotOp *op, uint64_t n, unsigned threads, const RowResu
   fflush (out);
 }
 
+/* A row the engine refused: a bench bug or a format the engine no longer takes. */
+static void
+report_failed_row (Bench *b, const HotOp *op, uint64_t n, unsigned threads, const PiqEngineError *e)
+{
+  b->failed = 1;
+  if (b->o->json)
+    {
+      json_row_start (b, op, n, threads);
+      fprintf (b->out, ", \"error\": ");
+      json_string (b->out, e->message);
+      fprintf (b->out, "}");
+    }
+  else
+    fprintf (b->out, "%-26s %3u failed: %s\n", op->name, threads, e->message);
+  fflush (b->out);
+}
+
 /* ---- per-call overhead and the crossover ---- */
 
+/* The f32 -> uint8 nearest kernel called directly, as the engine's element route
+ * calls it on one range: (a) of the overhead, and the crossover's job. */
 typedef struct {
-  Bench                *b;
-  const PiqKernelTable *k;
-  OpJob                 job;   /* f32 -> u8 nearest */
-} Overhead;
+  PiqQuantizeFn  quantize;
+  const float   *src;
+  uint8_t       *dst;
+  PiqKernelArgs  args;
+} KernelJob;
+
+static void
+kernel_range (void *data, uint64_t start, uint64_t n)
+{
+  const KernelJob *job = data;
+
+  job->quantize (job->src + start, job->dst + start, start, n, &job->args);
+}
+
+/* The first row (f32 -> uint8 nearest, calibrated) prepared on @n elements, and its
+ * kernel with the arguments the engine gives it. */
+static int
+prepare_u8 (const Bench *b, uint64_t n, RowCtx *c, KernelJob *job, PiqEngineError *e)
+{
+  const HotOp *op = &hot_ops[0];
+  const PiqDtypeInfo *fi = piq_dtype_info (op->float_dtype), *qi = piq_dtype_info (op->f.dtype);
+  PiqKernelArgs *a = &job->args;
+
+  if (!prepare_row (b, op, n, c, e))
+    return 0;
+  memset (job, 0, sizeof *job);
+  job->quantize = b->kernels->quantize[fi->kernel_index][qi->kernel_index][0];
+  job->src = c->src.data;
+  job->dst = b->buf[BUF_CODES];
+  a->scale_d = c->recipe.scale;
+  a->inv_d = 1.0 / a->scale_d;
+  a->scale_f = (float) a->scale_d;
+  a->inv_f = 1.0f / a->scale_f;
+  a->zero_point = c->recipe.zero_point;
+  a->qmin = qi->min;
+  a->qmax = qi->max;
+  piq_hash_keys (0, &a->key0, &a->key1);
+  return 1;
+}
 
 #define OVERHEAD_BATCHES 1001
 
-enum { CALL_DIRECT, CALL_RUN_ALL, CALL_RUN_ONE, CALL_API, N_CALLS };
+enum { CALL_DIRECT, CALL_ENGINE_ALL, CALL_ENGINE_ONE, CALL_API, N_CALLS };
 
 /* The time per call, in ns, of a batch of @calls calls of @what on @n elements:
- * the kernel itself, piq_parallel_run() with n_threads 0 (the library's default)
+ * the kernel itself, piq_engine_quantize() with n_threads 0 (the library's default)
  * or 1, or the public API. */
 static void
-time_call_batch (Overhead *ov, int what, uint64_t n, unsigned calls, double *out_ns)
+time_call_batch (const Bench *b, RowCtx *c, KernelJob *job, int what, uint64_t n,
+                 unsigned calls, double *out_ns)
 {
-  const PiqBenchApi *api = ov->b->o->api;
-  const float *src = (const float *) ov->job.src;
-  uint8_t *dst = ov->job.dst;
+  const PiqBenchApi *api = b->o->api;
+  PiqEngine all = engine_of (b, 0), one = engine_of (b, 1);
+  PiqEngineError e;
   double t0 = now_s ();
 
-  for (unsigned c = 0; c < calls; c++)
+  for (unsigned k = 0; k < calls; k++)
     switch (what)
       {
       case CALL_DIRECT:
-        ov->job.quantize (src, dst, 0, n, &ov->job.args);
+        job->quantize (job->src, job->dst, 0, n, &job->args);
         break;
-      case CALL_RUN_ALL:
-        piq_parallel_run (0, n, GRAIN, PIQ_PARALLEL_MIN_ELEMENTS, op_range, &ov->job);
+      case CALL_ENGINE_ALL:
+        piq_engine_quantize (&all, &c->recipe, &c->src, &c->q, NULL, &e);
         break;
-      case CALL_RUN_ONE:
-        piq_parallel_run (1, n, GRAIN, PIQ_PARALLEL_MIN_ELEMENTS, op_range, &ov->job);
+      case CALL_ENGINE_ONE:
+        piq_engine_quantize (&one, &c->recipe, &c->src, &c->q, NULL, &e);
         break;
       default:
-        api->quantize_u8 (api->user_data, src, n, dst);
+        api->quantize_u8 (api->user_data, job->src, n, job->dst);
         break;
       }
   *out_ns = (now_s () - t0) / calls * 1e9;
@@ -1137,47 +1417,50 @@ measure_overhead (Bench *b, OverheadResult res[2])
 {
   static const uint64_t sizes[2] = { 64, 4096 };
   const PiqBenchApi *api = b->o->api;
-  Overhead ov = { .b = b };
   double *t[N_CALLS];
   int n_what = api != NULL ? N_CALLS : N_CALLS - 1;
   int ok = 1;
 
-  prepare_op (b, &hot_ops[0], &ov.job);
-  if (api != NULL && api->setup (api->user_data, ov.job.args.scale_d, ov.job.args.zero_point) != 0)
-    {
-      fprintf (stderr, "%s: the %s path failed to set up\n", PROG (b->o), api->name);
-      return -1;
-    }
   for (int w = 0; w < N_CALLS; w++)
     {
       t[w] = calloc (OVERHEAD_BATCHES, sizeof (double));
       ok = ok && t[w] != NULL;
     }
-  if (!ok)
-    {
-      for (int w = 0; w < N_CALLS; w++)
-        free (t[w]);
-      return -1;
-    }
-
-  for (int s = 0; s < 2; s++)
+  for (int s = 0; s < 2 && ok; s++)
     {
       uint64_t n = sizes[s];
       /* about 10 µs per batch: far above the clock's own cost */
       unsigned calls = n <= 64 ? 200 : 20;
+      RowCtx c;
+      KernelJob job;
+      PiqEngineError e;
 
+      /* the scale and zero point of these n elements, for every path alike */
+      if (!prepare_u8 (b, n, &c, &job, &e))
+        {
+          fprintf (stderr, "%s: the engine refused %s: %s\n", PROG (b->o), hot_ops[0].name,
+                   e.message);
+          ok = 0;
+          break;
+        }
+      if (api != NULL && api->setup (api->user_data, c.recipe.scale, c.recipe.zero_point) != 0)
+        {
+          fprintf (stderr, "%s: the %s path failed to set up\n", PROG (b->o), api->name);
+          ok = 0;
+          break;
+        }
       for (int w = 0; w < n_what; w++)
-        time_call_batch (&ov, w, n, calls * 10, &t[w][0]);   /* warm */
+        time_call_batch (b, &c, &job, w, n, calls * 10, &t[w][0]);   /* warm */
       for (unsigned i = 0; i < OVERHEAD_BATCHES; i++)
         for (int w = 0; w < n_what; w++)
-          time_call_batch (&ov, (w + i) % n_what, n, calls, &t[(w + i) % n_what][i]);
+          time_call_batch (b, &c, &job, (w + i) % n_what, n, calls, &t[(w + i) % n_what][i]);
       res[s].n = n;
       for (int w = 0; w < N_CALLS; w++)
         res[s].ns[w] = w < n_what ? median (t[w], OVERHEAD_BATCHES) : NAN;
     }
   for (int w = 0; w < N_CALLS; w++)
     free (t[w]);
-  return 0;
+  return ok ? 0 : -1;
 }
 
 #define CROSS_MIN   4096u
@@ -1194,9 +1477,11 @@ typedef struct {
 
 /* µs per call, median of @samples calls through piq_parallel_run() with min_parallel 0
  * (the split is forced, whatever PIQ_PARALLEL_MIN_ELEMENTS says); with @idle_ms the
- * team has slept before each call, as between the calls of a real program. */
+ * team has slept before each call, as between the calls of a real program. This one
+ * experiment drives the kernel itself: it varies what the engine fixes (the grain
+ * and the threshold), to tell what the threshold should be. */
 static double
-time_cross (OpJob *job, unsigned threads, uint64_t n, uint64_t grain, unsigned samples,
+time_cross (KernelJob *job, unsigned threads, uint64_t n, uint64_t grain, unsigned samples,
             double idle_ms, double *scratch)
 {
   for (unsigned i = 0; i < samples; i++)
@@ -1206,7 +1491,7 @@ time_cross (OpJob *job, unsigned threads, uint64_t n, uint64_t grain, unsigned s
       if (idle_ms > 0)
         pause_ms (idle_ms);
       t0 = now_s ();
-      piq_parallel_run (threads, n, grain, 0, op_range, job);
+      piq_parallel_run (threads, n, grain, 0, kernel_range, job);
       scratch[i] = (now_s () - t0) * 1e6;
     }
   return median (scratch, samples);
@@ -1215,12 +1500,15 @@ time_cross (OpJob *job, unsigned threads, uint64_t n, uint64_t grain, unsigned s
 static size_t
 measure_crossover (Bench *b, CrossPoint *pts, size_t max_pts)
 {
-  OpJob job;
+  KernelJob job;
+  RowCtx c;
+  PiqEngineError e;
   double scratch[CROSS_HOT];
   size_t n_pts = 0;
   unsigned all = b->max_threads;
 
-  prepare_op (b, &hot_ops[0], &job);
+  if (!prepare_u8 (b, b->max_n < CROSS_MAX ? b->max_n : CROSS_MAX, &c, &job, &e))
+    return 0;
   for (uint64_t n = CROSS_MIN; n <= CROSS_MAX && n <= b->max_n && n_pts < max_pts; n *= 2)
     {
       CrossPoint *p = &pts[n_pts++];
@@ -1282,16 +1570,16 @@ report_extras (Bench *b, const OverheadResult ovr[2], const CrossPoint *pts, siz
           fprintf (out, "%s\n    {\"elements\": %llu, \"kernel_ns\": ", s ? "," : "",
                    (unsigned long long) ovr[s].n);
           json_number (out, ns[CALL_DIRECT]);
-          fprintf (out, ", \"parallel_run_ns\": ");
-          json_number (out, ns[CALL_RUN_ALL]);
-          fprintf (out, ", \"parallel_run_1_thread_ns\": ");
-          json_number (out, ns[CALL_RUN_ONE]);
+          fprintf (out, ", \"engine_ns\": ");
+          json_number (out, ns[CALL_ENGINE_ALL]);
+          fprintf (out, ", \"engine_1_thread_ns\": ");
+          json_number (out, ns[CALL_ENGINE_ONE]);
           fprintf (out, ", \"api_ns\": ");
           json_number (out, ns[CALL_API]);
           fprintf (out, ", \"api_overhead_ns\": ");
           json_number (out, ns[CALL_API] - ns[CALL_DIRECT]);
-          fprintf (out, ", \"parallel_run_overhead_ns\": ");
-          json_number (out, ns[CALL_RUN_ALL] - ns[CALL_DIRECT]);
+          fprintf (out, ", \"engine_overhead_ns\": ");
+          json_number (out, ns[CALL_ENGINE_ALL] - ns[CALL_DIRECT]);
           fprintf (out, "}");
         }
       fprintf (out, "]},\n  \"crossover\": {\"op\": \"%s\", \"threads\": %u, \"grain\": %u, "
@@ -1313,22 +1601,22 @@ report_extras (Bench *b, const OverheadResult ovr[2], const CrossPoint *pts, siz
 
   fprintf (out, "\nPer-call overhead, %s, 1 thread, warm L1 (median of %d batches of "
            "200 calls at n = 64, 20 at n = 4096):\n", hot_ops[0].name, OVERHEAD_BATCHES);
-  fprintf (out, "%6s %10s %11s %11s %10s %12s %12s\n", "n", "(a) kernel", "(b) run(0)", "run(1)",
+  fprintf (out, "%6s %10s %11s %11s %10s %12s %12s\n", "n", "(a) kernel", "(b) eng(0)", "eng(1)",
            "(c) API", "(b)-(a) ns", "(c)-(a) ns");
   for (int s = 0; s < 2; s++)
     {
       const double *ns = ovr[s].ns;
 
       fprintf (out, "%6llu %10.1f %11.1f %11.1f ", (unsigned long long) ovr[s].n, ns[CALL_DIRECT],
-               ns[CALL_RUN_ALL], ns[CALL_RUN_ONE]);
+               ns[CALL_ENGINE_ALL], ns[CALL_ENGINE_ONE]);
       if (api != NULL)
-        fprintf (out, "%10.1f %12.1f %12.1f\n", ns[CALL_API], ns[CALL_RUN_ALL] - ns[CALL_DIRECT],
+        fprintf (out, "%10.1f %12.1f %12.1f\n", ns[CALL_API], ns[CALL_ENGINE_ALL] - ns[CALL_DIRECT],
                  ns[CALL_API] - ns[CALL_DIRECT]);
       else
-        fprintf (out, "%10s %12.1f %12s\n", "-", ns[CALL_RUN_ALL] - ns[CALL_DIRECT], "-");
+        fprintf (out, "%10s %12.1f %12s\n", "-", ns[CALL_ENGINE_ALL] - ns[CALL_DIRECT], "-");
     }
-  fprintf (out, "ns per call; run(T) = piq_parallel_run (T, …) with the library's grain and "
-           "PIQ_PARALLEL_MIN_ELEMENTS (T = 0: every core, the library's default)%s%s\n",
+  fprintf (out, "ns per call; eng(T) = piq_engine_quantize with n_threads T (0: every core, the "
+           "library's default; below PIQ_PARALLEL_MIN_ELEMENTS it runs on the calling thread)%s%s\n",
            api != NULL ? "; API = " : "", api != NULL ? api->name : "");
 
   fprintf (out, "\nCrossover, %s through piq_parallel_run, 1 thread against %u (µs per call, "
@@ -1354,6 +1642,22 @@ piq_bench_options_init (PiqBenchOptions *o)
   o->max_level = -1;
 }
 
+/* "Kxllc": K times the last-level cache in f32 elements (K · LLC bytes of f32
+ * source); 0 if the token is not one or the LLC is unknown. */
+static uint64_t
+llc_multiple (unsigned long long k, const char *p, const char **end)
+{
+  Llc llc;
+
+  if (tolower ((unsigned char) p[0]) != 'x' || strncasecmp (p + 1, "llc", 3) != 0)
+    return 0;
+  *end = p + 4;
+  llc = read_llc ();
+  if (llc.bytes == 0 || k == 0 || k > (UINT64_MAX / llc.bytes))
+    return 0;
+  return k * llc.bytes / 4;
+}
+
 int
 piq_bench_parse_list (const char *text, uint64_t min, uint64_t max, uint64_t *values, size_t *n_values)
 {
@@ -1364,15 +1668,25 @@ piq_bench_parse_list (const char *text, uint64_t min, uint64_t max, uint64_t *va
   while (*p != '\0')
     {
       char *end;
+      const char *after;
       unsigned long long v;
 
       if (*p < '0' || *p > '9')
         return -1;
       v = strtoull (p, &end, 10);
-      if (end == p || v < min || v > max || *n_values >= PIQ_BENCH_MAX_LIST)
+      if (end == p)
+        return -1;
+      after = end;
+      if (*end == 'x' || *end == 'X')
+        {
+          v = llc_multiple (v, end, &after);
+          if (v == 0)
+            return -1;
+        }
+      if (v < min || v > max || *n_values >= PIQ_BENCH_MAX_LIST)
         return -1;
       values[(*n_values)++] = v;
-      p = end;
+      p = after;
       if (*p == ',')
         {
           p++;
@@ -1433,12 +1747,6 @@ setup_lists (Bench *b)
   return 0;
 }
 
-static int
-op_selected (const Bench *b, const HotOp *op)
-{
-  return b->o->op_filter == NULL || strstr (op->name, b->o->op_filter) != NULL;
-}
-
 int
 piq_bench_run (const PiqBenchOptions *o, FILE *out)
 {
@@ -1447,6 +1755,9 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
   size_t n_selected = 0;
   int status = 0;
 
+  build_ops ();
+  b.f32 = dtype_by_name ("f32");
+  b.bf16 = dtype_by_name ("bf16");
   b.repeat = o->repeat > 0 ? o->repeat : PIQ_BENCH_DEFAULT_REPEAT;
   if (b.repeat < PIQ_BENCH_MIN_REPEAT)
     {
@@ -1454,7 +1765,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
                PIQ_BENCH_MIN_REPEAT, b.repeat);
       return 2;
     }
-  for (size_t i = 0; i < N_OPS; i++)
+  for (size_t i = 0; i < n_ops; i++)
     n_selected += op_selected (&b, &hot_ops[i]);
   if (n_selected == 0)
     {
@@ -1466,6 +1777,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
   if (setup_lists (&b) != 0 || select_kernels (&b, &capped) != 0)
     return 2;
   b.streamer = pick_streamer ();
+  b.llc = read_llc ();
   read_cpu_model (b.cpu, sizeof b.cpu);
 
   if (allocate (&b) != 0)
@@ -1474,12 +1786,13 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
       release (&b);
       return 1;
     }
-  /* Valid codes for the dequantize rows, and the thread team started, before any timing. */
+  /* The thread team started before any timing. */
   {
-    OpJob job;
+    RowCtx c;
+    PiqEngineError e;
 
-    prepare_op (&b, &hot_ops[0], &job);
-    time_op (b.max_threads, b.max_n, &job);
+    if (prepare_row (&b, &hot_ops[0], b.max_n, &c, &e))
+      run_op (&b, &hot_ops[0], &c, b.max_threads, &e);
   }
 
   if (o->json)
@@ -1490,15 +1803,26 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
       json_string (out, b.kernels_label);
       fprintf (out, ",\n  \"limit_kernels\": ");
       json_string (out, b.streamer.name);
+      fprintf (out, ",\n  \"llc_bytes\": %llu,\n  \"llc_level\": %u,\n  \"llc_shared_cpus\": ",
+               (unsigned long long) b.llc.bytes, b.llc.level);
+      json_string (out, b.llc.shared);
       fprintf (out, ",\n  \"max_threads\": %u,\n  \"repeat\": %u,\n  \"grain\": %u,\n"
                "  \"statistic\": \"median\",\n  \"gb\": 1e9,\n  \"results\": [",
                b.max_threads, b.repeat, GRAIN);
     }
   else
     {
+      char size[32];
+
       fprintf (out, "piquant bench: %s, %u threads available\n", b.cpu, b.max_threads);
-      fprintf (out, "kernels %s; limit kernels %s; median of %u runs, warm buffers, grain %u\n",
-               b.kernels_label, b.streamer.name, b.repeat, GRAIN);
+      fprintf (out, "kernels %s; limit kernels %s; median of %u runs, warm buffers; each op is "
+               "one engine call (piq_engine_*)\n", b.kernels_label, b.streamer.name, b.repeat);
+      if (b.llc.bytes != 0)
+        fprintf (out, "last-level cache: L%u, %s (cpu0's%s%s)\n", b.llc.level,
+                 mib (b.llc.bytes, size, sizeof size), b.llc.shared[0] ? ", shared by CPUs " : "",
+                 b.llc.shared);
+      else
+        fprintf (out, "last-level cache: unknown (no sysfs cache entries, no sysconf value)\n");
       fprintf (out, "GB/s = (bytes read + bytes written) / median time, 1 GB = 1e9 B; limit = the better of "
                "regular and non-temporal streaming stores over the same bytes and threads\n");
     }
@@ -1509,19 +1833,21 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
 
       if (!o->json)
         print_table_header (&b, n);
-      for (size_t i = 0; i < N_OPS; i++)
+      for (size_t i = 0; i < n_ops; i++)
         {
           if (!op_selected (&b, &hot_ops[i]))
             continue;
           for (size_t t = 0; t < b.n_threads; t++)
             {
               RowResult r;
+              PiqEngineError err;
 
-              measure_row (&b, &hot_ops[i], n, b.threads[t], &r);
-              if (o->json)
+              if (!measure_row (&b, &hot_ops[i], n, b.threads[t], &r, &err))
+                report_failed_row (&b, &hot_ops[i], n, b.threads[t], &err);
+              else if (o->json)
                 json_row (&b, &hot_ops[i], n, b.threads[t], &r);
               else
-                print_row (&b, &hot_ops[i], b.threads[t], &r);
+                print_row (&b, &hot_ops[i], n, b.threads[t], &r);
             }
         }
     }
@@ -1556,5 +1882,5 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
     fprintf (out, "\n}\n");
   fflush (out);
   release (&b);
-  return status;
+  return status != 0 ? status : b.failed ? 1 : 0;
 }

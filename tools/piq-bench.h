@@ -1,16 +1,19 @@
-/* piq-bench.h: the benchmark of the hot kernels, against the machine's own limit
+/* piq-bench.h: every format's engine calls, against the machine's own limit
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * GLib-free, like the kernel layer it measures: `piquant bench` (GLib, adds the
+ * GLib-free, like the engine it measures: `piquant bench` (GLib, adds the
  * public-API overhead through PiqBenchApi) and the static `piquant-bench` (carried to
  * machines without GLib) are both thin wrappers around piq_bench_run().
  *
- * Every hot op runs through piq_parallel_run() with the grain and the kernel
- * arguments that piq-quantizer.c uses, on warm buffers; next to it, in the same
- * run and interleaved with it, streaming kernels that read and write the same bytes
- * with almost no compute give the limit of the machine for that byte mix. See
- * docs/performance.md.
+ * Every row is one call of the engine function PiqQuantizer calls
+ * (piq_engine_quantize, _dequantize, _requantize, _compute_params; piq-engine-private.h)
+ * on warm buffers: the per-tensor integer rows and every preset of piq-format.c ×
+ * {quantize nearest, quantize stochastic, dequantize SET, dequantize ADD}. Next to
+ * it, in the same run and interleaved with it, streaming kernels that read and write
+ * the same bytes with almost no compute give the limit of the machine for that byte
+ * mix. The report names the last-level cache and whether the working set fits in
+ * it. See docs/performance.md.
  */
 #pragma once
 
@@ -25,7 +28,8 @@
 
 /* The public-API path of the per-call overhead, supplied by a caller that links the
  * GLib library. setup() gets the scale and zero point of the f32 -> uint8 nearest
- * op once; quantize_u8() then quantizes @n elements of @src into @dst with them.
+ * op before each size is timed; quantize_u8() then quantizes @n elements of @src
+ * into @dst with them.
  * Both return 0 on success. */
 typedef struct {
   const char *name;      /* "piq_quantizer_quantize_raw" */
@@ -35,14 +39,15 @@ typedef struct {
 } PiqBenchApi;
 
 typedef struct {
-  /* element counts; n_elements 0: 27264000 and 1000000 */
+  /* element counts; n_elements 0: 27264000 and 1000000 (piq_bench_parse_list takes
+   * "Kxllc" for K times the last-level cache of f32 source) */
   uint64_t    elements[PIQ_BENCH_MAX_LIST];
   size_t      n_elements;
   /* thread counts; n_threads 0: 1, 2, 4, … up to piq_parallel_max_threads(), and it */
   unsigned    threads[PIQ_BENCH_MAX_LIST];
   size_t      n_threads;
   unsigned    repeat;          /* timed runs per row; 0: PIQ_BENCH_DEFAULT_REPEAT */
-  const char *op_filter;       /* substring of the op names to run; NULL: all */
+  const char *op_filter;       /* comma-separated substrings of the op names to run; NULL: all */
   int         json;            /* one JSON document instead of the tables */
   const char *simd;            /* cap by kernel table name ("scalar", "avx2", …); NULL: best */
   int         max_level;       /* cap by PiqSimdLevel value, used when simd is NULL; < 0: none */
@@ -63,6 +68,8 @@ int piq_bench_run (const PiqBenchOptions *o, FILE *out);
 void piq_bench_list_ops (FILE *out);
 
 /* Parses "a,b,c" of whole numbers in [min, max] into @values (at most
- * PIQ_BENCH_MAX_LIST in all, appended after *n_values). Returns 0 or -1. */
+ * PIQ_BENCH_MAX_LIST in all, appended after *n_values). An item "Kxllc" stands for K
+ * times the last-level cache's bytes over 4 (f32 elements that fill K LLCs), where
+ * the cache size is known. Returns 0 or -1. */
 int piq_bench_parse_list (const char *text, uint64_t min, uint64_t max,
                           uint64_t *values, size_t *n_values);

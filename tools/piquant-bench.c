@@ -1,8 +1,9 @@
 /* piquant-bench.c: the benchmark without GLib
  *
- * The same core as `piquant bench` (piq-bench.c) on the kernel layer alone, so that
- * `make bench-static` can build one fully static binary to carry to other
- * machines. It lacks only the public-API column of the per-call overhead.
+ * The same core as `piquant bench` (piq-bench.c) on the GLib-free engine and kernel
+ * layer alone, so that `make bench-static` can build one fully static binary to
+ * carry to other machines. It lacks only the public-API column of the per-call
+ * overhead.
  *
  * Exit status: 0 on success, 1 when memory runs out, 2 for a usage error.
  *
@@ -21,12 +22,14 @@ print_help (FILE *out)
   fprintf (out,
            "Usage: piquant-bench [OPTION…]\n"
            "\n"
-           "Times the hot kernels against the machine's streaming limit for their byte mix.\n"
+           "Times every format's engine calls against the machine's streaming limit for\n"
+           "their byte mix.\n"
            "\n"
-           "  -n, --elements N[,N…]   element counts (repeatable; default 27264000,1000000)\n"
+           "  -n, --elements N[,N…]   element counts (repeatable; default 27264000,1000000);\n"
+           "                          Kxllc: K times the last-level cache of f32 source\n"
            "  -t, --threads T[,T…]    thread counts (default 1, 2, 4, … and every core)\n"
            "  -r, --repeat R          timed runs per row, at least %d (default %d)\n"
-           "  -o, --op TEXT           only the ops whose name contains TEXT\n"
+           "  -o, --op TEXT[,TEXT…]   only the ops whose name contains one of the TEXTs\n"
            "  -s, --simd NAME         cap the kernels at table NAME (scalar, sse4.2, avx2, avx512, neon)\n"
            "      --no-overhead       skip the per-call overhead and the crossover\n"
            "      --json              one JSON document instead of the tables\n"
@@ -93,7 +96,8 @@ main (int argc, char **argv)
       else if ((v = option_value (argc, argv, &i, "--elements", "-n", &missing)) != NULL)
         {
           if (piq_bench_parse_list (v, 1, UINT64_C (1) << 40, o.elements, &o.n_elements) != 0)
-            return usage_error ("--elements needs whole numbers from 1, comma-separated, not", v);
+            return usage_error ("--elements needs whole numbers from 1 or Kxllc (where the "
+                                "last-level cache is known), comma-separated, not", v);
         }
       else if ((v = option_value (argc, argv, &i, "--threads", "-t", &missing)) != NULL)
         {
