@@ -93,6 +93,15 @@ typedef struct {
   int      double_quant;
 } PiqEngineFormat;
 
+/* The named formats of the field (piq-format-table.c): PiqFormat's presets and the
+ * benchmark's rows. */
+typedef struct {
+  const char     *name;
+  PiqEngineFormat f;
+} PiqEnginePreset;
+
+const PiqEnginePreset *piq_engine_presets (size_t *n) PIQ_INTERNAL;
+
 /* How scales are chosen (a PiqRecipe's properties). */
 typedef struct {
   int      rule;             /* PIQ_SCALE_RULE_* values; 7 = the format's own */

@@ -121,3 +121,46 @@ piq_dtype_label (int dtype, char buf[32])
   snprintf (buf, 32, "dtype %d", dtype);
   return buf;
 }
+
+/* The presets: each a format of the field, by the name its users know. Their recipe is
+ * the default one (the format's own rule). Dtype values as in piq-types.h. */
+#define PRESET_BLOCK(name_, dt, size, sdt, hf, dq) \
+  { name_, { .dtype = dt, .granularity = 2, .block_size = size, .scale_dtype = sdt, \
+             .symmetric = 1, .saturate = 1, .high_nibble_first = hf, .double_quant = dq } }
+#define PRESET_TENSOR(name_, dt) \
+  { name_, { .dtype = dt, .granularity = 0, .scale_dtype = 0, .symmetric = 1, .saturate = 1 } }
+#define CODE(N) (32 + PIQ_C_##N)
+#define F32 0
+#define F16 3
+#define E8M0 64
+#define INT8 (16 + PIQ_I_INT8)
+#define INT4 (16 + PIQ_I_INT4)
+
+static const PiqEnginePreset presets[] = {
+  PRESET_BLOCK ("mxfp8_e4m3", CODE (FP8_E4M3), 32, E8M0, 0, 0),
+  PRESET_BLOCK ("mxfp8_e5m2", CODE (FP8_E5M2), 32, E8M0, 0, 0),
+  PRESET_BLOCK ("mxfp6_e2m3", CODE (FP6_E2M3), 32, E8M0, 0, 0),
+  PRESET_BLOCK ("mxfp6_e3m2", CODE (FP6_E3M2), 32, E8M0, 0, 0),
+  PRESET_BLOCK ("mxfp4",      CODE (FP4_E2M1), 32, E8M0, 0, 0),
+  PRESET_BLOCK ("mxint8",     INT8,            32, E8M0, 0, 0),
+  PRESET_BLOCK ("nf4",        CODE (NF4),      64, F32,  1, 0),
+  PRESET_BLOCK ("fp4_bnb",    CODE (FP4_BNB),  64, F32,  1, 0),
+  PRESET_BLOCK ("nf4_dq",     CODE (NF4),      64, F32,  1, 1),
+  PRESET_BLOCK ("nf8",        CODE (NF8),      64, F32,  0, 0),
+  PRESET_TENSOR ("fp8_e4m3",  CODE (FP8_E4M3)),
+  PRESET_TENSOR ("fp8_e5m2",  CODE (FP8_E5M2)),
+  PRESET_BLOCK ("int8_block", INT8,            64, F32,  0, 0),
+  PRESET_BLOCK ("int4_block", INT4,            64, F32,  0, 0),
+  PRESET_BLOCK ("binary",     CODE (BINARY),  128, F32,  0, 0),
+  PRESET_BLOCK ("q8_0",       CODE (Q8_0),     32, F16,  0, 0),
+  PRESET_BLOCK ("q4_0",       CODE (Q4_0),     32, F16,  0, 0),
+  PRESET_BLOCK ("msfp12",     CODE (BFP3),     16, E8M0, 0, 0),
+  PRESET_BLOCK ("msfp16",     CODE (BFP7),     16, E8M0, 0, 0),
+};
+
+const PiqEnginePreset *
+piq_engine_presets (size_t *n)
+{
+  *n = sizeof presets / sizeof presets[0];
+  return presets;
+}

@@ -298,41 +298,6 @@ piq_format_new_per_block (PiqDtype dtype,
                        "block-size", block_size, "scale-dtype", scale_dtype, NULL);
 }
 
-/* The presets: each a format of the field, by the name its users know. Their recipe
- * is the default one (the format's own rule). */
-typedef struct {
-  const char     *name;
-  PiqDtype        dtype;
-  PiqGranularity  granularity;
-  guint           block_size;
-  PiqDtype        scale_dtype;
-  gboolean        symmetric;
-  gboolean        high_nibble_first;
-  gboolean        double_quant;
-} PiqPreset;
-
-static const PiqPreset presets[] = {
-  { "mxfp8_e4m3", PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "mxfp8_e5m2", PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "mxfp6_e2m3", PIQ_DTYPE_FP6_E2M3, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "mxfp6_e3m2", PIQ_DTYPE_FP6_E3M2, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "mxfp4",      PIQ_DTYPE_FP4_E2M1, PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "mxint8",     PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "nf4",        PIQ_DTYPE_NF4,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  TRUE, TRUE,  FALSE },
-  { "fp4_bnb",    PIQ_DTYPE_FP4_BNB,  PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  TRUE, TRUE,  FALSE },
-  { "nf4_dq",     PIQ_DTYPE_NF4,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  TRUE, TRUE,  TRUE },
-  { "nf8",        PIQ_DTYPE_NF8,      PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  TRUE, FALSE, FALSE },
-  { "fp8_e4m3",   PIQ_DTYPE_FP8_E4M3, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  TRUE, FALSE, FALSE },
-  { "fp8_e5m2",   PIQ_DTYPE_FP8_E5M2, PIQ_GRANULARITY_TENSOR, 0, PIQ_DTYPE_F32,  TRUE, FALSE, FALSE },
-  { "int8_block", PIQ_DTYPE_INT8,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  TRUE, FALSE, FALSE },
-  { "int4_block", PIQ_DTYPE_INT4,     PIQ_GRANULARITY_BLOCK, 64, PIQ_DTYPE_F32,  TRUE, FALSE, FALSE },
-  { "binary",     PIQ_DTYPE_BINARY,   PIQ_GRANULARITY_BLOCK, 128, PIQ_DTYPE_F32, TRUE, FALSE, FALSE },
-  { "q8_0",       PIQ_DTYPE_Q8_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  TRUE, FALSE, FALSE },
-  { "q4_0",       PIQ_DTYPE_Q4_0,     PIQ_GRANULARITY_BLOCK, 32, PIQ_DTYPE_F16,  TRUE, FALSE, FALSE },
-  { "msfp12",     PIQ_DTYPE_BFP3,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-  { "msfp16",     PIQ_DTYPE_BFP7,     PIQ_GRANULARITY_BLOCK, 16, PIQ_DTYPE_E8M0, TRUE, FALSE, FALSE },
-};
-
 /**
  * piq_format_new_preset:
  * @name: a preset name: `mxfp8_e4m3`, `mxfp8_e5m2`, `mxfp6_e2m3`, `mxfp6_e3m2`,
@@ -360,15 +325,12 @@ piq_format_new_preset (const char  *name,
   g_return_val_if_fail (name != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  for (guint i = 0; i < G_N_ELEMENTS (presets); i++)
+  gsize n;
+  const PiqEnginePreset *presets = piq_engine_presets (&n);
+
+  for (guint i = 0; i < n; i++)
     if (g_ascii_strcasecmp (presets[i].name, name) == 0)
-      return g_object_new (PIQ_TYPE_FORMAT, "dtype", presets[i].dtype,
-                           "granularity", presets[i].granularity,
-                           "block-size", presets[i].block_size,
-                           "scale-dtype", presets[i].scale_dtype,
-                           "symmetric", presets[i].symmetric,
-                           "high-nibble-first", presets[i].high_nibble_first,
-                           "double-quant", presets[i].double_quant, NULL);
+      return piq_format_new_from_engine (&presets[i].f);
   g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "no preset is called \"%s\"", name);
   return NULL;
 }
@@ -386,9 +348,11 @@ piq_format_new_preset (const char  *name,
 const char **
 piq_format_list_presets (void)
 {
-  const char **names = g_new0 (const char *, G_N_ELEMENTS (presets) + 1);
+  gsize n;
+  const PiqEnginePreset *presets = piq_engine_presets (&n);
+  const char **names = g_new0 (const char *, n + 1);
 
-  for (guint i = 0; i < G_N_ELEMENTS (presets); i++)
+  for (guint i = 0; i < n; i++)
     names[i] = presets[i].name;
   return names;
 }

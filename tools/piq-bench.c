@@ -61,44 +61,10 @@ enum { GRAN_TENSOR = 0, GRAN_CHANNEL = 1, GRAN_BLOCK = 2 };
 #define RULE_DEFAULT 7
 
 /* ---- the formats ----
- * The presets of piq-format.c (piq_format_new_preset), as the PiqEngineFormat that
- * piq_format_peek() hands the engine; dtypes by their names in the engine's dtype
- * table (piq-format-table.c), so no layout is restated here: block geometry, scale
- * bytes, streaming and the split are the engine's. Presets are symmetric, saturate,
- * and take the default recipe (the format's own rule). */
-typedef struct {
-  const char *name;
-  const char *dtype;          /* a name of piq_dtype_table() */
-  int         granularity;
-  unsigned    block_size;
-  const char *scale_dtype;
-  int         high_nibble_first;
-  int         double_quant;
-} BenchPreset;
-
-static const BenchPreset presets[] = {
-  { "mxfp8_e4m3", "fp8_e4m3", GRAN_BLOCK,  32, "e8m0", 0, 0 },
-  { "mxfp8_e5m2", "fp8_e5m2", GRAN_BLOCK,  32, "e8m0", 0, 0 },
-  { "mxfp6_e2m3", "fp6_e2m3", GRAN_BLOCK,  32, "e8m0", 0, 0 },
-  { "mxfp6_e3m2", "fp6_e3m2", GRAN_BLOCK,  32, "e8m0", 0, 0 },
-  { "mxfp4",      "fp4_e2m1", GRAN_BLOCK,  32, "e8m0", 0, 0 },
-  { "mxint8",     "int8",     GRAN_BLOCK,  32, "e8m0", 0, 0 },
-  { "nf4",        "nf4",      GRAN_BLOCK,  64, "f32",  1, 0 },
-  { "fp4_bnb",    "fp4_bnb",  GRAN_BLOCK,  64, "f32",  1, 0 },
-  { "nf4_dq",     "nf4",      GRAN_BLOCK,  64, "f32",  1, 1 },
-  { "nf8",        "nf8",      GRAN_BLOCK,  64, "f32",  0, 0 },
-  { "fp8_e4m3",   "fp8_e4m3", GRAN_TENSOR,  0, "f32",  0, 0 },
-  { "fp8_e5m2",   "fp8_e5m2", GRAN_TENSOR,  0, "f32",  0, 0 },
-  { "int8_block", "int8",     GRAN_BLOCK,  64, "f32",  0, 0 },
-  { "int4_block", "int4",     GRAN_BLOCK,  64, "f32",  0, 0 },
-  { "binary",     "binary",   GRAN_BLOCK, 128, "f32",  0, 0 },
-  { "q8_0",       "q8_0",     GRAN_BLOCK,  32, "f16",  0, 0 },
-  { "q4_0",       "q4_0",     GRAN_BLOCK,  32, "f16",  0, 0 },
-  { "msfp12",     "bfp3",     GRAN_BLOCK,  16, "e8m0", 0, 0 },
-  { "msfp16",     "bfp7",     GRAN_BLOCK,  16, "e8m0", 0, 0 },
-};
-
-#define N_PRESETS (sizeof presets / sizeof presets[0])
+ * The presets of the engine's format table (piq_engine_presets, what
+ * piq_format_new_preset makes): no layout is restated here; block geometry, scale
+ * bytes, streaming and the split are the engine's. Presets take the default recipe
+ * (the format's own rule). */
 
 /* The target of the format rows at every core (issue 16: ≥ 75 % at 16 threads). */
 #define PRESET_TARGET 75
@@ -139,7 +105,8 @@ static const IntRow int_rows[] = {
 };
 
 #define N_INT_ROWS (sizeof int_rows / sizeof int_rows[0])
-#define MAX_OPS (N_INT_ROWS + 4 * N_PRESETS)
+/* room for the integer rows and four rows per preset of the engine's table */
+#define MAX_OPS (N_INT_ROWS + 4 * 64)
 
 typedef struct {
   char            name[48];
@@ -171,8 +138,14 @@ static void
 add_op (const char *name, OpKind kind, int float_dtype, const PiqEngineFormat *f,
         int stochastic, int add, int target)
 {
-  HotOp *op = &hot_ops[n_ops++];
+  HotOp *op;
 
+  if (n_ops == MAX_OPS)
+    {
+      fprintf (stderr, "piquant-bench: more than %d rows; row %s dropped\n", (int) MAX_OPS, name);
+      return;
+    }
+  op = &hot_ops[n_ops++];
   snprintf (op->name, sizeof op->name, "%s", name);
   op->kind = kind;
   op->float_dtype = float_dtype;
@@ -200,14 +173,13 @@ build_ops (void)
       add_op (r->name, r->kind, dtype_by_name (r->float_dtype), &f, r->stochastic, r->add,
               r->target);
     }
-  for (size_t i = 0; i < N_PRESETS; i++)
+  size_t n_presets;
+  const PiqEnginePreset *presets = piq_engine_presets (&n_presets);
+
+  for (size_t i = 0; i < n_presets; i++)
     {
-      const BenchPreset *p = &presets[i];
-      PiqEngineFormat f = { .dtype = dtype_by_name (p->dtype), .granularity = p->granularity,
-                            .block_size = p->block_size,
-                            .scale_dtype = dtype_by_name (p->scale_dtype), .symmetric = 1,
-                            .saturate = 1, .high_nibble_first = p->high_nibble_first,
-                            .double_quant = p->double_quant };
+      const PiqEnginePreset *p = &presets[i];
+      PiqEngineFormat f = p->f;
       char name[48];
 
       snprintf (name, sizeof name, "f32->%s nearest", p->name);
@@ -227,8 +199,11 @@ piq_bench_list_ops (FILE *out)
   build_ops ();
   for (size_t i = 0; i < N_INT_ROWS; i++)
     fprintf (out, "  %s\n", hot_ops[i].name);
+  size_t n_presets;
+  const PiqEnginePreset *presets = piq_engine_presets (&n_presets);
+
   fprintf (out, "  and, for each preset P (");
-  for (size_t i = 0; i < N_PRESETS; i++)
+  for (size_t i = 0; i < n_presets; i++)
     fprintf (out, "%s%s", i ? ", " : "", presets[i].name);
   fprintf (out, "):\n  f32->P nearest, f32->P stochastic, P->f32 set, P->f32 add\n");
 }
