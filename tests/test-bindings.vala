@@ -393,6 +393,97 @@ void expect_refused (Piq.Quantizer q, string what, Piq.Format format, Piq.Recipe
                "%s: the refused call wrote its destination".printf (what));
 }
 
+/* ------------------------------------------- ported from the Python suite -- */
+
+/* fn () must throw a Piq.Error with code and a message; returns it */
+GLib.Error expect_error (int code, string what, TestFunc fn) throws GLib.Error {
+    try {
+        fn ();
+    } catch (TestError e) {
+        throw e;
+    } catch (GLib.Error e) {
+        if (e.domain != Piq.Error.quark () || e.code != code)
+            throw new TestError.FAILED ("%s: %s:%d (%s), expected %s:%d", what, e.domain.to_string (), e.code,
+                                        e.message, Piq.Error.quark ().to_string (), code);
+        check (e.message != null && e.message.length > 0, "%s: the GError has an empty message".printf (what));
+        return e;
+    }
+    throw new TestError.FAILED ("%s: no error, expected code %d", what, code);
+}
+
+/* the codes of a quantized tensor's bytes, signed types sign-extended */
+int64[] signed_codes (uint8[] data, int n, Piq.Dtype dtype) {
+    int bits = (int) dtype.get_bits ();
+    int64[] codes = unpack (data, n, bits);
+    if (dtype == Piq.Dtype.INT8 || dtype == Piq.Dtype.INT4 || dtype == Piq.Dtype.INT2) {
+        for (int i = 0; i < n; i++)
+            if (codes[i] >= (1 << (bits - 1)))
+                codes[i] -= 1 << bits;
+    }
+    return codes;
+}
+
+void absmax_params (float[] xs, Piq.Dtype dtype, out double scale, out int64 zp) {
+    int64 qmin, qmax;
+    get_range (dtype, out qmin, out qmax);
+    float a = 0;
+    foreach (float x in xs)
+        a = float.max (a, Math.fabsf (x));
+    float half = (float) (qmax - qmin) / 2.0f;
+    float s = a / half;
+    if (s < (float) EPS32)
+        s = (float) EPS32;
+    scale = s;
+    zp = qmin < 0 ? 0 : (qmin + qmax + 1) / 2;
+}
+
+void meanstd_params (double[] xs, Piq.Dtype dtype, out double scale, out int64 zp) {
+    int64 qmin, qmax;
+    get_range (dtype, out qmin, out qmax);
+    int bits = (int) dtype.get_bits ();
+    bool signed = qmin < 0;
+    int n = xs.length;
+    double s = 0, s2 = 0;
+    foreach (double x in xs)
+        s += x;
+    foreach (double x in xs)
+        s2 += x * x;
+    double mean = s / n;
+    double variance = n > 1 ? (s2 - s * s / n) / (n - 1) : 0.0;
+    double sigma = Math.sqrt (double.max (variance, 0.0));
+    double type_max = Math.pow (2, bits - (signed ? 1 : 0)) - 1;
+    double c = bits == 2 ? 1.4 : bits == 4 ? 2.7 : 12.0;
+    scale = c * sigma / type_max;
+    if (scale == 0)
+        scale = 1.0;
+    int64 centre = signed ? 0 : ((int64) type_max + 1) >> 1;
+    /* round () of C: ties away from zero */
+    double z = centre - Math.round (mean / scale);
+    zp = (int64) z.clamp (qmin, qmax);
+}
+
+/* n standard normal deviates, deterministic: the Park–Miller generator (exact
+ * in binary64) and Box–Muller; the GJS and Lua suites use the same recipe */
+double[] normals (int n, double seed) {
+    double s = seed;
+    var out_v = new double[n];
+    for (int i = 0; i < n; i += 2) {
+        s = Math.fmod (s * 16807, 2147483647);
+        double u1 = s / 2147483647;
+        s = Math.fmod (s * 16807, 2147483647);
+        double u2 = s / 2147483647;
+        double r = Math.sqrt (-2 * Math.log (u1));
+        out_v[i] = r * Math.cos (2 * Math.PI * u2);
+        if (i + 1 < n)
+            out_v[i + 1] = r * Math.sin (2 * Math.PI * u2);
+    }
+    return out_v;
+}
+
+bool floats_equal (float[] a, float[] b) {
+    return a.length == b.length && Memory.cmp (a, b, a.length * sizeof (float)) == 0;
+}
+
 /* --------------------------------------------------------------- tests -- */
 
 TestCase[] make_tests () {
@@ -1539,22 +1630,502 @@ TestCase[] make_tests () {
         check_doubles (acc.to_values (), want, "50 accumulations");
     });
 
-    /* ------------------------------------------------------ not yet ported -- */
-    const string PORT = "not yet ported from test-bindings-python.py";
-    tests += TestCase.todo ("vala/dtype/enum-values", PORT);
-    tests += TestCase.todo ("vala/dtype/functions", PORT);
-    tests += TestCase.todo ("vala/compute-params/abs-max", PORT);
-    tests += TestCase.todo ("vala/compute-params/mean-std", PORT);
-    tests += TestCase.todo ("vala/quantize/stochastic/probability", PORT);
-    tests += TestCase.todo ("vala/address/dequantize-into-buffer", PORT);
-    tests += TestCase.todo ("vala/address/wrap-source", PORT);
-    tests += TestCase.todo ("vala/large/threads-and-simd", PORT);
-    tests += TestCase.todo ("vala/formats/msfp16/shared-exponent", PORT);
-    tests += TestCase.todo ("vala/formats/nf4/double-quant", PORT);
-    tests += TestCase.todo ("vala/immutability/recipe-after-quantize", PORT);
-    tests += TestCase.todo ("vala/aliasing/quantize/overlap", PORT);
-    tests += TestCase.todo ("vala/aliasing/dequantize/overlap", PORT);
-    tests += TestCase.todo ("vala/aliasing/requantize/overlap", PORT);
+    /* ----------------------------------- ported from the Python suite (2) -- */
+
+    tests += new TestCase ("vala/dtype/enum-values", () => {
+        /* the numeric values are ABI (piq-types.h) */
+        Piq.Dtype[] dts = { Piq.Dtype.F32, Piq.Dtype.F64, Piq.Dtype.BF16, Piq.Dtype.F16, Piq.Dtype.UINT2,
+                            Piq.Dtype.INT2, Piq.Dtype.UINT4, Piq.Dtype.INT4, Piq.Dtype.UINT8, Piq.Dtype.INT8,
+                            Piq.Dtype.INT64 };
+        int[] values = { 0, 1, 2, 3, 16, 17, 18, 19, 20, 21, 27 };
+        for (int k = 0; k < dts.length; k++)
+            check ((int) dts[k] == values[k], "%s = %d".printf (dts[k].to_string (), (int) dts[k]));
+        check ((int) Piq.ReduceOp.SET == 0 && (int) Piq.ReduceOp.ADD == 1, "ReduceOp values");
+        check ((int) Piq.Error.SIZE == 1 && (int) Piq.Error.INVALID_SCALE == 3, "Error values");
+        check ((int) Piq.Error.NO_FORMAT == 8 && (int) Piq.Error.OVERLAP == 11, "NO_FORMAT and OVERLAP values");
+        check ((int) Piq.ScaleRule.MIN_MAX == 0 && (int) Piq.ScaleRule.DEFAULT == 7, "ScaleRule values");
+        check ((int) Piq.Granularity.TENSOR == 0 && (int) Piq.Granularity.CHANNEL == 1
+               && (int) Piq.Granularity.BLOCK == 2, "Granularity values");
+    });
+
+    tests += new TestCase ("vala/dtype/functions", () => {
+        var eclass = (EnumClass) typeof (Piq.Dtype).class_ref ();
+        Piq.Dtype[] dts = { Piq.Dtype.UINT2, Piq.Dtype.INT2, Piq.Dtype.UINT4, Piq.Dtype.INT4, Piq.Dtype.UINT8,
+                            Piq.Dtype.INT8, Piq.Dtype.UINT16, Piq.Dtype.INT16, Piq.Dtype.UINT32, Piq.Dtype.INT32,
+                            Piq.Dtype.UINT64, Piq.Dtype.INT64, Piq.Dtype.F32, Piq.Dtype.F64, Piq.Dtype.BF16,
+                            Piq.Dtype.F16 };
+        uint[] bits = { 2, 2, 4, 4, 8, 8, 16, 16, 32, 32, 64, 64, 32, 64, 16, 16 };
+        for (int k = 0; k < dts.length; k++) {
+            Piq.Dtype dtype = dts[k];
+            uint b = bits[k];
+            string name = eclass.get_value (dtype).value_nick;
+            check (dtype.get_bits () == b, "%s: %u bits".printf (name, dtype.get_bits ()));
+            check (dtype.get_name () == name.replace ("-", ""), "get_name (%s) = %s".printf (name, dtype.get_name ()));
+            Piq.Dtype found;
+            check (Piq.Dtype.from_name (dtype.get_name (), out found) && found == dtype,
+                   "from_name (%s)".printf (dtype.get_name ()));
+            bool is_float = dtype == Piq.Dtype.F32 || dtype == Piq.Dtype.F64 || dtype == Piq.Dtype.BF16
+                            || dtype == Piq.Dtype.F16;
+            check (dtype.is_float () == is_float && dtype.is_quantized () != is_float,
+                   "%s: is_float/is_quantized".printf (name));
+            int64 lo;
+            uint64 hi;
+            bool ok = dtype.get_range (out lo, out hi);
+            if (is_float) {
+                check (!ok, "get_range (%s) succeeded".printf (name));
+            } else {
+                int64 want_lo = 0;
+                uint64 want_hi = b == 64 ? uint64.MAX : ((uint64) 1 << b) - 1;
+                if (name.has_prefix ("int")) {
+                    want_lo = b == 64 ? int64.MIN : -((int64) 1 << (b - 1));
+                    want_hi = ((uint64) 1 << (b - 1)) - 1;
+                }
+                check (ok && lo == want_lo && hi == want_hi,
+                       ("get_range (%s) = %" + int64.FORMAT + ", %" + uint64.FORMAT + ", expected %" + int64.FORMAT
+                        + ", %" + uint64.FORMAT).printf (name, lo, hi, want_lo, want_hi));
+            }
+            foreach (uint64 n in new uint64[] { 0, 1, 37, 1000003 }) {
+                size_t size;
+                check (dtype.get_size_for_n (n, out size) && size == (n * b + 7) / 8,
+                       ("get_size_for_n (%s, %" + uint64.FORMAT + ") = %" + size_t.FORMAT).printf (name, n, size));
+            }
+        }
+        Piq.Dtype unused;
+        check (!Piq.Dtype.from_name ("uint3", out unused), "from_name ('uint3') succeeded");
+        expect_error (Piq.Error.OVERFLOW, "get_size_for_n (F64, 2^63)", () => {
+            size_t size;
+            Piq.Dtype.F64.get_size_for_n ((uint64) 1 << 63, out size);
+        });
+    });
+
+    tests += new TestCase ("vala/compute-params/abs-max", () => {
+        /* the old ABS_MAX rule on integers is a symmetric format with its default rule */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        foreach (var dtype in new Piq.Dtype[] { Piq.Dtype.INT8, Piq.Dtype.UINT8, Piq.Dtype.INT4, Piq.Dtype.UINT4 }) {
+            var fmt = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", dtype, "symmetric", true);
+            double want_scale;
+            int64 want_zp;
+            absmax_params (finite, dtype, out want_scale, out want_zp);
+            Piq.Recipe p = null;
+            foreach (var rule in new Piq.ScaleRule[] { Piq.ScaleRule.ABS_MAX, Piq.ScaleRule.DEFAULT }) {
+                p = new Piq.Recipe () { scale_rule = rule };
+                q.compute_params (fmt, p, src);
+                check (p.scale == want_scale, "%s %s: scale %.9g, expected %.9g".printf (
+                    dtype.to_string (), rule.to_string (), p.scale, want_scale));
+                /* a symmetric format has no zero point to give: its zero point is implied */
+                check (!p.has_zero_point, "%s: compute_params () gave a symmetric format a zero point".printf (dtype.to_string ()));
+            }
+            /* quantize with the calibrated DEFAULT recipe (p); a given scale with a named rule is refused */
+            var qt = q.quantize_new (fmt, p, src);
+            check (qt.get_zero_point () == want_zp, "%s: the tensor's zero point %d, expected %d".printf (
+                dtype.to_string (), (int) qt.get_zero_point (), (int) want_zp));
+            int64[] codes = quantize_nearest (finite, want_scale, want_zp, dtype);
+            check_codes (signed_codes (qt.get_bytes ().get_data (), finite.length, dtype), codes,
+                         "%s codes".printf (dtype.to_string ()));
+            check_doubles (q.dequantize_new (qt, Piq.Dtype.F32).to_values (), dequantize_f32 (codes, want_scale, want_zp),
+                           "%s dequantized".printf (dtype.to_string ()));
+        }
+    });
+
+    tests += new TestCase ("vala/compute-params/mean-std", () => {
+        /* dyadic data: every partial sum is exact, so the summation order cannot matter */
+        var xs = new float[203];
+        for (int i = 0; i < xs.length; i++)
+            xs[i] = (float) (((i * 37) % 61 - 20) / 4.0);
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (xs);
+        foreach (var dtype in new Piq.Dtype[] { Piq.Dtype.UINT8, Piq.Dtype.INT8, Piq.Dtype.UINT4 }) {
+            var p = new Piq.Recipe () { scale_rule = Piq.ScaleRule.MEAN_STD };
+            q.compute_params (new Piq.Format (dtype), p, src);
+            double scale;
+            int64 zp;
+            meanstd_params (as_doubles (xs), dtype, out scale, out zp);
+            check (Math.fabs (p.scale - scale) <= 4e-16 * scale,
+                   "%s: scale %.17g, expected %.17g".printf (dtype.to_string (), p.scale, scale));
+            check (p.zero_point == zp, "%s: zero point %d, expected %d".printf (dtype.to_string (), (int) p.zero_point, (int) zp));
+        }
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/probability", () => {
+        int n = 20000;
+        var q = new Piq.Quantizer ();
+        var xs = new float[n];
+        for (int i = 0; i < n; i++)
+            xs[i] = 2.3f;  /* v = 2.3 / 1 in binary32: frac ≈ 0.3 */
+        var src = f32_tensor (xs);
+        var p = new Piq.Recipe () { scale = 1.0, zero_point = 0, round_mode = Piq.RoundMode.STOCHASTIC, seed = 7 };
+        unowned uint8[] codes = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), p, src).get_bytes ().get_data ();
+        int up = 0;
+        for (int i = 0; i < n; i++) {
+            check (codes[i] == 2 || codes[i] == 3, "code %u outside {2, 3}".printf (codes[i]));
+            if (codes[i] == 3)
+                up++;
+        }
+        double frac = (double) 2.3f - 2.0;
+        double rate = (double) up / n;
+        double sigma = Math.sqrt (frac * (1 - frac) / n);
+        check (Math.fabs (rate - frac) < 5 * sigma,
+               "rounded up %.4f of the time, expected %.4f ± %.4f".printf (rate, frac, 5 * sigma));
+    });
+
+    tests += new TestCase ("vala/address/dequantize-into-buffer", () => {  /* was numpy/zero-copy/dequantize-into-array */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        int n = data.length;
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.1, 3), src);
+        double[] yd = dequantize_f32 (quantize_nearest (data, 0.1, 3, Piq.Dtype.UINT8), 0.1, 3);
+        var y = new float[n];
+        for (int i = 0; i < n; i++)
+            y[i] = (float) yd[i];
+        var out_a = new float[n];
+        for (int i = 0; i < n; i++)
+            out_a[i] = 1.5f;
+        var t = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, (uintptr) out_a, n * sizeof (float), 0, true);
+        uint64[] shape = t.get_shape ();
+        check (t.is_writable () && shape.length == 1 && shape[0] == n, "wrapped tensor");
+        var want = new float[n];
+        q.dequantize (qt, t, Piq.ReduceOp.ADD);
+        for (int i = 0; i < n; i++)
+            want[i] = 1.5f + y[i];
+        check_doubles (as_doubles (out_a), as_doubles (want), "ADD into 1.5");
+        q.dequantize (qt, t, Piq.ReduceOp.SET);
+        check_doubles (as_doubles (out_a), as_doubles (y), "SET");
+        q.dequantize (qt, t, Piq.ReduceOp.ADD);
+        for (int i = 0; i < n; i++)
+            want[i] = y[i] + y[i];
+        check_doubles (as_doubles (out_a), as_doubles (want), "SET then ADD");
+        var got = new float[n];
+        Memory.copy (got, t.get_bytes ().get_data (), n * sizeof (float));
+        check_doubles (as_doubles (got), as_doubles (want), "get_bytes ()");
+        /* the raw form, into a Vala array */
+        var raw_out = new float[n];
+        unowned uint8[] codes = qt.get_bytes ().get_data ();
+        check (q.dequantize_raw (new Piq.Format (Piq.Dtype.UINT8), 0.1, 3, (void*) codes, n, { n }, null, 0, null, 0,
+                                 Piq.Dtype.F32, (void*) raw_out, n * sizeof (float), Piq.ReduceOp.SET),
+               "dequantize_raw ()");
+        check_doubles (as_doubles (raw_out), as_doubles (y), "dequantize_raw ()");
+    });
+
+    tests += new TestCase ("vala/address/wrap-source", () => {  /* was numpy/zero-copy/source-address */
+        var q = new Piq.Quantizer ();
+        float[] x = data[0:data.length];
+        var src = new Piq.Tensor.for_address (Piq.Dtype.F32, { x.length }, (uintptr) x, x.length * sizeof (float), 0, false);
+        check (!src.is_writable (), "read-only source is writable");
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.5, 128), src);
+        check_codes (unpack (qt.get_bytes ().get_data (), x.length, 8), quantize_nearest (data, 0.5, 128, Piq.Dtype.UINT8),
+                     "codes");
+        x[0] = 10.0f;  /* the tensor sees the array: no copy was made */
+        check (src.get_value (0) == 10.0, "the wrapped tensor reads %g after the array changed".printf (src.get_value (0)));
+    });
+
+    tests += new TestCase ("vala/large/threads-and-simd", () => {
+        int n = 262147;
+        double[] g = normals (n, 20240611);
+        var x = new float[n];
+        for (int i = 0; i < n; i++)
+            x[i] = (float) (g[i] * 40);
+        for (int i = 0; i < n; i += 97)
+            x[i] = (float) (round_half_even (x[i]) + 0.25);  /* ties for scale 0.5: v = 2k + 0.5 */
+        for (int i = 1; i < n; i += 89)
+            x[i] = (float) (round_half_even (x[i]) + 0.75);  /* v = 2k + 1.5 */
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        var src = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, (uintptr) x, n * sizeof (float), 0, false);
+        int64[] want = quantize_nearest (x, 0.5, 128, Piq.Dtype.UINT8);
+        var wy = new float[n];
+        for (int i = 0; i < n; i++)
+            wy[i] = (float) (want[i] - 128) * 0.5f;
+        string[] labels = { "1 thread", "4 threads", "all cores", "scalar" };
+        Piq.Quantizer[] qs = {
+            new Piq.Quantizer () { n_threads = 1 }, new Piq.Quantizer () { n_threads = 4 },
+            new Piq.Quantizer () { n_threads = 0 },
+            new Piq.Quantizer () { n_threads = 3, max_simd_level = Piq.SimdLevel.SCALAR }
+        };
+        Bytes[] results = {};
+        for (int k = 0; k < qs.length; k++) {
+            var q = qs[k];
+            var dst = new Piq.Tensor.quantized (u8, { n });
+            q.quantize (new Piq.Recipe.affine (0.5, 128), src, dst);
+            unowned uint8[] codes = dst.get_bytes ().get_data ();
+            int bad = 0, first = -1;
+            for (int i = 0; i < n; i++) {
+                if (codes[i] != want[i]) {
+                    if (bad++ == 0)
+                        first = i;
+                }
+            }
+            check (bad == 0, "%s: %d codes differ, first at %d".printf (labels[k], bad, first));
+            var raw = new uint8[n];
+            double s;
+            int64 z;
+            q.quantize_raw (u8, new Piq.Recipe.affine (0.5, 128), Piq.Dtype.F32, (void*) x, { n }, (void*) raw, n,
+                            null, 0, null, 0, out s, out z);
+            check (Memory.cmp (raw, codes, n) == 0, "%s: quantize_raw () differs from quantize ()".printf (labels[k]));
+            var y = new float[n];
+            var out_t = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, (uintptr) y, n * sizeof (float), 0, true);
+            q.dequantize (dst, out_t, Piq.ReduceOp.SET);
+            check (floats_equal (y, wy), "%s: dequantized values differ".printf (labels[k]));
+            var p = new Piq.Recipe () { round_mode = Piq.RoundMode.STOCHASTIC, seed = 99, scale = 9.0, zero_point = 8 };
+            results += q.quantize_new (new Piq.Format (Piq.Dtype.UINT4), p, src).get_bytes ();
+        }
+        for (int k = 1; k < results.length; k++)
+            check (results[k].compare (results[0]) == 0,
+                   "stochastic uint4 bytes of %s differ from %s".printf (labels[k], labels[0]));
+    });
+
+    tests += new TestCase ("vala/formats/msfp16/shared-exponent", () => {
+        /* MSFP16: sign + 7-bit magnitude per element, one exponent byte per box of 16:
+         * E = the box maximum's binary32 exponent + 1 (+1 when rounding it carries),
+         * value = (-1)^s * mag * 2^(E - 127 - 7); computed here from the definition */
+        var q = new Piq.Quantizer ();
+        float[] xs = gen_a (40);  /* boxes of 16, 16 and a ragged 8 */
+        var src = f32_tensor (xs);
+        var p = new Piq.Format.preset ("msfp16");
+        check (p.dtype == Piq.Dtype.BFP7 && p.get_block_size () == 16, "msfp16 preset");
+        var t = q.quantize_new (p, null, src);
+        check (t.get_n_bytes () == 40, "40 bfp7 elements take %u bytes".printf ((uint) t.get_n_bytes ()));
+        uint8[] exps = t.get_scales ().get_data ();
+        uint8[] codes = t.get_bytes ().get_data ();
+        double[] y = q.dequantize_new (t, Piq.Dtype.F32).to_values ();
+        for (int b0 = 0; b0 < 40; b0 += 16) {
+            int end = int.min (b0 + 16, 40);
+            double amax = 0;
+            for (int i = b0; i < end; i++)
+                amax = double.max (amax, Math.fabs (xs[i]));
+            int e = -127;
+            if (amax != 0) {
+                Math.frexp (amax, out e);  /* amax < 2^e */
+                if (round_half_even (Math.ldexp (amax, 7 - e)) >= 128)
+                    e += 1;
+            }
+            int want_e = amax != 0 ? e + 127 : 0;
+            check (exps[b0 / 16] == want_e, "box %d: exponent %u, want %d".printf (b0 / 16, exps[b0 / 16], want_e));
+            for (int i = b0; i < end; i++) {
+                double v = xs[i];
+                int mag = int.min ((int) round_half_even (Math.ldexp (Math.fabs (v), 127 + 7 - want_e)), 127);
+                int want = (is_negative (v) ? 128 : 0) | mag;
+                check (codes[i] == want, "element %d: code %u, want %d".printf (i, codes[i], want));
+                double val = Math.copysign (Math.ldexp (mag, want_e - 127 - 7), v);
+                check (y[i] == val, "element %d: %.9g, want %.9g".printf (i, y[i], val));
+            }
+        }
+    });
+
+    tests += new TestCase ("vala/formats/nf4/double-quant", () => {
+        /* bitsandbytes' compress_statistics: the same codes as plain nf4, the scales
+         * stored as an f32 offset, one f32 per 256 blocks and a byte per block */
+        var q = new Piq.Quantizer ();
+        int n = 64 * 300 + 5;
+        float[] xs = gen_a (n);
+        var src = f32_tensor (xs);
+        var plain = q.quantize_new (new Piq.Format.preset ("nf4"), null, src);
+        var p = new Piq.Format.preset ("nf4_dq");
+        check (p.double_quant, "nf4_dq preset");
+        var t = q.quantize_new (p, null, src);
+        check (t.get_bytes ().compare (plain.get_bytes ()) == 0, "double quantization changed the codes");
+        int blocks = (n + 63) / 64;
+        size_t size = t.get_scales ().get_size ();
+        check (size == 4 + 4 * 2 + blocks, "scales take %u bytes".printf ((uint) size));
+        size_t codes_size, want_size, zps_size;
+        p.get_sizes ({ n }, out codes_size, out want_size, out zps_size);
+        check (want_size == size, "get_sizes () gives %u scale bytes".printf ((uint) want_size));
+        uint8[] absmax = plain.get_scales ().get_data ();
+        double sum = 0;  /* binary64: exact for 301 binary32 values of one binade */
+        for (int b = 0; b < blocks; b++)
+            sum += f32_at (absmax, 4 * b);
+        float offset = f32_at (t.get_scales ().get_data (), 0);
+        check (offset == (float) (sum / blocks), "offset %.9g is not the mean absmax %.9g".printf (offset, (float) (sum / blocks)));
+        double[] y = q.dequantize_new (t, Piq.Dtype.F32).to_values ();
+        double[] y0 = q.dequantize_new (plain, Piq.Dtype.F32).to_values ();
+        double err = 0, err0 = 0;
+        for (int i = 0; i < n; i++) {
+            err += Math.fabs (y[i] - xs[i]);
+            err0 += Math.fabs (y0[i] - xs[i]);
+        }
+        err /= n;
+        err0 /= n;
+        check (err < err0 * 1.02, "double quantization MAE %g against %g".printf (err, err0));
+        var bad = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.NF4,
+                                           "granularity", Piq.Granularity.BLOCK, "block-size", 64,
+                                           "high-nibble-first", true, "double-quant", true,
+                                           "scale-dtype", Piq.Dtype.F16);
+        expect_error (Piq.Error.UNSUPPORTED, "validate ()", () => { bad.validate (); });
+        expect_error (Piq.Error.UNSUPPORTED, "quantize_new ()", () => { q.quantize_new (bad, null, src); });
+    });
+
+    tests += new TestCase ("vala/immutability/recipe-after-quantize", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        Piq.Format[] fmts = { u8, new Piq.Format.preset ("fp8_e4m3"), new Piq.Format.preset ("nf4"),
+                              new Piq.Format (Piq.Dtype.UINT4) };
+        Piq.Recipe[] recipes = { new Piq.Recipe.affine (0.05, 90), new Piq.Recipe.fixed (0.02), new Piq.Recipe (),
+                                 new Piq.Recipe () { round_mode = Piq.RoundMode.STOCHASTIC, seed = 5 } };
+        for (int k = 0; k < fmts.length; k++) {
+            var fmt = fmts[k];
+            var recipe = recipes[k];
+            var qt = q.quantize_new (fmt, recipe, src);
+            var y0 = q.dequantize_new (qt, Piq.Dtype.F32).get_bytes ();
+            double scale0 = qt.get_scale ();
+            int64 zp0 = qt.get_zero_point ();
+            uint64 seed0 = qt.get_seed ();
+            Bytes? s = qt.get_scales ();
+            Bytes? scales0 = s != null ? new Bytes (s.get_data ()) : null;  /* a copy */
+            string what = fmt.to_string ();
+            /* everything a recipe holds, changed after the fact */
+            recipe.set_scale (3.0);
+            if (fmt.has_zero_points ())
+                recipe.set_zero_point (7);
+            recipe.set_round_mode (Piq.RoundMode.STOCHASTIC);
+            recipe.set_seed (1234);
+            recipe.set_scale_rule (Piq.ScaleRule.ABS_MAX);
+            recipe.set_include_zero (false);
+            recipe.clear_scale ();
+            check (q.dequantize_new (qt, Piq.Dtype.F32).get_bytes ().compare (y0) == 0, "%s: decode changed".printf (what));
+            check (qt.get_scale () == scale0 && qt.get_zero_point () == zp0 && qt.get_seed () == seed0,
+                   "%s: the tensor's scale, zero point or seed changed".printf (what));
+            Bytes? s1 = qt.get_scales ();
+            check ((s1 == null) == (scales0 == null) && (s1 == null || s1.compare (scales0) == 0),
+                   "%s: the tensor's scales changed".printf (what));
+            check (qt.get_format ().equal (fmt), "%s: the tensor's format changed".printf (what));
+        }
+        /* a recipe filled by compute_params, then cleared */
+        var r = new Piq.Recipe ();
+        q.compute_params (u8, r, src);
+        var qt = q.quantize_new (u8, r, src);
+        var want = q.dequantize_new (qt, Piq.Dtype.F32).get_bytes ();
+        r.clear_scale ();
+        r.set_scale (100.0);
+        check (q.dequantize_new (qt, Piq.Dtype.F32).get_bytes ().compare (want) == 0,
+               "compute_params recipe: decode changed");
+    });
+
+    tests += new TestCase ("vala/aliasing/quantize/overlap", () => {
+        int n = 4096;
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        foreach (uint threads in new uint[] { 1, 4 }) {
+            var q = new Piq.Quantizer () { n_threads = threads };
+            float[] buf = gen_a (n + 64);
+            float[] keep = buf[0:buf.length];
+            uint8* base_p = (uint8*) buf;
+            var src = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, (uintptr) buf, 4 * n, 0, false);
+            /* codes over the source's memory (the raw form is how quantize reaches caller memory) */
+            void*[] s_addr = { base_p, base_p, base_p + 8 };
+            void*[] d_addr = { base_p, base_p + 400, base_p };
+            string[] what = { "codes at the source", "codes inside the source", "codes ending inside the source" };
+            for (int k = 0; k < what.length; k++) {
+                void* s = s_addr[k];
+                void* d = d_addr[k];
+                expect_error (Piq.Error.OVERLAP, what[k], () => {
+                    double us;
+                    int64 uz;
+                    q.quantize_raw (u8, new Piq.Recipe.affine (0.5, 128), Piq.Dtype.F32, s, { n - 2 }, d, n,
+                                    null, 0, null, 0, out us, out uz);
+                });
+                check (floats_equal (buf, keep), "%s (%u threads): memory written".printf (what[k], threads));
+            }
+            /* the scales of a block format over the source */
+            var blk = new Piq.Format.preset ("int8_block");
+            size_t codes_size, scales_size, zps_size;
+            blk.get_sizes ({ n }, out codes_size, out scales_size, out zps_size);
+            var codes = new int8[n];
+            expect_error (Piq.Error.OVERLAP, "scales over the source", () => {
+                double us;
+                int64 uz;
+                q.quantize_raw (blk, null, Piq.Dtype.F32, base_p, { n }, (void*) codes, codes.length,
+                                base_p + 4 * 10, scales_size, null, 0, out us, out uz);
+            });
+            bool zero = true;
+            foreach (int8 c in codes)
+                zero = zero && c == 0;
+            check (floats_equal (buf, keep) && zero, "scales over the source: memory written");
+            /* a tensor over the same memory as a quantize source is fine when it is only read */
+            var qt = q.quantize_new (u8, new Piq.Recipe.affine (0.5, 128), src);
+            check_codes (unpack (qt.get_bytes ().get_data (), n, 8), quantize_nearest (keep[0:n], 0.5, 128, Piq.Dtype.UINT8),
+                         "codes");
+        }
+    });
+
+    tests += new TestCase ("vala/aliasing/dequantize/overlap", () => {
+        int n = 4096;
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        foreach (uint threads in new uint[] { 1, 4 }) {
+            var q = new Piq.Quantizer () { n_threads = threads };
+            float[] x = gen_a (n);
+            uint8[] codes = new Piq.Quantizer ().quantize_new (u8, new Piq.Recipe.affine (0.05, 90), f32_tensor (x))
+                                                .get_bytes ().get_data ();
+            var buf = new uint8[n * 5 + 64];
+            Memory.copy (buf, codes, n);
+            uint8[] keep = buf[0:buf.length];
+            uint8* base_p = (uint8*) buf;
+            foreach (int off in new int[] { 0, n / 2, n - 4 }) {
+                string what = "floats %d bytes after the codes".printf (off);
+                expect_error (Piq.Error.OVERLAP, what, () => {
+                    q.dequantize_raw (u8, 0.05, 90, base_p, n, { n }, null, 0, null, 0, Piq.Dtype.F32, base_p + off,
+                                      4 * n, Piq.ReduceOp.SET);
+                });
+                check (Memory.cmp (buf, keep, buf.length) == 0, "%s (%u threads): memory written".printf (what, threads));
+            }
+            /* next to each other is not overlap */
+            check (q.dequantize_raw (u8, 0.05, 90, base_p, n, { n }, null, 0, null, 0, Piq.Dtype.F32, base_p + n,
+                                     4 * n, Piq.ReduceOp.SET), "adjacent buffers refused");
+            var y = new double[n];
+            for (int i = 0; i < n; i++)
+                y[i] = f32_at (buf, n + 4 * i);
+            var c64 = new int64[n];
+            for (int i = 0; i < n; i++)
+                c64[i] = codes[i];
+            check_doubles (y, dequantize_f32 (c64, 0.05, 90), "adjacent dequantize");
+            /* floats over a block format's scales */
+            var blk = new Piq.Format.preset ("int8_block");
+            var qt = q.quantize_new (blk, null, f32_tensor (x));
+            uint8[] scales = qt.get_scales ().get_data ();
+            var sbuf = new uint8[4 * n + 64];
+            Memory.copy (sbuf, scales, scales.length);
+            uint8[] skeep = sbuf[0:sbuf.length];
+            uint8[] cbuf = qt.get_bytes ().get_data ();
+            uint8* sbase = (uint8*) sbuf;
+            expect_error (Piq.Error.OVERLAP, "floats over the scales", () => {
+                q.dequantize_raw (blk, 1.0, 0, (void*) cbuf, cbuf.length, { n }, sbase, scales.length, null, 0,
+                                  Piq.Dtype.F32, sbase + 8, 4 * n, Piq.ReduceOp.SET);
+            });
+            check (Memory.cmp (sbuf, skeep, sbuf.length) == 0, "floats over the scales: memory written");
+        }
+    });
+
+    tests += new TestCase ("vala/aliasing/requantize/overlap", () => {
+        int n = 70001;
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        foreach (uint threads in new uint[] { 1, 4 }) {
+            var q = new Piq.Quantizer () { n_threads = threads };
+            var buf = new float[n + 16];
+            for (int i = 0; i < n; i++)
+                buf[i] = finite[i % finite.length];
+            float[] keep = buf[0:buf.length];
+            uintptr base_a = (uintptr) buf;
+            var a = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, base_a, 4 * n, 0, true);
+            var b = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, base_a + 40, 4 * n, 0, true);
+            expect_error (Piq.Error.OVERLAP, "requantize (a, b)", () => {
+                q.requantize (u8, new Piq.Recipe.affine (0.05, 90), a, b, Piq.ReduceOp.SET);
+            });
+            expect_error (Piq.Error.OVERLAP, "requantize (b, a)", () => {
+                q.requantize (u8, new Piq.Recipe.affine (0.05, 90), b, a, Piq.ReduceOp.ADD);
+            });
+            /* the same memory with another row stride is not the exact in-place case */
+            int half = n / 2 * 2;
+            var r1 = new Piq.Tensor.for_address (Piq.Dtype.F32, { 2, half / 2 }, base_a, 4 * half, 0, true);
+            var r2 = new Piq.Tensor.for_address (Piq.Dtype.F32, { 2, half / 2 }, base_a, 4 * half + 16,
+                                                 4 * (half / 2) + 16, true);
+            expect_error (Piq.Error.OVERLAP, "requantize (r1, r2)", () => {
+                q.requantize (u8, new Piq.Recipe.affine (0.05, 90), r1, r2, Piq.ReduceOp.SET);
+            });
+            expect_error (Piq.Error.OVERLAP, "requantize_raw () shifted by one float", () => {
+                q.requantize_raw (u8, new Piq.Recipe.affine (0.05, 90), Piq.Dtype.F32, (void*) buf, { n },
+                                  (void*) ((uint8*) buf + 4), 4 * n, Piq.ReduceOp.SET);
+            });
+            check (floats_equal (buf, keep), "%u threads: an overlapping requantize wrote".printf (threads));
+        }
+    });
 
     return tests;
 }
