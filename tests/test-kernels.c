@@ -581,6 +581,41 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
 }
 
+/* The affine rule's zero point from a range whose scale is not finite (an infinite
+ * end: lo / scale is NaN, or a range past binary32): the conversion to an integer
+ * must not see NaN or ±Inf (undefined in C, and libgcc's __fixdfti gave qmax). The
+ * callers reject the non-finite scale; the zero point is still defined: NaN counts
+ * as 0, so it is qmin, and an infinite lo / scale clamps to the range's end. */
+static int
+check_affine_nonfinite (void)
+{
+  static const struct { double lo, hi; int64_t qmin, qmax; int include_zero; int64_t zp; } cases[] = {
+    { -INFINITY, INFINITY, 0, 255, 1, 0 },
+    { -INFINITY, INFINITY, -128, 127, 1, -128 },
+    { -INFINITY, -INFINITY, 0, 15, 1, 0 },
+    { NAN, NAN, 0, 255, 0, 0 },
+    { -INFINITY, 1.0, 0, 255, 0, 0 },
+    { -1e300, 1e300, -128, 127, 1, -128 },                 /* finite ends, Inf scale */
+    { -INFINITY, INFINITY, INT64_MIN, INT64_MAX, 1, INT64_MIN },
+  };
+
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    {
+      double scale = 0.0;
+      int64_t zp = 12345;
+      piq_affine_from_range (cases[k].lo, cases[k].hi, cases[k].qmin, cases[k].qmax, 0,
+                             cases[k].include_zero, &scale, &zp);
+      if (zp != cases[k].zp)
+        {
+          snprintf (diag, sizeof diag, "[%g, %g] in [%lld, %lld]: scale %g, zero point %lld, expected %lld",
+                    cases[k].lo, cases[k].hi, (long long) cases[k].qmin, (long long) cases[k].qmax,
+                    scale, (long long) zp, (long long) cases[k].zp);
+          return 0;
+        }
+    }
+  return 1;
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
@@ -605,6 +640,8 @@ main (void)
   printf ("%s %d - /kernels/merge/scalar-cap\n",
           merged.level == 0 && merged.quantize[0][4][0] == piq_kernels_scalar.quantize[0][4][0] ? "ok" : "not ok",
           n_test);
+
+  report (check_affine_nonfinite (), "scalar", "affine-from-range/non-finite", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

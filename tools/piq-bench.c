@@ -308,9 +308,16 @@ minmax_params (int it, double lo, double hi, double *scale, int64_t *zero_point)
   s = (float) ((float) (hi - lo) / range);
   if (s < 0x1p-23)
     s = 0x1p-23;
-  zp = qmin - (int64_t) nearbyint ((float) (lo / s));
+  {
+    /* range-checked before the conversion (NaN, from non-finite data, counts as 0) */
+    double r = nearbyint ((float) (lo / s));
+    __int128 z;
+    r = r != r ? 0.0 : r < -0x1p100 ? -0x1p100 : r > 0x1p100 ? 0x1p100 : r;
+    z = (__int128) qmin - (__int128) r;
+    zp = (int64_t) (z < qmin ? qmin : z > qmax ? qmax : z);
+  }
   *scale = s;
-  *zero_point = zp < qmin ? qmin : zp > qmax ? qmax : zp;
+  *zero_point = zp;
 }
 
 static void

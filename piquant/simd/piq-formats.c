@@ -81,7 +81,14 @@ piq_affine_from_range (double lo, double hi, __int128 qmin, __int128 qmax, int s
           hi = PIQ_MAX (hi, 0.0);
         }
       *scale = PIQ_MAX ((double) (float) ((double) (float) (hi - lo) / range), eps);
-      zp = qmin - (__int128) nearbyint ((double) (float) (lo / *scale));
+      /* lo / scale is NaN or ±Inf only with a non-finite scale (an infinite end, or a
+       * range past binary32), which callers reject; converting it would be undefined:
+       * NaN counts as 0 and the infinities clamp like any value past the range. */
+      double r = nearbyint ((double) (float) (lo / *scale));
+      if (r != r)
+        r = 0.0;
+      r = r < -0x1p100 ? -0x1p100 : r > 0x1p100 ? 0x1p100 : r;
+      zp = qmin - (__int128) r;
       zp = zp < qmin ? qmin : zp > zp_max ? zp_max : zp;
     }
   *zero_point = (int64_t) zp;
