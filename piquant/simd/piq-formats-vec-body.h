@@ -493,7 +493,7 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
       return;
     }
   for (size_t i = 0; i < block; i++)     /* NaN or Inf: the scalar statistics */
-    piq_block_stats_add (st, NULL, i, x[i]);
+    piq_block_stats_add (st, NULL, i, piq_ld_f32 (x, i));
 }
 
 /* Blocks go in groups of PIQ_W: first every block's statistics and parameters, then
@@ -650,7 +650,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
           memcpy (scales + 4 * b_first, &scale, sizeof scale);
           if (code < 0 && zero_points != NULL)   /* as piq_block_params: given a buffer, fill it */
             for (int j = 0; j < PIQ_W; j++)
-              zero_points[b_first + j] = c->q.zp;
+              piq_st_i32 (zero_points, b_first + j, c->q.zp);
         }
       memcpy (inv_out, &inv, sizeof inv);
       return 2;
@@ -679,7 +679,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
       p[j].inv = ibuf[j];
       p[j].zp = c->q.zp;
       if (code < 0 && !e8m0 && zero_points != NULL)
-        zero_points[b_first + j] = (int32_t) p[j].zp;
+        piq_st_i32 (zero_points, b_first + j, (int32_t) p[j].zp);
     }
   return 1;
 }

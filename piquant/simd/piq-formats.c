@@ -34,7 +34,7 @@ piq_block_scale_size (PiqScaleKind kind)
 static inline float
 load_x (const void *p, size_t i, int ft)
 {
-  return ft == PIQ_F_F64 ? (float) ((const double *) p)[i] : piq_load_f (p, i, ft);
+  return ft == PIQ_F_F64 ? (float) piq_ld_f64 (p, i) : piq_load_f (p, i, ft);
 }
 
 /* ADD keeps a NaN already in the output (quieted, as y + y does) whatever v is:
@@ -46,8 +46,8 @@ store_y (void *p, size_t i, float v, int ft, int add)
 {
   if (ft == PIQ_F_F64)
     {
-      double *d = p;
-      d[i] = !add ? (double) v : isnan (d[i]) ? d[i] + d[i] : d[i] + (double) v;
+      double d = add ? piq_ld_f64 (p, i) : 0.0;
+      piq_st_f64 (p, i, !add ? (double) v : isnan (d) ? d + d : d + (double) v);
     }
   else
     {
