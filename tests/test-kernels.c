@@ -581,6 +581,52 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
 }
 
+/* piq_cpu_features() executes CPUID itself (clang's __builtin_cpu_supports does not
+ * know every name): it must agree with the compiler's builtin on each name the
+ * builtin knows. */
+static int
+check_cpu_features (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  uint32_t f = piq_cpu_features ();
+  int ok = 1;
+
+  __builtin_cpu_init ();
+# define CPU_CMP_(name, str) \
+  if (!!(f & PIQ_CPU_##name) != !!__builtin_cpu_supports (str)) \
+    { \
+      snprintf (diag, sizeof diag, "%s: CPUID says %d, __builtin_cpu_supports %d", str, \
+                !!(f & PIQ_CPU_##name), !!__builtin_cpu_supports (str)); \
+      ok = 0; \
+    }
+  CPU_CMP_ (SSE4_2, "sse4.2")
+  CPU_CMP_ (POPCNT, "popcnt")
+  CPU_CMP_ (AVX2, "avx2")
+  CPU_CMP_ (FMA, "fma")
+  CPU_CMP_ (BMI2, "bmi2")
+  CPU_CMP_ (AVX512F, "avx512f")
+  CPU_CMP_ (AVX512BW, "avx512bw")
+  CPU_CMP_ (AVX512VL, "avx512vl")
+  CPU_CMP_ (AVX512DQ, "avx512dq")
+  CPU_CMP_ (AVX512BF16, "avx512bf16")
+  CPU_CMP_ (AVX512VBMI, "avx512vbmi")
+# ifndef __clang__   /* names clang 14 rejects */
+  CPU_CMP_ (F16C, "f16c")
+  CPU_CMP_ (AVX512FP16, "avx512fp16")
+# endif
+# undef CPU_CMP_
+  /* cached after the first call: the same answer again */
+  if (piq_cpu_features () != f)
+    {
+      snprintf (diag, sizeof diag, "a second call gives another answer");
+      ok = 0;
+    }
+  return ok;
+#else
+  return 1;
+#endif
+}
+
 /* The affine rule's zero point from a range whose scale is not finite (an infinite
  * end: lo / scale is NaN, or a range past binary32): the conversion to an integer
  * must not see NaN or ±Inf (undefined in C, and libgcc's __fixdfti gave qmax). The
@@ -641,6 +687,7 @@ main (void)
           merged.level == 0 && merged.quantize[0][4][0] == piq_kernels_scalar.quantize[0][4][0] ? "ok" : "not ok",
           n_test);
 
+  report (check_cpu_features (), "cpu", "features", NULL);
   report (check_affine_nonfinite (), "scalar", "affine-from-range/non-finite", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
