@@ -6,7 +6,8 @@
 # Prints TAP. Covers: `quantize` and `dequantize` refuse an output that is the
 # input file (the same name, another path to it, a symbolic or hard link) before
 # anything is written, and leave the input as it was; SIGINT, SIGTERM and SIGHUP
-# during the write phase remove the temporary OUT.XXXXXX file and leave no OUT.
+# during the write phase remove the temporary OUT.XXXXXX file and leave no OUT;
+# an .npy header with a NUL byte in its descr is refused, as numpy refuses it.
 #
 # Environment: G_TEST_BUILDDIR (tests/ of the build tree; the tool is
 # ../tools/piquant from there).
@@ -157,6 +158,24 @@ signal_case TERM
 signal_case INT
 signal_case HUP
 rm -f "$big"
+
+# --- .npy descr with a NUL byte ---------------------------------------------
+
+make_npy "$tmp/nul.npy" '<f4\0'
+err=$("$tool" quantize "$tmp/nul.npy" "$tmp/nul.piqt" 2>&1 >/dev/null)
+status=$?
+if [ $status -eq 1 ] && printf '%s' "$err" | grep -q 'NUL' && [ ! -e "$tmp/nul.piqt" ]; then
+  ok "npy/descr-with-nul-refused"
+else
+  not_ok "npy/descr-with-nul-refused" "exit status $status, stderr: $err"
+fi
+# the same file without the NUL is read
+make_npy "$tmp/plain.npy" '<f4'
+if "$tool" quantize "$tmp/plain.npy" "$tmp/plain.piqt" > /dev/null 2>&1; then
+  ok "npy/descr-without-nul-read"
+else
+  not_ok "npy/descr-without-nul-read"
+fi
 
 echo "1..$n"
 [ $failed -eq 0 ]
