@@ -18,8 +18,13 @@
 #define PIQ_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* libgomp's thread pool does not survive fork(): a child of a process that already
- * ran a parallel region deadlocks in its next one. The child handler switches the
- * child to serial execution for good (it has one thread left anyway). */
+ * ran a parallel region (piquant's, or anyone's: the application's, an OpenMP BLAS's)
+ * deadlocks in its next one. The child handler switches the child to serial
+ * execution for good (it has one thread left anyway). It is registered when the
+ * library is loaded, not at piquant's first parallel call: the process may run its
+ * own regions and fork before that call, and a handler registered later would miss
+ * the fork. The pthread_once registration stays for toolchains that drop the
+ * constructor (it is then the first call's job, as before). */
 static volatile int forked_child = 0;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -33,6 +38,12 @@ static void
 install_atfork (void)
 {
   pthread_atfork (NULL, NULL, on_fork_child);
+}
+
+__attribute__((constructor)) static void
+piq_parallel_init (void)
+{
+  pthread_once (&atfork_once, install_atfork);
 }
 
 static unsigned max_threads;

@@ -582,6 +582,87 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
 }
 
+/* piq_cpu_features() executes CPUID itself (clang's __builtin_cpu_supports does not
+ * know every name): it must agree with the compiler's builtin on each name the
+ * builtin knows. */
+static int
+check_cpu_features (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  uint32_t f = piq_cpu_features ();
+  int ok = 1;
+
+  __builtin_cpu_init ();
+# define CPU_CMP_(name, str) \
+  if (!!(f & PIQ_CPU_##name) != !!__builtin_cpu_supports (str)) \
+    { \
+      snprintf (diag, sizeof diag, "%s: CPUID says %d, __builtin_cpu_supports %d", str, \
+                !!(f & PIQ_CPU_##name), !!__builtin_cpu_supports (str)); \
+      ok = 0; \
+    }
+  CPU_CMP_ (SSE4_2, "sse4.2")
+  CPU_CMP_ (POPCNT, "popcnt")
+  CPU_CMP_ (AVX2, "avx2")
+  CPU_CMP_ (FMA, "fma")
+  CPU_CMP_ (BMI2, "bmi2")
+  CPU_CMP_ (AVX512F, "avx512f")
+  CPU_CMP_ (AVX512BW, "avx512bw")
+  CPU_CMP_ (AVX512VL, "avx512vl")
+  CPU_CMP_ (AVX512DQ, "avx512dq")
+  CPU_CMP_ (AVX512BF16, "avx512bf16")
+  CPU_CMP_ (AVX512VBMI, "avx512vbmi")
+# ifndef __clang__   /* names clang 14 rejects */
+  CPU_CMP_ (F16C, "f16c")
+  CPU_CMP_ (AVX512FP16, "avx512fp16")
+# endif
+# undef CPU_CMP_
+  /* cached after the first call: the same answer again */
+  if (piq_cpu_features () != f)
+    {
+      snprintf (diag, sizeof diag, "a second call gives another answer");
+      ok = 0;
+    }
+  return ok;
+#else
+  return 1;
+#endif
+}
+
+/* The affine rule's zero point from a range whose scale is not finite (an infinite
+ * end: lo / scale is NaN, or a range past binary32): the conversion to an integer
+ * must not see NaN or ±Inf (undefined in C, and libgcc's __fixdfti gave qmax). The
+ * callers reject the non-finite scale; the zero point is still defined: NaN counts
+ * as 0, so it is qmin, and an infinite lo / scale clamps to the range's end. */
+static int
+check_affine_nonfinite (void)
+{
+  static const struct { double lo, hi; int64_t qmin, qmax; int include_zero; int64_t zp; } cases[] = {
+    { -INFINITY, INFINITY, 0, 255, 1, 0 },
+    { -INFINITY, INFINITY, -128, 127, 1, -128 },
+    { -INFINITY, -INFINITY, 0, 15, 1, 0 },
+    { NAN, NAN, 0, 255, 0, 0 },
+    { -INFINITY, 1.0, 0, 255, 0, 0 },
+    { -1e300, 1e300, -128, 127, 1, -128 },                 /* finite ends, Inf scale */
+    { -INFINITY, INFINITY, INT64_MIN, INT64_MAX, 1, INT64_MIN },
+  };
+
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    {
+      double scale = 0.0;
+      int64_t zp = 12345;
+      piq_affine_from_range (cases[k].lo, cases[k].hi, cases[k].qmin, cases[k].qmax, 0,
+                             cases[k].include_zero, &scale, &zp);
+      if (zp != cases[k].zp)
+        {
+          snprintf (diag, sizeof diag, "[%g, %g] in [%lld, %lld]: scale %g, zero point %lld, expected %lld",
+                    cases[k].lo, cases[k].hi, (long long) cases[k].qmin, (long long) cases[k].qmax,
+                    scale, (long long) zp, (long long) cases[k].zp);
+          return 0;
+        }
+    }
+  return 1;
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
@@ -622,6 +703,8 @@ main (void)
       }
     report (ok, "table", "format-table/codes", NULL);
   }
+  report (check_cpu_features (), "cpu", "features", NULL);
+  report (check_affine_nonfinite (), "scalar", "affine-from-range/non-finite", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

@@ -208,6 +208,15 @@ piq_npy_parse_dict (const char    *text,
   gboolean have_descr = FALSE, have_order = FALSE, have_shape = FALSE;
   gboolean fortran_order = FALSE;
 
+  /* numpy parses the header with ast.literal_eval, which refuses a NUL byte
+   * anywhere ("source code string cannot contain null bytes"); the C strings
+   * below would otherwise end at it, and '<f4\0' would read as '<f4'. */
+  if (memchr (text, '\0', length) != NULL)
+    {
+      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+                   "the header contains a NUL byte");
+      return FALSE;
+    }
   if (!accept_char (&s, '{'))
     goto bad;
   while (!accept_char (&s, '}'))

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1410,6 +1411,8 @@ typedef struct {
   FILE       *file;
   gboolean    regular;
   guint64     size;             /* of a regular file */
+  dev_t       dev;              /* which file it is (input_is_output) */
+  ino_t       ino;
 } Input;
 
 static gboolean
@@ -1437,7 +1440,28 @@ input_open (Input *input, const char *name, GError **error)
     }
   input->regular = S_ISREG (st.st_mode);
   input->size = input->regular ? (guint64) st.st_size : 0;
+  input->dev = st.st_dev;
+  input->ino = st.st_ino;
   return TRUE;
+}
+
+/* Refuses an output that is the input file itself (the same name, a link to it, a
+ * hard link): the output is renamed over its name once complete, so the input would
+ * be replaced. Checked before anything is written. */
+static gboolean
+input_is_output (const Input *input, const char *output_name, GError **error)
+{
+  GStatBuf st;
+
+  if (input->regular && g_stat (output_name, &st) == 0 && S_ISREG (st.st_mode) &&
+      st.st_dev == input->dev && st.st_ino == input->ino)
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                   "%s is the input file %s: give another output name", output_name,
+                   input->name);
+      return TRUE;
+    }
+  return FALSE;
 }
 
 static void
@@ -1485,6 +1509,51 @@ typedef struct {
   FILE       *file;
 } Output;
 
+/* The temporary file being written, removed if SIGINT, SIGTERM or SIGHUP ends the
+ * program before it is renamed into place (unlink is async-signal-safe); the signal
+ * then takes its default action. */
+static char *volatile signal_tmp_name;
+static struct sigaction saved_actions[3];
+static const int cleanup_signals[3] = { SIGINT, SIGTERM, SIGHUP };
+
+static void
+on_cleanup_signal (int sig)
+{
+  char *name = signal_tmp_name;
+
+  if (name != NULL)
+    unlink (name);
+  signal (sig, SIG_DFL);
+  raise (sig);
+}
+
+static void
+cleanup_on_signals (char *tmp_name)
+{
+  struct sigaction action;
+
+  if (tmp_name != NULL && signal_tmp_name == NULL)
+    {
+      memset (&action, 0, sizeof action);
+      action.sa_handler = on_cleanup_signal;
+      sigemptyset (&action.sa_mask);
+      signal_tmp_name = tmp_name;
+      for (guint i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
+        {
+          /* a signal ignored on entry (nohup, a background job's SIGINT) stays ignored */
+          sigaction (cleanup_signals[i], &action, &saved_actions[i]);
+          if (saved_actions[i].sa_handler == SIG_IGN)
+            sigaction (cleanup_signals[i], &saved_actions[i], NULL);
+        }
+    }
+  else if (tmp_name == NULL && signal_tmp_name != NULL)
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
+        sigaction (cleanup_signals[i], &saved_actions[i], NULL);
+      signal_tmp_name = NULL;
+    }
+}
+
 static gboolean
 output_open (Output *output, const char *name, GError **error)
 {
@@ -1521,6 +1590,7 @@ output_open (Output *output, const char *name, GError **error)
         }
       if (output->file == NULL)
         g_clear_pointer (&output->tmp_name, g_free);
+      cleanup_on_signals (output->tmp_name);
     }
   if (output->file == NULL)
     {
@@ -1575,6 +1645,7 @@ output_commit (Output *output, GError **error)
         g_unlink (output->tmp_name);
       set_io_error (error, saved_errno, "write", output->name);
     }
+  cleanup_on_signals (NULL);
   g_clear_pointer (&output->tmp_name, g_free);
   return ok;
 }
@@ -1589,6 +1660,7 @@ output_abort (Output *output)
   output->file = NULL;
   if (output->tmp_name != NULL)
     g_unlink (output->tmp_name);
+  cleanup_on_signals (NULL);
   g_clear_pointer (&output->tmp_name, g_free);
 }
 
@@ -2841,7 +2913,8 @@ run_quantize (const QuantizeOptions *options,
   gsize dst_bytes, header_len;
   gboolean ok;
 
-  if (!check_little_endian (error) || !input_open (&input, input_name, error))
+  if (!check_little_endian (error) || !input_open (&input, input_name, error) ||
+      input_is_output (&input, output_name, error))
     {
       input_close (&input);
       return FALSE;
@@ -3091,7 +3164,8 @@ run_dequantize (const DequantizeOptions *options,
   gsize dst_bytes, npy_header_len = 0;
   gboolean ok;
 
-  if (!check_little_endian (error) || !input_open (&input, input_name, error))
+  if (!check_little_endian (error) || !input_open (&input, input_name, error) ||
+      input_is_output (&input, output_name, error))
     {
       input_close (&input);
       return FALSE;

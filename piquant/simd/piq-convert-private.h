@@ -29,6 +29,31 @@ piq_bits_f32 (uint32_t u)
   return f;
 }
 
+/* Element i of a buffer of T at any address: buffers (a caller's raw pointers
+ * included) need not be aligned to their element type, and a typed access through a
+ * misaligned pointer is undefined. A fixed-size memcpy compiles to the one plain
+ * load or store. */
+#define PIQ_DEFINE_ACCESS_(T, name) \
+  static inline T \
+  piq_ld_##name (const void *p, size_t i) \
+  { \
+    T v; \
+    memcpy (&v, (const unsigned char *) p + i * sizeof (T), sizeof v); \
+    return v; \
+  } \
+  static inline void \
+  piq_st_##name (void *p, size_t i, T v) \
+  { \
+    memcpy ((unsigned char *) p + i * sizeof (T), &v, sizeof v); \
+  }
+PIQ_DEFINE_ACCESS_ (uint16_t, u16)
+PIQ_DEFINE_ACCESS_ (uint32_t, u32)
+PIQ_DEFINE_ACCESS_ (uint64_t, u64)
+PIQ_DEFINE_ACCESS_ (int32_t, i32)
+PIQ_DEFINE_ACCESS_ (float, f32)
+PIQ_DEFINE_ACCESS_ (double, f64)
+#undef PIQ_DEFINE_ACCESS_
+
 /* bf16 is the upper half of a binary32: widening is exact. */
 static inline float
 piq_bf16_to_f32 (uint16_t h)
@@ -99,9 +124,9 @@ piq_load_f (const void *p, size_t i, int ft)
 {
   switch (ft)
     {
-    case PIQ_F_F32:  return ((const float *) p)[i];
-    case PIQ_F_BF16: return piq_bf16_to_f32 (((const uint16_t *) p)[i]);
-    default:         return piq_f16_to_f32 (((const uint16_t *) p)[i]);
+    case PIQ_F_F32:  return piq_ld_f32 (p, i);
+    case PIQ_F_BF16: return piq_bf16_to_f32 (piq_ld_u16 (p, i));
+    default:         return piq_f16_to_f32 (piq_ld_u16 (p, i));
     }
 }
 
@@ -110,9 +135,9 @@ piq_store_f (void *p, size_t i, float v, int ft)
 {
   switch (ft)
     {
-    case PIQ_F_F32:  ((float *) p)[i] = v; break;
-    case PIQ_F_BF16: ((uint16_t *) p)[i] = piq_f32_to_bf16 (v); break;
-    default:         ((uint16_t *) p)[i] = piq_f32_to_f16 (v); break;
+    case PIQ_F_F32:  piq_st_f32 (p, i, v); break;
+    case PIQ_F_BF16: piq_st_u16 (p, i, piq_f32_to_bf16 (v)); break;
+    default:         piq_st_u16 (p, i, piq_f32_to_f16 (v)); break;
     }
 }
 

@@ -10,36 +10,53 @@
 
 #include <stdint.h>
 
-/* X (ENUM_SUFFIX, "__builtin_cpu_supports name") */
+/* X (ENUM_SUFFIX, "name", CPUID leaf, subleaf, register, bit, OS state) where the OS
+ * state is the XCR0 mask the feature's registers need (0, AVX: XMM|YMM, AVX512:
+ * XMM|YMM|opmask|ZMM), as GCC's __builtin_cpu_supports checks them; "name" is the
+ * __builtin_cpu_supports name. */
 #define PIQ_CPU_X86_FEATURES(X) \
-  X (SSE4_2,     "sse4.2") \
-  X (POPCNT,     "popcnt") \
-  X (AVX2,       "avx2") \
-  X (FMA,        "fma") \
-  X (F16C,       "f16c") \
-  X (BMI2,       "bmi2") \
-  X (AVX512F,    "avx512f") \
-  X (AVX512BW,   "avx512bw") \
-  X (AVX512VL,   "avx512vl") \
-  X (AVX512DQ,   "avx512dq") \
-  X (AVX512BF16, "avx512bf16") \
-  X (AVX512FP16, "avx512fp16") \
-  X (AVX512VBMI, "avx512vbmi")
+  X (SSE4_2,     "sse4.2",     1, 0, ECX, 20, 0) \
+  X (POPCNT,     "popcnt",     1, 0, ECX, 23, 0) \
+  X (AVX2,       "avx2",       7, 0, EBX,  5, PIQ_XCR0_AVX) \
+  X (FMA,        "fma",        1, 0, ECX, 12, PIQ_XCR0_AVX) \
+  X (F16C,       "f16c",       1, 0, ECX, 29, PIQ_XCR0_AVX) \
+  X (BMI2,       "bmi2",       7, 0, EBX,  8, 0) \
+  X (AVX512F,    "avx512f",    7, 0, EBX, 16, PIQ_XCR0_AVX512) \
+  X (AVX512BW,   "avx512bw",   7, 0, EBX, 30, PIQ_XCR0_AVX512) \
+  X (AVX512VL,   "avx512vl",   7, 0, EBX, 31, PIQ_XCR0_AVX512) \
+  X (AVX512DQ,   "avx512dq",   7, 0, EBX, 17, PIQ_XCR0_AVX512) \
+  X (AVX512BF16, "avx512bf16", 7, 1, EAX,  5, PIQ_XCR0_AVX512) \
+  X (AVX512FP16, "avx512fp16", 7, 0, EDX, 23, PIQ_XCR0_AVX512) \
+  X (AVX512VBMI, "avx512vbmi", 7, 0, ECX,  1, PIQ_XCR0_AVX512)
+
+#define PIQ_XCR0_AVX    0x06u   /* XMM and YMM state */
+#define PIQ_XCR0_AVX512 0xe6u   /* and opmask, ZMM_Hi256, Hi16_ZMM */
 
 enum {
-#define PIQ_CPU_BIT_(name, str) PIQ_CPU_BIT_##name,
+#define PIQ_CPU_BIT_(name, ...) PIQ_CPU_BIT_##name,
   PIQ_CPU_X86_FEATURES (PIQ_CPU_BIT_)
 #undef PIQ_CPU_BIT_
   PIQ_CPU_BIT_NEON,
 };
 
-#define PIQ_CPU_ENUM_(name, str) PIQ_CPU_##name = 1u << PIQ_CPU_BIT_##name,
+#define PIQ_CPU_ENUM_(name, ...) PIQ_CPU_##name = 1u << PIQ_CPU_BIT_##name,
 enum { PIQ_CPU_X86_FEATURES (PIQ_CPU_ENUM_) PIQ_CPU_NEON = 1u << PIQ_CPU_BIT_NEON };
 #undef PIQ_CPU_ENUM_
 
+/* Code that ifunc resolvers run: the dynamic loader runs them while it relocates the
+ * library, before any constructor, so before a sanitizer runtime has mapped its shadow
+ * memory: no sanitizer instrumentation may reach them. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+# define PIQ_NO_SANITIZE __attribute__((no_sanitize ("address", "undefined")))
+#else
+# define PIQ_NO_SANITIZE
+#endif
+
 /* The features this CPU (and its OS) supports. Async-signal and ifunc-resolver safe:
- * calls nothing from libc. */
-uint32_t piq_cpu_features (void);
+ * calls nothing from libc, executes CPUID and XGETBV itself (compilers differ in the
+ * names __builtin_cpu_supports knows: clang 14 has no "f16c"), and is not
+ * instrumented by sanitizers. */
+PIQ_NO_SANITIZE uint32_t piq_cpu_features (void);
 
 /* Name of feature bit @bit ("avx2"), or NULL past the last one. */
 const char *piq_cpu_feature_name (unsigned bit);

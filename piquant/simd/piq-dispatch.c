@@ -102,9 +102,11 @@ piq_hash_keys (uint64_t seed, uint32_t *key0, uint32_t *key1)
 #ifdef PIQ_HAVE_IFUNC
 
 /* Resolvers run while the dynamic loader relocates the library: they may call
- * nothing from libc, and piq_cpu_features() calls only compiler builtins. */
+ * nothing from libc, and piq_cpu_features() executes CPUID itself. They run before
+ * any constructor, a sanitizer runtime's included, so neither they nor what they
+ * call may be instrumented (PIQ_NO_SANITIZE): the shadow memory is not mapped yet. */
 #define IFUNC_ENTRY(op, slot, ...) \
-  static __typeof__ (*piq_kernels_scalar.slot) * \
+  PIQ_NO_SANITIZE __attribute__((used)) static __typeof__ (*piq_kernels_scalar.slot) * \
   PIQ_CAT (resolve_, PIQ_KNAME_##op (__VA_ARGS__)) (void) \
   { \
     uint32_t features = piq_cpu_features (); \

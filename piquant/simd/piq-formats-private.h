@@ -644,7 +644,7 @@ piq_block_load_params (const PiqBlockArgs *a, const uint8_t *scales, const int32
   if (a->code < 0 && a->scale_kind == PIQ_SCALE_E8M0 && !p->nan_scale)
     p->scale = piq_pow2f ((int) scales[b] - 127 - piq_mx_int_frac_bits (a));
   if (zero_points != NULL)
-    p->zp = zero_points[b];
+    p->zp = piq_ld_i32 (zero_points, b);
   else if (a->code < 0 && a->scale_kind != PIQ_SCALE_E8M0)
     p->zp = piq_block_symmetric_zp (a);   /* not stored: implied by the type */
 }
@@ -722,7 +722,7 @@ piq_block_params (const PiqBlockArgs *a, const PiqBlockStats *st, size_t n, uint
       p->inv = 1.0f / p->scale;
       p->zp = zp;
       if (zero_points != NULL)
-        zero_points[b] = (int32_t) zp;
+        piq_st_i32 (zero_points, b, (int32_t) zp);
       return;
     }
 

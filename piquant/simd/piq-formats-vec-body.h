@@ -54,22 +54,22 @@ fsplat_i (int32_t x)
 
 /* Lane-wise min / max of a whole vector by halving (no NaN lanes here). */
 #if PIQ_W == 16
-# define FSWAP_(k) { 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k), 4 ^ (k), 5 ^ (k), 6 ^ (k), 7 ^ (k), \
-                     8 ^ (k), 9 ^ (k), 10 ^ (k), 11 ^ (k), 12 ^ (k), 13 ^ (k), 14 ^ (k), 15 ^ (k) }
+# define FSWAP_(k) 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k), 4 ^ (k), 5 ^ (k), 6 ^ (k), 7 ^ (k), \
+                   8 ^ (k), 9 ^ (k), 10 ^ (k), 11 ^ (k), 12 ^ (k), 13 ^ (k), 14 ^ (k), 15 ^ (k)
 #elif PIQ_W == 8
-# define FSWAP_(k) { 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k), 4 ^ (k), 5 ^ (k), 6 ^ (k), 7 ^ (k) }
+# define FSWAP_(k) 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k), 4 ^ (k), 5 ^ (k), 6 ^ (k), 7 ^ (k)
 #else
-# define FSWAP_(k) { 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k) }
+# define FSWAP_(k) 0 ^ (k), 1 ^ (k), 2 ^ (k), 3 ^ (k)
 #endif
 
 #define FREDUCE_(name, op) \
   VINLINE float \
   name (vf v) \
   { \
-    if (PIQ_W == 16) v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (8 & (PIQ_W - 1)))); \
-    if (PIQ_W >= 8)  v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (4 & (PIQ_W - 1)))); \
-    v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (2))); \
-    v = op (v, __builtin_shuffle (v, (vi) FSWAP_ (1))); \
+    if (PIQ_W == 16) v = op (v, PIQ_SHUF1 (v, vi, FSWAP_ (8 & (PIQ_W - 1)))); \
+    if (PIQ_W >= 8)  v = op (v, PIQ_SHUF1 (v, vi, FSWAP_ (4 & (PIQ_W - 1)))); \
+    v = op (v, PIQ_SHUF1 (v, vi, FSWAP_ (2))); \
+    v = op (v, PIQ_SHUF1 (v, vi, FSWAP_ (1))); \
     return v[0]; \
   }
 FREDUCE_ (fhmin, vmin)
@@ -98,10 +98,10 @@ fmaxabs (vu am, vf v)
 VINLINE uint32_t
 fhmaxu (vu v)
 {
-  if (PIQ_W == 16) v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (8 & (PIQ_W - 1))));
-  if (PIQ_W >= 8)  v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (4 & (PIQ_W - 1))));
-  v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (2)));
-  v = fmaxu (v, __builtin_shuffle (v, (vu) FSWAP_ (1)));
+  if (PIQ_W == 16) v = fmaxu (v, PIQ_SHUF1 (v, vu, FSWAP_ (8 & (PIQ_W - 1))));
+  if (PIQ_W >= 8)  v = fmaxu (v, PIQ_SHUF1 (v, vu, FSWAP_ (4 & (PIQ_W - 1))));
+  v = fmaxu (v, PIQ_SHUF1 (v, vu, FSWAP_ (2)));
+  v = fmaxu (v, PIQ_SHUF1 (v, vu, FSWAP_ (1)));
   return v[0];
 }
 
@@ -114,6 +114,56 @@ frint (vf v)
 #else
   const vf magic = vsplat (0x1.8p23f);
   return __builtin_convertvector ((v + magic) - magic, vi);
+#endif
+}
+
+/* Table lookups with variable indices, as GCC's __builtin_shuffle: lane j of the
+ * result is lane k[j] mod PIQ_W of a (one table), or lane k[j] mod 2·PIQ_W of a ‖ b
+ * (two tables). clang has no variable __builtin_shuffle: there the ISA's permutes
+ * (the instructions GCC emits), or lane by lane where the unit never takes the path. */
+VINLINE vi
+fperm2_i (vi a, vi b, vi k)
+{
+#ifndef __clang__
+  return __builtin_shuffle (a, b, k);
+#elif PIQ_W == 16 && defined __AVX512F__
+  return (vi) _mm512_permutex2var_epi32 ((__m512i) a, (__m512i) k, (__m512i) b);
+#elif PIQ_W == 8 && defined __AVX2__
+  __m256 lo = _mm256_permutevar8x32_ps ((__m256) a, (__m256i) k);
+  __m256 hi = _mm256_permutevar8x32_ps ((__m256) b, (__m256i) k);
+  return (vi) _mm256_blendv_ps (lo, hi, (__m256) ((vu) k << 28));   /* bit 3 of k picks b */
+#else
+  vi r;
+  for (int j = 0; j < PIQ_W; j++)
+    {
+      int32_t x = k[j] & (2 * PIQ_W - 1);
+      r[j] = x < PIQ_W ? a[x] : b[x - PIQ_W];
+    }
+  return r;
+#endif
+}
+
+VINLINE vf
+fperm2_f (vf a, vf b, vi k)
+{
+#ifndef __clang__
+  return __builtin_shuffle (a, b, k);
+#else
+  return (vf) fperm2_i ((vi) a, (vi) b, k);
+#endif
+}
+
+VINLINE vf
+fperm1_f (vf a, vi k)
+{
+#ifndef __clang__
+  return __builtin_shuffle (a, k);
+#elif PIQ_W == 16 && defined __AVX512F__
+  return (vf) _mm512_permutexvar_ps ((__m512i) k, (__m512) a);
+#elif PIQ_W == 8 && defined __AVX2__
+  return (vf) _mm256_permutevar8x32_ps ((__m256) a, (__m256i) k);
+#else
+  return (vf) fperm2_i ((vi) a, (vi) a, k);
 #endif
 }
 
@@ -257,11 +307,11 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
       memcpy (&base1, fnf4_base + 16, sizeof base1);
       memcpy (&thr0, fnf4_thr, sizeof thr0);
       memcpy (&thr1, fnf4_thr + 16, sizeof thr1);
-      c = __builtin_shuffle (base0, base1, k);
+      c = fperm2_i (base0, base1, k);
 # ifdef PIQ_VEC_INC_IF_LT
-      c = PIQ_VEC_INC_IF_LT (c, __builtin_shuffle (thr0, thr1, k), v);
+      c = PIQ_VEC_INC_IF_LT (c, fperm2_f (thr0, thr1, k), v);
 # else
-      c -= (vi) (__builtin_shuffle (thr0, thr1, k) < v);
+      c -= (vi) (fperm2_f (thr0, thr1, k) < v);
 # endif
 #else
       /* 8 lanes: the number of thresholds below v (ties go to the lower code), found
@@ -274,9 +324,9 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
         {
           vi at = c + (step - 1);
 # if PIQ_W == 16
-          vf t = __builtin_shuffle (t0, at);
+          vf t = fperm1_f (t0, at);
 # else
-          vf t = __builtin_shuffle (t0, t1, at);
+          vf t = fperm2_f (t0, t1, at);
 # endif
           c += (vi) (v > t) & step;
         }
@@ -305,10 +355,10 @@ fdecode (const PiqBlockP *p, vi c, int code)
       memcpy (&t0, piq_nf4_values, sizeof t0);
 #if PIQ_W == 16
       (void) t1;
-      v = __builtin_shuffle (t0, c);
+      v = fperm1_f (t0, c);
 #elif PIQ_W == 8
       memcpy (&t1, piq_nf4_values + 8, sizeof t1);
-      v = __builtin_shuffle (t0, t1, c);
+      v = fperm2_f (t0, t1, c);
 #else
       (void) t1;
       v = t0;                              /* not taken: fvec_takes */
@@ -347,8 +397,7 @@ fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
     {
       if (high_first)
         b = (b >> 4) | (b << 4);
-      b = __builtin_shuffle (b & 0x0f, b >> 4,
-                             (vb16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 });
+      b = PIQ_SHUF2 (b & 0x0f, b >> 4, vb16, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
       if (is_signed)
         b = (b ^ 8) - 8;
     }
@@ -448,13 +497,13 @@ VINLINE uint32_t
 fhor (vu v)
 {
 #if PIQ_W == 16
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (8));
+  v |= PIQ_SHUF1 (v, vu, FSWAP_ (8));
 #endif
 #if PIQ_W >= 8
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (4));
+  v |= PIQ_SHUF1 (v, vu, FSWAP_ (4));
 #endif
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (2));
-  v |= __builtin_shuffle (v, (vu) FSWAP_ (1));
+  v |= PIQ_SHUF1 (v, vu, FSWAP_ (2));
+  v |= PIQ_SHUF1 (v, vu, FSWAP_ (1));
   return v[0];
 }
 
@@ -493,7 +542,7 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
       return;
     }
   for (size_t i = 0; i < block; i++)     /* NaN or Inf: the scalar statistics */
-    piq_block_stats_add (st, NULL, i, x[i]);
+    piq_block_stats_add (st, NULL, i, piq_ld_f32 (x, i));
 }
 
 /* Blocks go in groups of PIQ_W: first every block's statistics and parameters, then
@@ -507,21 +556,21 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
 #define FT_LO_(l, s) ((((l) / (s)) < PIQ_W / (2 * (s)) ? 0 : PIQ_W) + \
                       ((l) / (s) % (PIQ_W / (2 * (s)))) * 2 * (s) + (l) % (s))
 #if PIQ_W == 16
-# define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o, \
+# define FT_MASK_(s, o) FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o, \
     FT_LO_ (4, s) + o, FT_LO_ (5, s) + o, FT_LO_ (6, s) + o, FT_LO_ (7, s) + o, FT_LO_ (8, s) + o,       \
     FT_LO_ (9, s) + o, FT_LO_ (10, s) + o, FT_LO_ (11, s) + o, FT_LO_ (12, s) + o, FT_LO_ (13, s) + o,   \
-    FT_LO_ (14, s) + o, FT_LO_ (15, s) + o }
+    FT_LO_ (14, s) + o, FT_LO_ (15, s) + o
 #elif PIQ_W == 8
-# define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o, \
-    FT_LO_ (4, s) + o, FT_LO_ (5, s) + o, FT_LO_ (6, s) + o, FT_LO_ (7, s) + o }
+# define FT_MASK_(s, o) FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o, \
+    FT_LO_ (4, s) + o, FT_LO_ (5, s) + o, FT_LO_ (6, s) + o, FT_LO_ (7, s) + o
 #else
-# define FT_MASK_(s, o) (vi) { FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o }
+# define FT_MASK_(s, o) FT_LO_ (0, s) + o, FT_LO_ (1, s) + o, FT_LO_ (2, s) + o, FT_LO_ (3, s) + o
 #endif
 #define FT_LEVEL_(m, n, s) \
   _Pragma ("GCC unroll 8") \
   for (int j = 0; j < (n); j++) \
-    m[j] = fmaxu (__builtin_shuffle (m[2 * j], m[2 * j + 1], (vu) FT_MASK_ (s, 0)), \
-                  __builtin_shuffle (m[2 * j], m[2 * j + 1], (vu) FT_MASK_ (s, s)));
+    m[j] = fmaxu (PIQ_SHUF2 (m[2 * j], m[2 * j + 1], vu, FT_MASK_ (s, 0)), \
+                  PIQ_SHUF2 (m[2 * j], m[2 * j + 1], vu, FT_MASK_ (s, s)));
 
 /* What a call's fast blocks share (fquantize computes it once). */
 typedef struct {
@@ -650,7 +699,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
           memcpy (scales + 4 * b_first, &scale, sizeof scale);
           if (code < 0 && zero_points != NULL)   /* as piq_block_params: given a buffer, fill it */
             for (int j = 0; j < PIQ_W; j++)
-              zero_points[b_first + j] = c->q.zp;
+              piq_st_i32 (zero_points, b_first + j, c->q.zp);
         }
       memcpy (inv_out, &inv, sizeof inv);
       return 2;
@@ -679,7 +728,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
       p[j].inv = ibuf[j];
       p[j].zp = c->q.zp;
       if (code < 0 && !e8m0 && zero_points != NULL)
-        zero_points[b_first + j] = (int32_t) p[j].zp;
+        piq_st_i32 (zero_points, b_first + j, (int32_t) p[j].zp);
     }
   return 1;
 }
@@ -912,14 +961,14 @@ fbinary_sum (const float *x, size_t n)
   t = acc[0] + acc[1];                     /* h = 4 */
 #elif PIQ_W == 8
   t = acc[0] + acc[1];                     /* h = 8 */
-  t = t + __builtin_shuffle (t, (vi) FSWAP_ (4));
+  t = t + PIQ_SHUF1 (t, vi, FSWAP_ (4));
 #else
   t = acc[0];
-  t = t + __builtin_shuffle (t, (vi) FSWAP_ (8));
-  t = t + __builtin_shuffle (t, (vi) FSWAP_ (4));
+  t = t + PIQ_SHUF1 (t, vi, FSWAP_ (8));
+  t = t + PIQ_SHUF1 (t, vi, FSWAP_ (4));
 #endif
-  t = t + __builtin_shuffle (t, (vi) FSWAP_ (2));
-  t = t + __builtin_shuffle (t, (vi) FSWAP_ (1));
+  t = t + PIQ_SHUF1 (t, vi, FSWAP_ (2));
+  t = t + PIQ_SHUF1 (t, vi, FSWAP_ (1));
   return t[0];
 }
 

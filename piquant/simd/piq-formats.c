@@ -34,7 +34,7 @@ piq_block_scale_size (PiqScaleKind kind)
 static inline float
 load_x (const void *p, size_t i, int ft)
 {
-  return ft == PIQ_F_F64 ? (float) ((const double *) p)[i] : piq_load_f (p, i, ft);
+  return ft == PIQ_F_F64 ? (float) piq_ld_f64 (p, i) : piq_load_f (p, i, ft);
 }
 
 /* ADD keeps a NaN already in the output (quieted, as y + y does) whatever v is:
@@ -46,8 +46,8 @@ store_y (void *p, size_t i, float v, int ft, int add)
 {
   if (ft == PIQ_F_F64)
     {
-      double *d = p;
-      d[i] = !add ? (double) v : isnan (d[i]) ? d[i] + d[i] : d[i] + (double) v;
+      double d = add ? piq_ld_f64 (p, i) : 0.0;
+      piq_st_f64 (p, i, !add ? (double) v : isnan (d) ? d + d : d + (double) v);
     }
   else
     {
@@ -81,7 +81,14 @@ piq_affine_from_range (double lo, double hi, __int128 qmin, __int128 qmax, int s
           hi = PIQ_MAX (hi, 0.0);
         }
       *scale = PIQ_MAX ((double) (float) ((double) (float) (hi - lo) / range), eps);
-      zp = qmin - (__int128) nearbyint ((double) (float) (lo / *scale));
+      /* lo / scale is NaN or ±Inf only with a non-finite scale (an infinite end, or a
+       * range past binary32), which callers reject; converting it would be undefined:
+       * NaN counts as 0 and the infinities clamp like any value past the range. */
+      double r = nearbyint ((double) (float) (lo / *scale));
+      if (r != r)
+        r = 0.0;
+      r = r < -0x1p100 ? -0x1p100 : r > 0x1p100 ? 0x1p100 : r;
+      zp = qmin - (__int128) r;
       zp = zp < qmin ? qmin : zp > zp_max ? zp_max : zp;
     }
   *zero_point = (int64_t) zp;

@@ -36,8 +36,8 @@ load_q_small (const void *p, size_t i, int bits, int is_signed)
     case 2:  u = (b[i >> 2] >> ((i & 3) * 2)) & 3u; break;
     case 4:  u = (b[i >> 1] >> ((i & 1) * 4)) & 15u; break;
     case 8:  u = b[i]; break;
-    case 16: u = ((const uint16_t *) p)[i]; break;
-    default: u = ((const uint32_t *) p)[i]; break;
+    case 16: u = piq_ld_u16 (p, i); break;
+    default: u = piq_ld_u32 (p, i); break;
     }
   if (is_signed)
     return (int64_t) (u << (64 - bits)) >> (64 - bits);
@@ -52,7 +52,7 @@ centred_f (const void *p, size_t i, int bits, int is_signed, const PiqKernelArgs
   if (bits < 64)
     return (float) (load_q_small (p, i, bits, is_signed) - a->zero_point);
   {
-    uint64_t u = ((const uint64_t *) p)[i];
+    uint64_t u = piq_ld_u64 (p, i);
     __int128 q = is_signed ? (__int128) (int64_t) u : (__int128) u;
     return (float) (q - a->zero_point);
   }
@@ -64,7 +64,7 @@ centred_d (const void *p, size_t i, int bits, int is_signed, const PiqKernelArgs
   if (bits < 64)
     return (double) (load_q_small (p, i, bits, is_signed) - a->zero_point);
   {
-    uint64_t u = ((const uint64_t *) p)[i];
+    uint64_t u = piq_ld_u64 (p, i);
     __int128 q = is_signed ? (__int128) (int64_t) u : (__int128) u;
     return (double) (q - a->zero_point);
   }
@@ -113,7 +113,7 @@ quantize_one (const void *src, size_t i, uint64_t index, const PiqKernelArgs *a,
 {
   if (ft == PIQ_F_F64)
     {
-      double v = ((const double *) src)[i] * a->inv_d;
+      double v = piq_ld_f64 (src, i) * a->inv_d;
       return clamp_rounded (piq_round_d (v, stochastic, a, index + i), a, b);
     }
   else
@@ -148,9 +148,9 @@ quantize_generic (const void *src, void *dst, uint64_t index, size_t n,
       switch (bits)
         {
         case 8:  d[i] = (uint8_t) q; break;
-        case 16: ((uint16_t *) dst)[i] = (uint16_t) q; break;
-        case 32: ((uint32_t *) dst)[i] = (uint32_t) q; break;
-        default: ((uint64_t *) dst)[i] = (uint64_t) q; break;
+        case 16: piq_st_u16 (dst, i, (uint16_t) q); break;
+        case 32: piq_st_u32 (dst, i, (uint32_t) q); break;
+        default: piq_st_u64 (dst, i, (uint64_t) q); break;
         }
     }
 }
@@ -166,8 +166,7 @@ dequantize_generic (const void *src, void *dst, size_t n, const PiqKernelArgs *a
       if (ft == PIQ_F_F64)
         {
           double y = centred_d (src, i, bits, is_signed, a) * a->scale_d;
-          double *o = dst;
-          o[i] = add ? o[i] + y : y;
+          piq_st_f64 (dst, i, add ? piq_ld_f64 (dst, i) + y : y);
         }
       else
         {
@@ -192,8 +191,7 @@ requantize_generic (const void *src, void *dst, uint64_t index, size_t n,
       if (ft == PIQ_F_F64)
         {
           double y = (b.small ? (double) (int64_t) d : (double) d) * a->scale_d;
-          double *o = dst;
-          o[i] = add ? o[i] + y : y;
+          piq_st_f64 (dst, i, add ? piq_ld_f64 (dst, i) + y : y);
         }
       else
         {
@@ -208,7 +206,7 @@ requantize_generic (const void *src, void *dst, uint64_t index, size_t n,
 PIQ_ALWAYS_INLINE double
 load_d (const void *src, size_t i, int ft)
 {
-  return ft == PIQ_F_F64 ? ((const double *) src)[i] : (double) load_f (src, i, ft);
+  return ft == PIQ_F_F64 ? piq_ld_f64 (src, i) : (double) load_f (src, i, ft);
 }
 
 PIQ_ALWAYS_INLINE void

@@ -97,6 +97,17 @@ typedef int16_t  vw   __attribute__ ((vector_size (PIQ_W * 4)));   /* 2·PIQ_W w
 typedef uint8_t  vbw  __attribute__ ((vector_size (PIQ_W * 4)));   /* 4·PIQ_W bytes */
 typedef uint8_t  vb2  __attribute__ ((vector_size (PIQ_W * 2)));   /* 2·PIQ_W bytes */
 
+/* Shuffles with constant indices: GCC's __builtin_shuffle takes them as a mask vector
+ * of type M, clang's __builtin_shufflevector as arguments (clang has no
+ * __builtin_shuffle); both lower to the same shuffle instructions. */
+#ifdef __clang__
+# define PIQ_SHUF1(a, M, ...)    __builtin_shufflevector ((a), (a), __VA_ARGS__)
+# define PIQ_SHUF2(a, b, M, ...) __builtin_shufflevector ((a), (b), __VA_ARGS__)
+#else
+# define PIQ_SHUF1(a, M, ...)    __builtin_shuffle ((a), (M) { __VA_ARGS__ })
+# define PIQ_SHUF2(a, b, M, ...) __builtin_shuffle ((a), (b), (M) { __VA_ARGS__ })
+#endif
+
 #ifdef PIQ_VEC_LOAD_F16
 # define HAVE_F16 1
 #else
@@ -504,14 +515,15 @@ unpack_w (const uint8_t *src, int bits, int is_signed)
     return b;
   if (bits == 4)
     {
-      c = __builtin_shuffle (b & 0x0f, b >> 4, (vb16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 });
+      c = PIQ_SHUF2 (b & 0x0f, b >> 4, vb16, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
       return is_signed ? (c ^ 8) - 8 : c;
     }
   {
-    const vb16 lo8 = { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 };
-    vb16 ab = __builtin_shuffle (b & 3, (b >> 2) & 3, lo8);     /* t0[k], t1[k] */
-    vb16 cd = __builtin_shuffle ((b >> 4) & 3, b >> 6, lo8);    /* t2[k], t3[k] */
-    c = (vb16) __builtin_shuffle ((vh8) ab, (vh8) cd, (vh8) { 0, 8, 1, 9, 2, 10, 3, 11 });
+#define LO8_ 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+    vb16 ab = PIQ_SHUF2 (b & 3, (b >> 2) & 3, vb16, LO8_);     /* t0[k], t1[k] */
+    vb16 cd = PIQ_SHUF2 ((b >> 4) & 3, b >> 6, vb16, LO8_);    /* t2[k], t3[k] */
+#undef LO8_
+    c = (vb16) PIQ_SHUF2 ((vh8) ab, (vh8) cd, vh8, 0, 8, 1, 9, 2, 10, 3, 11);
     return is_signed ? (c ^ 2) - 2 : c;
   }
 }
