@@ -20,6 +20,7 @@
 
 #include "piquant-c99.h"
 #include "piq-quantizer.h"
+#include "piq-dtype.h"
 #include "piq-error.h"
 #include "piq-dtype-private.h"
 #include "piq-parallel-private.h"
@@ -126,9 +127,11 @@ piquant_quantize (piquant_context_t    *ctx,
                   piquant_round_mode_t  mode)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(PiqParams) params = NULL;
+  g_autoptr(PiqFormat) format = NULL;
+  g_autoptr(PiqRecipe) recipe = NULL;
   PiqDtype src_dtype, dst_dtype;
   gsize dst_size;
+  guint64 shape[1] = { numel };
 
   if (!check_context (G_STRFUNC, ctx) ||
       !map_dtype (G_STRFUNC, "the input dtype", dtype_in, FALSE, &src_dtype) ||
@@ -154,11 +157,12 @@ piquant_quantize (piquant_context_t    *ctx,
 
   /* Seed 0: a fresh seed for every stochastic call, as pi-quant draws a fresh
    * threshold for every call. */
-  params = piq_params_new_affine (dst_dtype, scale, zero_point);
-  piq_params_set_round_mode (params, mode == PIQUANT_STOCHASTIC ? PIQ_ROUND_STOCHASTIC
+  format = piq_format_new (dst_dtype);
+  recipe = piq_recipe_new_affine (scale, zero_point);
+  piq_recipe_set_round_mode (recipe, mode == PIQUANT_STOCHASTIC ? PIQ_ROUND_STOCHASTIC
                                                                 : PIQ_ROUND_NEAREST);
-  if (!piq_quantizer_quantize_raw (ctx->quantizer, params, src_dtype, in, numel,
-                                   out, dst_size, &error))
+  if (!piq_quantizer_quantize_raw (ctx->quantizer, format, recipe, src_dtype, in, shape, 1,
+                                   out, dst_size, NULL, 0, NULL, 0, NULL, NULL, &error))
     reject (G_STRFUNC, "%s", error->message);
 }
 
@@ -174,9 +178,10 @@ piquant_dequantize (piquant_context_t    *ctx,
                     piquant_reduce_op_t   op)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(PiqParams) params = NULL;
+  g_autoptr(PiqFormat) format = NULL;
   PiqDtype src_dtype, dst_dtype;
   gsize src_size, dst_size;
+  guint64 shape[1] = { numel };
 
   if (!check_context (G_STRFUNC, ctx) ||
       !map_dtype (G_STRFUNC, "the input dtype", dtype_in, TRUE, &src_dtype) ||
@@ -200,9 +205,9 @@ piquant_dequantize (piquant_context_t    *ctx,
       return;
     }
 
-  params = piq_params_new_affine (src_dtype, scale, zero_point);
-  if (!piq_quantizer_dequantize_raw (ctx->quantizer, params, in, src_size, numel, dst_dtype,
-                                     out, dst_size,
+  format = piq_format_new (src_dtype);
+  if (!piq_quantizer_dequantize_raw (ctx->quantizer, format, scale, zero_point, in, src_size,
+                                     shape, 1, NULL, 0, NULL, 0, dst_dtype, out, dst_size,
                                      op == PIQUANT_REDUCE_OP_ADD ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET,
                                      &error))
     reject (G_STRFUNC, "%s", error->message);

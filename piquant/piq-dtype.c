@@ -6,41 +6,8 @@
 
 #include "piq-dtype-private.h"
 #include "piq-error.h"
-#include "piq-params.h"
-#include "simd/piq-kernel-list.h"
-#include "simd/piq-formats-private.h"
-
-/* The one dtype table: everything else (names, sizes, ranges, kernel slots) reads it. */
-static const PiqDtypeInfo dtype_table[] = {
-#define FLOAT_ROW(N, n, i, ctype) \
-  [PIQ_DTYPE_##N] = { #n, sizeof (ctype) * 8, TRUE, TRUE, 0, 0, PIQ_F_##N, PIQ_KIND_FLOAT, 0, 0 },
-  PIQ_FLOAT_TYPES (FLOAT_ROW)
-#undef FLOAT_ROW
-#define INT_ROW(N, n, i, bits, sgn) \
-  [PIQ_DTYPE_##N] = { #n, bits, FALSE, sgn, \
-                      sgn ? -(gint64) (G_MAXUINT64 >> (65 - bits)) - 1 : 0, \
-                      G_MAXUINT64 >> (64 - bits + sgn), PIQ_I_##N, PIQ_KIND_INT, 0, 0 },
-  PIQ_INT_TYPES (INT_ROW)
-#undef INT_ROW
-  /* code formats: bits 0 marks ggml's self-contained 32-element blocks */
-#define CODE_ROW(N, n, i, bits, kind) \
-  [PIQ_DTYPE_##N] = { #n, bits, FALSE, TRUE, 0, 0, PIQ_C_##N, PIQ_KIND_CODE, \
-                      (bits) ? 0 : 32, (bits) ? 0 : PIQ_DTYPE_##N == PIQ_DTYPE_Q8_0 ? 34 : 18 },
-  PIQ_CODE_TYPES (CODE_ROW)
-#undef CODE_ROW
-  [PIQ_DTYPE_E8M0] = { "e8m0", 8, FALSE, FALSE, 0, 0, 0, PIQ_KIND_SCALE, 0, 0 },
-};
-
-G_STATIC_ASSERT (PIQ_DTYPE_UINT2 - 16 == PIQ_I_UINT2 && PIQ_DTYPE_INT64 - 16 == PIQ_I_INT64);
-G_STATIC_ASSERT (PIQ_DTYPE_FP8_E4M3 - 32 == PIQ_C_FP8_E4M3 && PIQ_DTYPE_BFP8 - 32 == PIQ_C_BFP8);
-
-const PiqDtypeInfo *
-piq_dtype_info (PiqDtype dtype)
-{
-  if ((guint) dtype >= G_N_ELEMENTS (dtype_table) || dtype_table[dtype].name == NULL)
-    return NULL;
-  return &dtype_table[dtype];
-}
+#include "piq-dtype.h"
+#include "piq-enum-types.h"
 
 const char *
 piq_dtype_describe (PiqDtype dtype)
@@ -71,7 +38,7 @@ gboolean
 piq_dtype_is_float (PiqDtype dtype)
 {
   const PiqDtypeInfo *info = piq_dtype_info (dtype);
-  return info != NULL && info->is_float;
+  return info != NULL && info->kind == PIQ_KIND_FLOAT;
 }
 
 /**
@@ -146,7 +113,10 @@ piq_dtype_from_name (const char *name,
 {
   g_return_val_if_fail (name != NULL, FALSE);
 
-  for (guint i = 0; i < G_N_ELEMENTS (dtype_table); i++)
+  gsize n;
+  const PiqDtypeInfo *dtype_table = piq_dtype_table (&n);
+
+  for (guint i = 0; i < n; i++)
     if (dtype_table[i].name != NULL && g_ascii_strcasecmp (dtype_table[i].name, name) == 0)
       {
         if (dtype != NULL)
@@ -205,39 +175,21 @@ piq_dtype_get_size_for_n (PiqDtype   dtype,
                           gsize     *n_bytes,
                           GError   **error)
 {
-  const PiqDtypeInfo *info = piq_dtype_info (dtype);
-  guint64 size;
+  PiqEngineError e;
 
-  if (info == NULL)
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!piq_engine_dtype_size (dtype, n_elements, n_bytes, &e))
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "%s is not a piquant dtype",
-                   piq_dtype_describe (dtype));
+      piq_set_engine_error (error, &e);
       return FALSE;
     }
-  gboolean overflow;
-
-  if (info->bits == 0)
-    {
-      guint64 blocks = n_elements / info->block_elems + (n_elements % info->block_elems != 0);
-      overflow = blocks > G_MAXSIZE / info->block_bytes;
-      size = overflow ? 0 : blocks * info->block_bytes;
-    }
-  else
-    {
-      /* n·bits/8 rounded up, without forming n·bits */
-      guint64 whole = n_elements / 8 * info->bits, rest = (n_elements % 8 * info->bits + 7) / 8;
-      overflow = n_elements / 8 > G_MAXUINT64 / info->bits || whole > G_MAXSIZE - rest;
-      size = overflow ? 0 : whole + rest;
-    }
-
-  if (overflow)
-    {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW,
-                   "%" G_GUINT64_FORMAT " %s elements need more than %" G_GSIZE_FORMAT " bytes",
-                   n_elements, info->name, (gsize) G_MAXSIZE);
-      return FALSE;
-    }
-  if (n_bytes != NULL)
-    *n_bytes = (gsize) size;
   return TRUE;
+}
+
+void
+piq_set_engine_error (GError         **error,
+                      const PiqEngineError *e)
+{
+  g_set_error_literal (error, PIQ_ERROR, e->code, e->message);
 }

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "piq-tensor.h"
+#include "piq-dtype.h"
+#include "piq-tensor-private.h"
+#include "piq-format-private.h"
 #include "piq-dtype-private.h"
 #include "piq-enum-types.h"
 #include "piq-error.h"
@@ -41,14 +44,20 @@ struct _PiqTensor
   GObject     parent_instance;
 
   PiqDtype    dtype;
+  guint       n_dims;
+  guint64     shape[PIQ_MAX_DIMS];
+  gsize       row_stride;   /* bytes between rows of a strided float tensor; 0: packed */
   guint64     n_elements;
-  gsize       n_bytes;
+  gsize       n_bytes;      /* from data to the end of the last element */
   guint8     *data;
   gboolean    owned;        /* data came from posix_memalign */
   gboolean    writable;
   GBytes     *bytes;        /* wrapped, keeps data alive */
-  PiqParams  *params;
-  GBytes     *scales;       /* per-channel / per-block scales, as params' scale-dtype */
+  PiqFormat  *format;       /* quantized tensors: what the bytes mean (immutable) */
+  double      scale;        /* per-tensor formats */
+  gint64      zero_point;
+  guint64     seed;         /* the stochastic seed that produced the codes, 0 for nearest */
+  GBytes     *scales;       /* per-channel / per-block scales, as the format's scale-dtype */
   GBytes     *zero_points;  /* per-channel / per-block int32 zero points (affine integers) */
 };
 
@@ -60,7 +69,9 @@ enum {
   PROP_N_ELEMENTS,
   PROP_N_BYTES,
   PROP_WRITABLE,
-  PROP_PARAMS,
+  PROP_FORMAT,
+  PROP_N_DIMS,
+  PROP_ROW_STRIDE,
   N_PROPS
 };
 
@@ -74,7 +85,7 @@ piq_tensor_finalize (GObject *object)
   if (self->owned)
     free (self->data);
   g_clear_pointer (&self->bytes, g_bytes_unref);
-  g_clear_object (&self->params);
+  g_clear_object (&self->format);
   g_clear_pointer (&self->scales, g_bytes_unref);
   g_clear_pointer (&self->zero_points, g_bytes_unref);
   G_OBJECT_CLASS (piq_tensor_parent_class)->finalize (object);
@@ -94,25 +105,13 @@ piq_tensor_get_property (GObject    *object,
     case PROP_N_ELEMENTS: g_value_set_uint64 (value, self->n_elements); break;
     case PROP_N_BYTES:    g_value_set_uint64 (value, self->n_bytes); break;
     case PROP_WRITABLE:   g_value_set_boolean (value, self->writable); break;
-    case PROP_PARAMS:     g_value_set_object (value, self->params); break;
+    case PROP_FORMAT:     g_value_set_object (value, self->format); break;
+    case PROP_N_DIMS:     g_value_set_uint (value, self->n_dims); break;
+    case PROP_ROW_STRIDE: g_value_set_uint64 (value, self->row_stride); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
 
-static void
-piq_tensor_set_property (GObject      *object,
-                         guint         prop_id,
-                         const GValue *value,
-                         GParamSpec   *pspec)
-{
-  PiqTensor *self = PIQ_TENSOR (object);
-
-  switch (prop_id)
-    {
-    case PROP_PARAMS: piq_tensor_set_params (self, g_value_get_object (value)); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
-}
 
 static void
 piq_tensor_class_init (PiqTensorClass *klass)
@@ -122,7 +121,6 @@ piq_tensor_class_init (PiqTensorClass *klass)
 
   object_class->finalize = piq_tensor_finalize;
   object_class->get_property = piq_tensor_get_property;
-  object_class->set_property = piq_tensor_set_property;
 
   /**
    * PiqTensor:dtype:
@@ -165,17 +163,37 @@ piq_tensor_class_init (PiqTensorClass *klass)
     g_param_spec_boolean ("writable", NULL, NULL, TRUE, ro);
 
   /**
-   * PiqTensor:params:
+   * PiqTensor:format:
    *
-   * For quantized data, the parameters that produced it (set by
-   * [method@Piq.Quantizer.quantize], or by the caller to wrap data quantized
-   * elsewhere); %NULL for float data.
+   * For quantized data, the format that gives its bytes their meaning (set
+   * by [method@Piq.Quantizer.quantize] or [ctor@Piq.Tensor.new_quantized]);
+   * %NULL for float data and for raw integer buffers.
    *
    * Since: 1.0
    */
-  properties[PROP_PARAMS] =
-    g_param_spec_object ("params", NULL, NULL, PIQ_TYPE_PARAMS,
-                         G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
+  properties[PROP_FORMAT] =
+    g_param_spec_object ("format", NULL, NULL, PIQ_TYPE_FORMAT, ro);
+
+  /**
+   * PiqTensor:n-dims:
+   *
+   * The number of dimensions (1 to %PIQ_MAX_DIMS); see [method@Piq.Tensor.get_shape].
+   *
+   * Since: 1.0
+   */
+  properties[PROP_N_DIMS] =
+    g_param_spec_uint ("n-dims", NULL, NULL, 1, PIQ_MAX_DIMS, 1, ro);
+
+  /**
+   * PiqTensor:row-stride:
+   *
+   * The bytes from one row (the last axis) to the next of a strided float
+   * tensor; 0 for a packed tensor.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_ROW_STRIDE] =
+    g_param_spec_uint64 ("row-stride", NULL, NULL, 0, G_MAXUINT64, 0, ro);
 
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
@@ -185,20 +203,63 @@ piq_tensor_init (PiqTensor *self)
 {
 }
 
-/* A tensor shell whose size is checked; data is attached by the constructors. */
+/* A tensor shell whose shape and size are checked; data is attached by the
+ * constructors. A row stride (float tensors only) spaces the rows. */
 static PiqTensor *
-tensor_shell (PiqDtype   dtype,
-              guint64    n_elements,
-              GError   **error)
+tensor_shell (PiqDtype        dtype,
+              const guint64  *shape,
+              guint           n_dims,
+              gsize           row_stride,
+              GError        **error)
 {
   PiqTensor *self;
+  PiqEngineError e;
+  guint64 n;
   gsize n_bytes;
 
-  if (!piq_dtype_get_size_for_n (dtype, n_elements, &n_bytes, error))
-    return NULL;
+  if (!piq_engine_check_shape (shape, n_dims, &n, &e) || !piq_engine_dtype_size (dtype, n, &n_bytes, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return NULL;
+    }
+  if (row_stride != 0)
+    {
+      const PiqDtypeInfo *info = piq_dtype_info (dtype);
+      guint64 cols = shape[n_dims - 1], rows = cols ? n / cols : 0;
+      gsize row_bytes = (gsize) (cols * info->bits / 8);
+
+      if (info->kind != PIQ_KIND_FLOAT)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "only float tensors have a row "
+                       "stride; %s data is packed", info->name);
+          return NULL;
+        }
+      if (row_stride < row_bytes)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "a row stride of %" G_GSIZE_FORMAT
+                       " bytes is shorter than a row of %" G_GUINT64_FORMAT " %s (%" G_GSIZE_FORMAT
+                       " bytes)", row_stride, cols, info->name, row_bytes);
+          return NULL;
+        }
+      if (rows > 1 && row_stride != row_bytes)
+        {
+          if (!g_size_checked_mul (&n_bytes, rows - 1, row_stride) ||
+              !g_size_checked_add (&n_bytes, n_bytes, row_bytes))
+            {
+              g_set_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW, "%" G_GUINT64_FORMAT " rows of %"
+                           G_GSIZE_FORMAT " bytes do not fit in memory", rows, row_stride);
+              return NULL;
+            }
+        }
+      else
+        row_stride = 0;
+    }
   self = g_object_new (PIQ_TYPE_TENSOR, NULL);
   self->dtype = dtype;
-  self->n_elements = n_elements;
+  self->n_dims = n_dims;
+  memcpy (self->shape, shape, n_dims * sizeof *shape);
+  self->row_stride = row_stride;
+  self->n_elements = n;
   self->n_bytes = n_bytes;
   self->writable = TRUE;
   return self;
@@ -248,7 +309,35 @@ piq_tensor_new (PiqDtype   dtype,
 
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  self = tensor_shell (dtype, n_elements, error);
+  return piq_tensor_new_shaped (dtype, &n_elements, 1, error);
+}
+
+/**
+ * piq_tensor_new_shaped:
+ * @dtype: the element type
+ * @shape: (array length=n_dims): the dimensions, outermost first
+ * @n_dims: the number of dimensions (1 to %PIQ_MAX_DIMS)
+ * @error: return location for a #GError
+ *
+ * Allocates a zero-filled packed tensor of @shape (row-major).
+ *
+ * Returns: (transfer full) (nullable): the tensor, or %NULL with
+ *   %PIQ_ERROR_SIZE, %PIQ_ERROR_OVERFLOW or %PIQ_ERROR_NO_MEMORY
+ *
+ * Since: 1.0
+ */
+PiqTensor *
+piq_tensor_new_shaped (PiqDtype        dtype,
+                       const guint64  *shape,
+                       guint           n_dims,
+                       GError        **error)
+{
+  g_autoptr(PiqTensor) self = NULL;
+
+  g_return_val_if_fail (shape != NULL || n_dims == 0, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  self = tensor_shell (dtype, shape, n_dims, 0, error);
   if (self == NULL || !tensor_alloc (self, error))
     return NULL;
   if (self->n_bytes > 0)
@@ -285,7 +374,7 @@ piq_tensor_new_from_data (PiqDtype       dtype,
   g_return_val_if_fail (data != NULL || size == 0, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  self = tensor_shell (dtype, n_elements, error);
+  self = tensor_shell (dtype, &n_elements, 1, 0, error);
   if (self == NULL || !piq_tensor_set_data (self, data, size, error))
     return NULL;
   return g_steal_pointer (&self);
@@ -319,7 +408,7 @@ piq_tensor_new_from_bytes (PiqDtype   dtype,
   g_return_val_if_fail (bytes != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  self = tensor_shell (dtype, n_elements, error);
+  self = tensor_shell (dtype, &n_elements, 1, 0, error);
   if (self == NULL)
     return NULL;
   data = g_bytes_get_data (bytes, &size);
@@ -336,11 +425,77 @@ piq_tensor_new_from_bytes (PiqDtype   dtype,
   return g_steal_pointer (&self);
 }
 
-/* 4-bit codes in bitsandbytes' order, as the tensor's parameters say. */
+/**
+ * piq_tensor_new_strided:
+ * @dtype: a float dtype
+ * @shape: (array length=n_dims): the dimensions, outermost first
+ * @n_dims: the number of dimensions (1 to %PIQ_MAX_DIMS)
+ * @bytes: the storage, not copied
+ * @offset: the byte offset of the first element in @bytes
+ * @row_stride: the bytes from one row (last axis) to the next; 0 or the
+ *   packed row size for packed rows
+ * @error: return location for a #GError
+ *
+ * Wraps rows inside a larger buffer without copying, e.g. a sub-matrix: row
+ * r starts at `offset + r · row_stride`. The tensor is read-only and keeps
+ * @bytes alive.
+ *
+ * Returns: (transfer full) (nullable): the tensor, or %NULL with
+ *   %PIQ_ERROR_SIZE when @bytes is too short or %PIQ_ERROR_UNSUPPORTED for
+ *   a stride on a non-float dtype
+ *
+ * Since: 1.0
+ */
+PiqTensor *
+piq_tensor_new_strided (PiqDtype        dtype,
+                        const guint64  *shape,
+                        guint           n_dims,
+                        GBytes         *bytes,
+                        gsize           offset,
+                        gsize           row_stride,
+                        GError        **error)
+{
+  g_autoptr(PiqTensor) self = NULL;
+  gsize size;
+  const guint8 *data;
+
+  g_return_val_if_fail (shape != NULL || n_dims == 0, NULL);
+  g_return_val_if_fail (bytes != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  self = tensor_shell (dtype, shape, n_dims, row_stride, error);
+  if (self == NULL)
+    return NULL;
+  data = g_bytes_get_data (bytes, &size);
+  if (offset > size || size - offset < self->n_bytes)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
+                   "bytes hold %" G_GSIZE_FORMAT " bytes; %" G_GSIZE_FORMAT " from offset %"
+                   G_GSIZE_FORMAT " are needed", size, self->n_bytes, offset);
+      return NULL;
+    }
+  self->bytes = g_bytes_ref (bytes);
+  self->data = (guint8 *) data + offset;
+  self->writable = FALSE;
+  return g_steal_pointer (&self);
+}
+
+/* 4-bit codes in bitsandbytes' order, as the tensor's format says. */
 static int
 high_nibble_first (PiqTensor *self)
 {
-  return self->params != NULL && piq_params_get_high_nibble_first (self->params);
+  return self->format != NULL && piq_format_get_high_nibble_first (self->format);
+}
+
+/* Byte offset of float element i (strided tensors space their rows). */
+static gsize
+float_offset (PiqTensor *self, guint64 i, gsize esize)
+{
+  guint64 cols = self->shape[self->n_dims - 1];
+
+  if (self->row_stride == 0 || cols == 0)
+    return (gsize) (i * esize);
+  return (gsize) (i / cols * self->row_stride + i % cols * esize);
 }
 
 /* Convert one double to the storage of element i of a tensor. */
@@ -353,14 +508,17 @@ store_value (PiqTensor  *self,
   const PiqDtypeInfo *info = piq_dtype_info (self->dtype);
   guint8 *d = self->data;
 
-  if (info->is_float)
+  if (info->kind == PIQ_KIND_FLOAT)
     {
+      guint8 *p = d + float_offset (self, i, info->bits / 8);
+      float f = (float) v;
+      guint16 h;
       switch (self->dtype)
         {
-        case PIQ_DTYPE_F32:  ((float *) d)[i] = (float) v; break;
-        case PIQ_DTYPE_F64:  ((double *) d)[i] = v; break;
-        case PIQ_DTYPE_BF16: ((guint16 *) d)[i] = piq_f32_to_bf16 ((float) v); break;
-        default:             ((guint16 *) d)[i] = piq_f32_to_f16 ((float) v); break;
+        case PIQ_DTYPE_F32:  memcpy (p, &f, 4); break;
+        case PIQ_DTYPE_F64:  memcpy (p, &v, 8); break;
+        case PIQ_DTYPE_BF16: h = piq_f32_to_bf16 (f); memcpy (p, &h, 2); break;
+        default:             h = piq_f32_to_f16 (f); memcpy (p, &h, 2); break;
         }
       return TRUE;
     }
@@ -415,9 +573,9 @@ store_value (PiqTensor  *self,
       case 2:  d[i / 4] = (guint8) ((d[i / 4] & ~(3u << (i % 4 * 2))) | ((u & 3u) << (i % 4 * 2))); break;
       case 4:  d[i / 2] = (guint8) ((d[i / 2] & ~(15u << (i % 2 * 4))) | ((u & 15u) << (i % 2 * 4))); break;
       case 8:  d[i] = (guint8) u; break;
-      case 16: ((guint16 *) d)[i] = (guint16) u; break;
-      case 32: ((guint32 *) d)[i] = (guint32) u; break;
-      default: ((guint64 *) d)[i] = u; break;
+      case 16: { guint16 w = (guint16) u; memcpy (d + i * 2, &w, 2); } break;
+      case 32: { guint32 w = (guint32) u; memcpy (d + i * 4, &w, 4); } break;
+      default: memcpy (d + i * 8, &u, 8); break;
       }
   }
   return TRUE;
@@ -461,50 +619,245 @@ piq_tensor_new_from_values (PiqDtype       dtype,
 }
 
 /**
- * piq_tensor_new_for_address: (constructor)
+ * piq_tensor_new_for_address:
  * @dtype: the element type
- * @n_elements: the number of elements
- * @address: the address of the first byte of caller-owned memory
+ * @shape: (array length=n_dims): the dimensions, outermost first
+ * @n_dims: the number of dimensions (1 to %PIQ_MAX_DIMS)
+ * @address: the address of the first element, e.g. numpy's `a.ctypes.data`
  * @size: the bytes available at @address
- * @writable: whether piquant may write there
+ * @row_stride: the bytes from one row to the next (float dtypes); 0 for
+ *   packed rows
+ * @writable: whether operations may write to the memory
  * @error: return location for a #GError
  *
- * Wraps memory the caller owns, without copying — for example a numpy array's
- * `ctypes.data`. This is unsafe: the caller promises that @size bytes at
- * @address stay valid, and are not written by anyone else while in use, for
- * as long as the tensor exists. piquant keeps no other reference to the memory.
+ * Wraps memory the caller owns, without copying it. This is unsafe: the
+ * tensor keeps no reference to the memory, so the caller must keep it
+ * alive and unmoved for the tensor's whole life.
  *
- * Returns: (transfer full) (nullable): a new tensor, or %NULL with
- *   %PIQ_ERROR_SIZE when @size is smaller than the tensor
+ * Returns: (transfer full) (nullable): the tensor, or %NULL with
+ *   %PIQ_ERROR_SIZE when @size is too small
  *
  * Since: 1.0
  */
 PiqTensor *
-piq_tensor_new_for_address (PiqDtype   dtype,
-                            guint64    n_elements,
-                            guintptr   address,
-                            gsize      size,
-                            gboolean   writable,
-                            GError   **error)
+piq_tensor_new_for_address (PiqDtype        dtype,
+                            const guint64  *shape,
+                            guint           n_dims,
+                            guintptr        address,
+                            gsize           size,
+                            gsize           row_stride,
+                            gboolean        writable,
+                            GError        **error)
 {
   g_autoptr(PiqTensor) self = NULL;
 
+  g_return_val_if_fail (shape != NULL || n_dims == 0, NULL);
   g_return_val_if_fail (address != 0 || size == 0, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  self = tensor_shell (dtype, n_elements, error);
+  self = tensor_shell (dtype, shape, n_dims, row_stride, error);
   if (self == NULL)
     return NULL;
   if (size < self->n_bytes)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
                    "%" G_GSIZE_FORMAT " bytes at the address, %" G_GUINT64_FORMAT " %s elements need %"
-                   G_GSIZE_FORMAT, size, n_elements, piq_dtype_describe (dtype), self->n_bytes);
+                   G_GSIZE_FORMAT, size, self->n_elements, piq_dtype_describe (dtype), self->n_bytes);
+      return NULL;
+    }
+  if (self->n_bytes > 0 && address == 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "a NULL address for %" G_GSIZE_FORMAT " bytes",
+                   self->n_bytes);
       return NULL;
     }
   self->data = (guint8 *) address;
   self->writable = writable;
   return g_steal_pointer (&self);
+}
+
+/**
+ * piq_tensor_new_quantized:
+ * @format: the format
+ * @shape: (array length=n_dims): the dimensions, outermost first
+ * @n_dims: the number of dimensions (1 to %PIQ_MAX_DIMS)
+ * @error: return location for a #GError
+ *
+ * Allocates zeroed codes (and scales and zero points) of @format for a
+ * tensor of @shape: the destination of [method@Piq.Quantizer.quantize],
+ * reusable from call to call.
+ *
+ * Returns: (transfer full) (nullable): the tensor, or %NULL when the format
+ *   does not apply to the shape
+ *
+ * Since: 1.0
+ */
+PiqTensor *
+piq_tensor_new_quantized (PiqFormat      *format,
+                          const guint64  *shape,
+                          guint           n_dims,
+                          GError        **error)
+{
+  g_autoptr(PiqTensor) self = NULL;
+  gsize codes, scales, zero_points;
+
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), NULL);
+  g_return_val_if_fail (shape != NULL || n_dims == 0, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!piq_format_get_sizes (format, shape, n_dims, &codes, &scales, &zero_points, error))
+    return NULL;
+  self = tensor_shell (piq_format_get_dtype (format), shape, n_dims, 0, error);
+  if (self == NULL)
+    return NULL;
+  self->n_bytes = codes;     /* ggml rows of partial blocks are padded to whole blocks */
+  if (!tensor_alloc (self, error))
+    return NULL;
+  if (codes > 0)
+    memset (self->data, 0, codes);
+  if (!piq_tensor_set_quantized (self, format, 1.0, 0, 0, NULL, NULL, error))
+    return NULL;
+  if (scales > 0 || zero_points > 0)
+    {
+      guint8 *s = g_try_malloc0 (MAX (scales, 1)), *z = g_try_malloc0 (MAX (zero_points, 1));
+      if (s == NULL || z == NULL)
+        {
+          g_free (s);
+          g_free (z);
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GSIZE_FORMAT
+                       " bytes of scales", scales + zero_points);
+          return NULL;
+        }
+      self->scales = scales ? g_bytes_new_take (s, scales) : (g_free (s), NULL);
+      self->zero_points = zero_points ? g_bytes_new_take (z, zero_points) : (g_free (z), NULL);
+    }
+  return g_steal_pointer (&self);
+}
+
+/**
+ * piq_tensor_new_quantized_from_bytes:
+ * @format: the format the data was quantized in
+ * @shape: (array length=n_dims): the dimensions, outermost first
+ * @n_dims: the number of dimensions (1 to %PIQ_MAX_DIMS)
+ * @codes: the codes, not copied
+ * @scales: (nullable): the per-channel or per-block scales, in the format's
+ *   scale dtype
+ * @zero_points: (nullable): their int32 zero points (affine integers)
+ * @scale: the per-tensor scale (per-tensor formats; ignored otherwise and
+ *   then must be 1)
+ * @zero_point: the per-tensor zero point (affine per-tensor integers; else
+ *   the implied one: 0, or the middle of an unsigned range)
+ * @error: return location for a #GError
+ *
+ * Wraps data quantized elsewhere (a file, another process) as a read-only
+ * quantized tensor. Every part is checked against the format and shape.
+ *
+ * Returns: (transfer full) (nullable): the tensor, or %NULL with an error
+ *   naming the part that does not fit
+ *
+ * Since: 1.0
+ */
+PiqTensor *
+piq_tensor_new_quantized_from_bytes (PiqFormat      *format,
+                                     const guint64  *shape,
+                                     guint           n_dims,
+                                     GBytes         *codes,
+                                     GBytes         *scales,
+                                     GBytes         *zero_points,
+                                     double          scale,
+                                     gint64          zero_point,
+                                     GError        **error)
+{
+  g_autoptr(PiqTensor) self = NULL;
+  gsize need_codes, need_scales, need_zps, have;
+
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), NULL);
+  g_return_val_if_fail (shape != NULL || n_dims == 0, NULL);
+  g_return_val_if_fail (codes != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!piq_format_get_sizes (format, shape, n_dims, &need_codes, &need_scales, &need_zps, error))
+    return NULL;
+  self = tensor_shell (piq_format_get_dtype (format), shape, n_dims, 0, error);
+  if (self == NULL)
+    return NULL;
+  have = g_bytes_get_size (codes);
+  if (have != need_codes ||
+      (need_scales ? scales == NULL || g_bytes_get_size (scales) != need_scales : scales != NULL) ||
+      (need_zps ? zero_points == NULL || g_bytes_get_size (zero_points) != need_zps
+                : zero_points != NULL))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
+                   "%s: the codes, scales and zero points hold %" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT
+                   " and %" G_GSIZE_FORMAT " bytes; the format and shape need %" G_GSIZE_FORMAT
+                   ", %" G_GSIZE_FORMAT " and %" G_GSIZE_FORMAT, piq_dtype_describe (self->dtype),
+                   have, scales ? g_bytes_get_size (scales) : 0,
+                   zero_points ? g_bytes_get_size (zero_points) : 0, need_codes, need_scales,
+                   need_zps);
+      return NULL;
+    }
+  if (!piq_tensor_set_quantized (self, format, scale, zero_point, 0, scales, zero_points, error))
+    return NULL;
+  self->bytes = g_bytes_ref (codes);
+  self->data = (guint8 *) g_bytes_get_data (codes, NULL);
+  self->n_bytes = need_codes;
+  self->writable = FALSE;
+  return g_steal_pointer (&self);
+}
+
+gboolean
+piq_tensor_set_quantized (PiqTensor  *self,
+                          PiqFormat  *format,
+                          double      scale,
+                          gint64      zero_point,
+                          guint64     seed,
+                          GBytes     *scales,
+                          GBytes     *zero_points,
+                          GError    **error)
+{
+  const PiqEngineFormat *f = piq_format_peek (format);
+  PiqEngineError e;
+
+  if (!piq_engine_check_format (f, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  if (f->granularity == PIQ_GRANULARITY_TENSOR && piq_dtype_info (f->dtype)->bits != 0)
+    {
+      const PiqDtypeInfo *info = piq_dtype_info (f->dtype);
+      gint64 implied = info->kind == PIQ_KIND_INT ? piq_symmetric_zp (info->min, info->max) : 0;
+      if (!isfinite (scale) || !(scale > 0.0))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE,
+                       "scale %g is not a finite positive number", scale);
+          return FALSE;
+        }
+      if (piq_engine_has_zero_points (f)
+          ? zero_point < info->min || (zero_point > 0 && (guint64) zero_point > info->max)
+          : zero_point != implied)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_ZERO_POINT,
+                       "zero point %" G_GINT64_FORMAT " does not fit %s%s", zero_point,
+                       piq_engine_has_zero_points (f) ? "the range of " : "the implied zero point of ",
+                       info->name);
+          return FALSE;
+        }
+    }
+  else
+    {
+      scale = 1.0;
+      zero_point = 0;
+    }
+  g_set_object (&self->format, format);
+  self->scale = scale;
+  self->zero_point = zero_point;
+  self->seed = seed;
+  g_clear_pointer (&self->scales, g_bytes_unref);
+  g_clear_pointer (&self->zero_points, g_bytes_unref);
+  self->scales = scales ? g_bytes_ref (scales) : NULL;
+  self->zero_points = zero_points ? g_bytes_ref (zero_points) : NULL;
+  return TRUE;
 }
 
 /**
@@ -674,6 +1027,12 @@ piq_tensor_set_data (PiqTensor     *self,
   g_return_val_if_fail (data != NULL || size == 0, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
+  if (self->row_stride != 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "set_data writes packed bytes; this "
+                   "tensor's rows are %" G_GSIZE_FORMAT " bytes apart", self->row_stride);
+      return FALSE;
+    }
   if (size != self->n_bytes)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE,
@@ -719,13 +1078,19 @@ piq_tensor_get_value (PiqTensor *self,
 
   info = piq_dtype_info (self->dtype);
   d = self->data;
-  switch (self->dtype)
+  if (info->kind == PIQ_KIND_FLOAT)
     {
-    case PIQ_DTYPE_F32:  return ((const float *) d)[index];
-    case PIQ_DTYPE_F64:  return ((const double *) d)[index];
-    case PIQ_DTYPE_BF16: return piq_bf16_to_f32 (((const guint16 *) d)[index]);
-    case PIQ_DTYPE_F16:  return piq_f16_to_f32 (((const guint16 *) d)[index]);
-    default: break;
+      const guint8 *p = d + float_offset (self, index, info->bits / 8);
+      float f;
+      double v;
+      guint16 h;
+      switch (self->dtype)
+        {
+        case PIQ_DTYPE_F32:  memcpy (&f, p, 4); return f;
+        case PIQ_DTYPE_F64:  memcpy (&v, p, 8); return v;
+        case PIQ_DTYPE_BF16: memcpy (&h, p, 2); return piq_bf16_to_f32 (h);
+        default:             memcpy (&h, p, 2); return piq_f16_to_f32 (h);
+        }
     }
   if (info->kind == PIQ_KIND_CODE)
     return info->bits == 0 ? NAN : (double) piq_get_code (d, index, (int) info->bits,
@@ -735,9 +1100,9 @@ piq_tensor_get_value (PiqTensor *self,
     case 2:  u = (d[index / 4] >> (index % 4 * 2)) & 3u; break;
     case 4:  u = (d[index / 2] >> (index % 2 * 4)) & 15u; break;
     case 8:  u = d[index]; break;
-    case 16: u = ((const guint16 *) d)[index]; break;
-    case 32: u = ((const guint32 *) d)[index]; break;
-    default: u = ((const guint64 *) d)[index]; break;
+    case 16: { guint16 w; memcpy (&w, d + index * 2, 2); u = w; } break;
+    case 32: { guint32 w; memcpy (&w, d + index * 4, 4); u = w; } break;
+    default: memcpy (&u, d + index * 8, 8); break;
     }
   if (info->is_signed && info->bits < 64 && (u >> (info->bits - 1)) & 1u)
     return (double) ((gint64) u - ((gint64) 1 << info->bits));
@@ -750,28 +1115,40 @@ piq_tensor_get_value (PiqTensor *self,
  * piq_tensor_to_values:
  * @self: a tensor
  * @n_values: (out): the number of values
+ * @error: return location for a #GError
  *
- * Reads every element as a double, as [method@Piq.Tensor.get_value] does. Meant
- * for small tensors and tests: bindings convert the result element by element.
+ * Reads every element as with [method@Piq.Tensor.get_value], in row-major
+ * order. For small tensors: bulk data is better read through
+ * [method@Piq.Tensor.get_bytes].
  *
- * Returns: (array length=n_values) (transfer full): the values
+ * Returns: (transfer full) (array length=n_values) (nullable): the values,
+ *   or %NULL with %PIQ_ERROR_NO_MEMORY when they do not fit in memory
  *
  * Since: 1.0
  */
 double *
-piq_tensor_to_values (PiqTensor *self,
-                      gsize     *n_values)
+piq_tensor_to_values (PiqTensor  *self,
+                      gsize      *n_values,
+                      GError    **error)
 {
   double *values;
+  gsize bytes;
 
   g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
   g_return_val_if_fail (n_values != NULL, NULL);
-  g_return_val_if_fail (self->n_elements <= G_MAXSIZE / sizeof (double), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  values = g_new (double, MAX (self->n_elements, 1));
+  if (self->n_elements > G_MAXSIZE / sizeof (double) ||
+      !g_size_checked_mul (&bytes, MAX (self->n_elements, 1), sizeof (double)) ||
+      (values = g_try_malloc (bytes)) == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GUINT64_FORMAT
+                   " doubles", self->n_elements);
+      return NULL;
+    }
   for (guint64 i = 0; i < self->n_elements; i++)
     values[i] = piq_tensor_get_value (self, i);
-  *n_values = self->n_elements;
+  *n_values = (gsize) self->n_elements;
   return values;
 }
 
@@ -799,61 +1176,97 @@ piq_tensor_fill (PiqTensor  *self,
 
   if (!check_writable (self, error) || self->n_elements == 0)
     return self->writable;
-  /* Element 0 validates the value (an error leaves it unchanged); then the whole
-   * buffer is cleared so that a sub-byte tensor's padding bits end up zero. */
+  /* the first element checks the value; the rest cannot fail */
   if (!store_value (self, 0, value, error))
     return FALSE;
-  memset (self->data, 0, self->n_bytes);
-  for (guint64 i = 0; i < self->n_elements; i++)
+  for (guint64 i = 1; i < self->n_elements; i++)
     store_value (self, i, value, NULL);
   return TRUE;
 }
 
 /**
- * piq_tensor_get_params:
+ * piq_tensor_get_format:
  * @self: a tensor
  *
- * Gets [property@Piq.Tensor:params].
+ * The format of quantized data: what its bytes mean. Formats are
+ * immutable, so nothing done to other objects changes it.
  *
- * Returns: (transfer none) (nullable): the parameters of quantized data
+ * Returns: (transfer none) (nullable): the format, or %NULL for float data
+ *   and raw integer buffers
  *
  * Since: 1.0
  */
-PiqParams *
-piq_tensor_get_params (PiqTensor *self)
+PiqFormat *
+piq_tensor_get_format (PiqTensor *self)
 {
   g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
-  return self->params;
+  return self->format;
 }
 
 /**
- * piq_tensor_set_params:
+ * piq_tensor_get_scale:
  * @self: a tensor
- * @params: (nullable): parameters describing the quantized data
  *
- * Attaches parameters to quantized data, for example to dequantize a buffer
- * quantized elsewhere. The tensor keeps a reference, not a copy.
+ * The per-tensor scale of quantized data in a per-tensor format (1 for
+ * other formats and float data).
+ *
+ * Returns: the scale
  *
  * Since: 1.0
  */
-void
-piq_tensor_set_params (PiqTensor *self,
-                       PiqParams *params)
+double
+piq_tensor_get_scale (PiqTensor *self)
 {
-  g_return_if_fail (PIQ_IS_TENSOR (self));
-  g_return_if_fail (params == NULL || PIQ_IS_PARAMS (params));
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 1.0);
+  return self->format != NULL ? self->scale : 1.0;
+}
 
-  if (g_set_object (&self->params, params))
-    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PARAMS]);
+/**
+ * piq_tensor_get_zero_point:
+ * @self: a tensor
+ *
+ * The per-tensor zero point of quantized data in a per-tensor format: the
+ * affine one, or the implied one of symmetric integers (0, or the middle of
+ * an unsigned range); 0 otherwise.
+ *
+ * Returns: the zero point
+ *
+ * Since: 1.0
+ */
+gint64
+piq_tensor_get_zero_point (PiqTensor *self)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  return self->format != NULL ? self->zero_point : 0;
+}
+
+/**
+ * piq_tensor_get_seed:
+ * @self: a tensor
+ *
+ * The stochastic rounding seed that produced the codes (the one drawn when
+ * the recipe's seed was 0), so the call can be reproduced; 0 for nearest
+ * rounding and for data not quantized by piquant.
+ *
+ * Returns: the seed
+ *
+ * Since: 1.0
+ */
+guint64
+piq_tensor_get_seed (PiqTensor *self)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  return self->seed;
 }
 
 /**
  * piq_tensor_get_scales:
  * @self: a tensor
  *
- * The per-channel or per-block scales of a quantized tensor, one per block in
- * the storage of its parameters' [property@Piq.Params:scale-dtype] (f32 or f16
- * in host byte order, or E8M0 bytes). Set by [method@Piq.Quantizer.quantize].
+ * The per-channel or per-block scales of quantized data, one per channel or
+ * block in the format's [property@Piq.Format:scale-dtype] (f32 or f16 in host
+ * byte order, or E8M0 bytes; double-quantized ones in their compressed
+ * layout).
  *
  * Returns: (transfer full) (nullable): the scales, or %NULL if there are none
  *
@@ -863,38 +1276,15 @@ GBytes *
 piq_tensor_get_scales (PiqTensor *self)
 {
   g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
-  return self->scales != NULL ? g_bytes_ref (self->scales) : NULL;
-}
-
-/**
- * piq_tensor_set_scales:
- * @self: a tensor
- * @scales: (nullable): the scales, or %NULL to drop them
- *
- * Attaches per-channel or per-block scales, e.g. to dequantize data quantized
- * elsewhere. Their size is checked against the parameters when the tensor is
- * dequantized (%PIQ_ERROR_SIZE).
- *
- * Since: 1.0
- */
-void
-piq_tensor_set_scales (PiqTensor *self,
-                       GBytes    *scales)
-{
-  g_return_if_fail (PIQ_IS_TENSOR (self));
-
-  if (scales != NULL)
-    g_bytes_ref (scales);
-  g_clear_pointer (&self->scales, g_bytes_unref);
-  self->scales = scales;
+  return self->scales ? g_bytes_ref (self->scales) : NULL;
 }
 
 /**
  * piq_tensor_get_zero_points:
  * @self: a tensor
  *
- * The per-channel or per-block zero points of an affine integer tensor, one
- * int32 per block in host byte order.
+ * The int32 zero points of affine per-channel or per-block integers, one per
+ * scale, in host byte order.
  *
  * Returns: (transfer full) (nullable): the zero points, or %NULL if there are none
  *
@@ -904,27 +1294,167 @@ GBytes *
 piq_tensor_get_zero_points (PiqTensor *self)
 {
   g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
-  return self->zero_points != NULL ? g_bytes_ref (self->zero_points) : NULL;
+  return self->zero_points ? g_bytes_ref (self->zero_points) : NULL;
 }
 
 /**
- * piq_tensor_set_zero_points:
+ * piq_tensor_get_n_dims:
  * @self: a tensor
- * @zero_points: (nullable): int32 zero points, or %NULL to drop them
  *
- * Attaches per-channel or per-block zero points (see
- * [method@Piq.Tensor.set_scales]).
+ * Returns: the number of dimensions
  *
  * Since: 1.0
  */
-void
-piq_tensor_set_zero_points (PiqTensor *self,
-                            GBytes    *zero_points)
+guint
+piq_tensor_get_n_dims (PiqTensor *self)
 {
-  g_return_if_fail (PIQ_IS_TENSOR (self));
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  return self->n_dims;
+}
 
-  if (zero_points != NULL)
-    g_bytes_ref (zero_points);
-  g_clear_pointer (&self->zero_points, g_bytes_unref);
-  self->zero_points = zero_points;
+/**
+ * piq_tensor_get_shape:
+ * @self: a tensor
+ * @n_dims: (out) (optional): the number of dimensions
+ *
+ * Returns: (transfer none) (array length=n_dims): the dimensions, outermost first
+ *
+ * Since: 1.0
+ */
+const guint64 *
+piq_tensor_get_shape (PiqTensor *self,
+                      guint     *n_dims)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), NULL);
+  if (n_dims != NULL)
+    *n_dims = self->n_dims;
+  return self->shape;
+}
+
+/**
+ * piq_tensor_get_dim:
+ * @self: a tensor
+ * @axis: an axis; negative values count from the last
+ *
+ * Returns: the length of @axis
+ *
+ * Since: 1.0
+ */
+guint64
+piq_tensor_get_dim (PiqTensor *self,
+                    int        axis)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  if (axis < 0)
+    axis += (int) self->n_dims;
+  g_return_val_if_fail (axis >= 0 && axis < (int) self->n_dims, 0);
+  return self->shape[axis];
+}
+
+/**
+ * piq_tensor_get_row_stride:
+ * @self: a tensor
+ *
+ * Returns: the bytes between rows of a strided float tensor, 0 when packed
+ *
+ * Since: 1.0
+ */
+gsize
+piq_tensor_get_row_stride (PiqTensor *self)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  return self->row_stride;
+}
+
+/**
+ * piq_tensor_is_contiguous:
+ * @self: a tensor
+ *
+ * Returns: %TRUE when the elements are packed, without gaps between rows
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_tensor_is_contiguous (PiqTensor *self)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), FALSE);
+  return self->row_stride == 0;
+}
+
+/**
+ * piq_tensor_reshape:
+ * @self: a packed float tensor
+ * @shape: (array length=n_dims): the new dimensions
+ * @n_dims: the number of dimensions (1 to %PIQ_MAX_DIMS)
+ * @error: return location for a #GError
+ *
+ * Gives the tensor a new shape with the same element count. Quantized
+ * tensors keep their shape (it is part of what their bytes mean), and so do
+ * strided ones.
+ *
+ * Returns: %TRUE on success; %FALSE with %PIQ_ERROR_SIZE or
+ *   %PIQ_ERROR_UNSUPPORTED, the shape unchanged
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_tensor_reshape (PiqTensor      *self,
+                    const guint64  *shape,
+                    guint           n_dims,
+                    GError        **error)
+{
+  PiqEngineError e;
+  guint64 n;
+
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), FALSE);
+  g_return_val_if_fail (shape != NULL || n_dims == 0, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!piq_engine_check_shape (shape, n_dims, &n, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  if (self->format != NULL || self->row_stride != 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "a %s tensor keeps its shape",
+                   self->format != NULL ? "quantized" : "strided");
+      return FALSE;
+    }
+  if (n != self->n_elements)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "the new shape has %" G_GUINT64_FORMAT
+                   " elements, the tensor %" G_GUINT64_FORMAT, n, self->n_elements);
+      return FALSE;
+    }
+  self->n_dims = n_dims;
+  memcpy (self->shape, shape, n_dims * sizeof *shape);
+  return TRUE;
+}
+
+void
+piq_tensor_to_engine (PiqTensor     *self,
+                      PiqEngineView *v)
+{
+  v->dtype = self->dtype;
+  v->n_dims = self->n_dims;
+  memcpy (v->shape, self->shape, sizeof v->shape);
+  v->row_stride = self->row_stride;
+  v->data = self->data;
+  v->size = self->n_bytes;
+}
+
+void
+piq_tensor_to_engine_quant (PiqTensor      *self,
+                            PiqEngineQuant *q)
+{
+  memset (q, 0, sizeof *q);
+  q->f = *piq_format_peek (self->format);
+  q->codes = self->data;
+  q->codes_size = self->n_bytes;
+  q->scales = self->scales ? g_bytes_get_data (self->scales, &q->scales_size) : NULL;
+  q->zero_points = self->zero_points ? g_bytes_get_data (self->zero_points, &q->zero_points_size)
+                                     : NULL;
+  q->scale = self->scale;
+  q->zero_point = self->zero_point;
 }

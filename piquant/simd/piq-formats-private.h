@@ -413,6 +413,7 @@ struct PiqBlockArgs {
   int          stochastic;
   uint32_t     key0, key1;
   int          stream;         /* SET outputs may bypass the caches (large calls): same bytes */
+  uint64_t     index0;         /* element index of `first` = 0 for stochastic rounding (rows) */
   int          fixed;          /* per tensor: use scale/zero_point below, derive nothing */
   float        scale;
   int64_t      zero_point;
@@ -434,6 +435,20 @@ void piq_block_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const ui
 /* Quantize and dequantize each block without storing codes. */
 void piq_block_requantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t first,
                            size_t n, void *dst, int add) __attribute__((visibility ("hidden")));
+/* Per-channel scales along an inner axis: @src is [outer, ch, inner] (row-major) and
+ * channel c's scale (stored at index c) covers every element whose middle index is c.
+ * Scalar, one thread: the statistics of a channel run in element-index order. @st,
+ * @lanes (ch · PIQ_SUM_LANES) and @p (ch) are the caller's scratch. */
+void piq_block_quantize_channels (const PiqBlockArgs *a, int ft, const void *src, uint64_t outer,
+                                  uint64_t ch, uint64_t inner, uint8_t *codes, uint8_t *scales,
+                                  int32_t *zero_points, void *scratch)
+  __attribute__((visibility ("hidden")));
+/* The scratch bytes piq_block_quantize_channels needs for @ch channels. */
+size_t piq_block_channels_scratch (uint64_t ch) __attribute__((visibility ("hidden")));
+void piq_block_dequantize_channels (const PiqBlockArgs *a, const uint8_t *codes,
+                                    const uint8_t *scales, const int32_t *zero_points,
+                                    uint64_t outer, uint64_t ch, uint64_t inner, int ft,
+                                    void *dst, int add) __attribute__((visibility ("hidden")));
 /* Affine integer parameters from a range (shared with per-tensor compute_params):
  * returns the scale (double) and zero point. */
 /* The zero point of symmetric integers: 0, or the middle of an unsigned range

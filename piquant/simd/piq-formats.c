@@ -108,7 +108,7 @@ derive (const PiqBlockArgs *a, const void *src, int ft, size_t n, uint64_t b,
 static inline float
 uniform (const PiqBlockArgs *a, uint64_t index)
 {
-  return a->stochastic ? piq_uniform24 (piq_hash (a->key0, a->key1, index)) : 0.0f;
+  return a->stochastic ? piq_uniform24 (piq_hash (a->key0, a->key1, a->index0 + index)) : 0.0f;
 }
 
 
@@ -372,6 +372,63 @@ piq_block_requantize (const PiqBlockArgs *a, int ft, const void *src, uint64_t f
           /* decode reads the low a->bits bits, as a stored code is read back */
           store_y (d + (b0 + i) * esz, 0, decode (a, &p, code), ft, add);
         }
+    }
+}
+
+size_t
+piq_block_channels_scratch (uint64_t ch)
+{
+  return (size_t) ch * (sizeof (PiqBlockStats) + sizeof (PiqBlockP) + PIQ_SUM_LANES * sizeof (float));
+}
+
+void
+piq_block_quantize_channels (const PiqBlockArgs *a, int ft, const void *src, uint64_t outer,
+                             uint64_t ch, uint64_t inner, uint8_t *codes, uint8_t *scales,
+                             int32_t *zero_points, void *scratch)
+{
+  PiqBlockP *p = scratch;
+  PiqBlockStats *st = (PiqBlockStats *) (p + ch);
+  float *lanes = (float *) (st + ch);
+  uint64_t n = outer * ch * inner, count = outer * inner;
+
+  for (uint64_t c = 0; c < ch; c++)
+    {
+      st[c] = (PiqBlockStats) PIQ_BLOCK_STATS_INIT;
+      memset (lanes + c * PIQ_SUM_LANES, 0, PIQ_SUM_LANES * sizeof (float));
+    }
+  /* a channel's elements in index order: its position counts o·inner + i */
+  for (uint64_t o = 0; o < outer; o++)
+    for (uint64_t c = 0; c < ch; c++)
+      for (uint64_t i = 0; i < inner; i++)
+        piq_block_stats_add (&st[c], lanes + c * PIQ_SUM_LANES, (size_t) (o * inner + i),
+                             load_x (src, (size_t) ((o * ch + c) * inner + i), ft));
+  for (uint64_t c = 0; c < ch; c++)
+    {
+      st[c].sum_abs = piq_sum_lanes (lanes + c * PIQ_SUM_LANES);
+      piq_block_params (a, &st[c], (size_t) count, c, scales, zero_points, &p[c]);
+    }
+  if (a->bits % 8 != 0)
+    memset (codes, 0, (size_t) ((n * (uint64_t) a->bits + 7) / 8));
+  for (uint64_t at = 0; at < n; at++)
+    piq_put_code (codes, at, a->bits, a->high_first,
+                  encode (a, &p[(at / inner) % ch], load_x (src, (size_t) at, ft), at));
+}
+
+void
+piq_block_dequantize_channels (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                               const int32_t *zero_points, uint64_t outer, uint64_t ch,
+                               uint64_t inner, int ft, void *dst, int add)
+{
+  size_t esz = ft == PIQ_F_F64 ? 8 : ft == PIQ_F_F32 ? 4 : 2;
+  uint8_t *d = dst;
+  uint64_t n = outer * ch * inner;
+
+  for (uint64_t at = 0; at < n; at++)
+    {
+      PiqBlockP p;
+      piq_block_load_params (a, scales, zero_points, (at / inner) % ch, &p);
+      store_y (d + at * esz, 0, decode (a, &p, piq_get_code (codes, at, a->bits, a->high_first)),
+               ft, add);
     }
 }
 

@@ -1,0 +1,179 @@
+/* piq-engine-private.h: the one engine under every entry point
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * GLib-free, like the kernel layer, so the static benchmark and the pi-quant C99
+ * layer run exactly what PiqQuantizer runs. Every operation validates its call once
+ * (format, recipe, shapes, buffer sizes, overlap) and then runs it; a failed call
+ * returns 0 with a PiqEngineError and has written nothing.
+ *
+ * Dtypes, granularities, rules and error codes use the numeric values of the public
+ * enums (piq-types.h, piq-error.h); piq-quantizer.c asserts that they agree.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simd/piq-kernels-private.h"
+
+#define PIQ_ENGINE_MAX_DIMS 8
+
+/* PiqError's codes. */
+enum {
+  PIQ_E_UNSUPPORTED = 0,
+  PIQ_E_SIZE,
+  PIQ_E_OVERFLOW,
+  PIQ_E_INVALID_SCALE,
+  PIQ_E_INVALID_ZERO_POINT,
+  PIQ_E_NON_FINITE,
+  PIQ_E_EMPTY,
+  PIQ_E_READ_ONLY,
+  PIQ_E_NO_FORMAT,
+  PIQ_E_NO_MEMORY,
+  PIQ_E_INVALID_VALUE,
+  PIQ_E_OVERLAP,
+};
+
+typedef struct {
+  int  code;             /* PIQ_E_* */
+  char message[320];
+} PiqEngineError;
+
+/* The dtype table's kinds. */
+typedef enum {
+  PIQ_KIND_FLOAT,        /* a source of quantization, a destination of dequantization */
+  PIQ_KIND_INT,          /* integers: per-tensor kernels of the kernel list */
+  PIQ_KIND_CODE,         /* code formats: the block driver (simd/piq-formats.c) */
+  PIQ_KIND_SCALE,        /* scale storage only (E8M0) */
+} PiqDtypeKind;
+
+/* Options a format may set away from their defaults (PiqDtypeInfo.options). */
+enum {
+  PIQ_OPT_SATURATE     = 1 << 0,   /* saturate = FALSE: FP8 with float scales */
+  PIQ_OPT_HIGH_NIBBLE  = 1 << 1,   /* 4-bit codes */
+  PIQ_OPT_DOUBLE_QUANT = 1 << 2,   /* f32 block scales of the table formats */
+  PIQ_OPT_E8M0         = 1 << 3,   /* E8M0 scales (MX elements, BFP) */
+  PIQ_OPT_FLOAT_SCALES = 1 << 4,   /* f32/f16 per-channel and per-block scales */
+  PIQ_OPT_PER_TENSOR   = 1 << 5,   /* per-tensor granularity */
+};
+
+/* One row per dtype: every fact about it (see piq-format-table.c). */
+typedef struct {
+  const char  *name;          /* "uint4" */
+  unsigned     bits;          /* storage bits per element (0: self-contained blocks) */
+  PiqDtypeKind kind;
+  int          is_signed;
+  int64_t      min;           /* integer range (quantized types only) */
+  uint64_t     max;
+  int          kernel_index;  /* PIQ_F_*, PIQ_I_* or PIQ_C_* of simd/ */
+  unsigned     block_elems;   /* self-contained blocks (ggml): elements and bytes of one */
+  unsigned     block_bytes;
+  unsigned     options;       /* PIQ_OPT_* that apply */
+  const char  *description;   /* for messages and `piquant info` */
+} PiqDtypeInfo;
+
+/* NULL for a value that is not a dtype. */
+const PiqDtypeInfo *piq_dtype_info (int dtype) PIQ_INTERNAL;
+/* Every row in dtype order: *n rows of the table (NULL names are holes). */
+const PiqDtypeInfo *piq_dtype_table (size_t *n) PIQ_INTERNAL;
+/* "f32" for a known dtype, else "dtype 99" in @buf (for messages). */
+const char *piq_dtype_label (int dtype, char buf[32]) PIQ_INTERNAL;
+
+/* What a quantized tensor's bytes mean (a PiqFormat's properties). */
+typedef struct {
+  int      dtype;
+  int      granularity;      /* PIQ_GRANULARITY_* values: 0 tensor, 1 channel, 2 block */
+  int      axis;             /* as given (negative from the end) */
+  unsigned block_size;       /* as given (0: the format's default) */
+  int      scale_dtype;      /* F32, F16 or E8M0 */
+  int      symmetric;
+  int      saturate;
+  int      high_nibble_first;
+  int      double_quant;
+} PiqEngineFormat;
+
+/* How scales are chosen (a PiqRecipe's properties). */
+typedef struct {
+  int      rule;             /* PIQ_SCALE_RULE_* values; 7 = the format's own */
+  int      include_zero;
+  int      stochastic;
+  uint64_t seed;             /* 0: a fresh one per call */
+  int      has_scale;
+  double   scale;
+  int      has_zero_point;
+  int64_t  zero_point;
+} PiqEngineRecipe;
+
+#define PIQ_ENGINE_RECIPE_DEFAULT { 7, 1, 0, 0, 0, 0.0, 0, 0 }
+
+/* A float or quantized buffer: shape, and rows of the last axis row_stride bytes
+ * apart (0: packed). Quantized buffers are always packed. */
+typedef struct {
+  int          dtype;
+  unsigned     n_dims;
+  uint64_t     shape[PIQ_ENGINE_MAX_DIMS];
+  size_t       row_stride;
+  const void  *data;
+  size_t       size;         /* bytes readable (writable for a destination) at data */
+} PiqEngineView;
+
+/* A quantized tensor's parts: codes, per-channel/per-block scales and int32 zero
+ * points, or the per-tensor scale and zero point. */
+typedef struct {
+  PiqEngineFormat f;
+  const void *codes;        size_t codes_size;
+  const void *scales;       size_t scales_size;
+  const void *zero_points;  size_t zero_points_size;
+  double      scale;
+  int64_t     zero_point;
+} PiqEngineQuant;
+
+typedef struct {
+  unsigned               n_threads;   /* 0: every CPU */
+  const PiqKernelTable  *kernels;
+} PiqEngine;
+
+/* The format's own checks; *out gets the normalized format (axis ≥ 0 needs a shape:
+ * use piq_engine_sizes). */
+int piq_engine_check_format (const PiqEngineFormat *f, PiqEngineError *e) PIQ_INTERNAL;
+/* The format's effective block size (the ggml blocks', the given one, or the default). */
+unsigned piq_engine_block_size (const PiqEngineFormat *f) PIQ_INTERNAL;
+/* Whether quantized data of @f carries zero points (int32 per channel or block, or the
+ * per-tensor one). */
+int piq_engine_has_zero_points (const PiqEngineFormat *f) PIQ_INTERNAL;
+/* Check a shape (1..8 dims, product fits) and return its element count. */
+int piq_engine_check_shape (const uint64_t *shape, unsigned n_dims, uint64_t *n,
+                            PiqEngineError *e) PIQ_INTERNAL;
+/* Bytes of codes, scales and zero points of @f for @shape. */
+int piq_engine_sizes (const PiqEngineFormat *f, const uint64_t *shape, unsigned n_dims,
+                      size_t *codes, size_t *scales, size_t *zero_points,
+                      PiqEngineError *e) PIQ_INTERNAL;
+/* Bytes of @n elements of a dtype's plain layout (floats, integers, codes). */
+int piq_engine_dtype_size (int dtype, uint64_t n, size_t *bytes, PiqEngineError *e) PIQ_INTERNAL;
+
+/* Derive a per-tensor scale (and zero point) from @src by the recipe's rule. */
+int piq_engine_compute_params (const PiqEngine *eng, const PiqEngineFormat *f,
+                               const PiqEngineRecipe *r, const PiqEngineView *src,
+                               double *scale, int64_t *zero_point, PiqEngineError *e) PIQ_INTERNAL;
+
+/* Quantize @src into @dst (codes, scales and zero points buffers with their sizes in
+ * dst; dst->f is the format). On success dst->scale/zero_point hold the per-tensor
+ * parameters used and *seed_used the stochastic seed (0 for nearest). */
+int piq_engine_quantize (const PiqEngine *eng, const PiqEngineRecipe *r,
+                         const PiqEngineView *src, PiqEngineQuant *dst, uint64_t *seed_used,
+                         PiqEngineError *e) PIQ_INTERNAL;
+
+/* Dequantize @src (of @shape) into @dst, overwriting or adding. */
+int piq_engine_dequantize (const PiqEngine *eng, const PiqEngineQuant *src,
+                           const uint64_t *shape, unsigned n_dims, const PiqEngineView *dst,
+                           int add, PiqEngineError *e) PIQ_INTERNAL;
+
+/* Quantize → dequantize in one pass; dst may be src exactly. */
+int piq_engine_requantize (const PiqEngine *eng, const PiqEngineFormat *f,
+                           const PiqEngineRecipe *r, const PiqEngineView *src,
+                           const PiqEngineView *dst, int add, PiqEngineError *e) PIQ_INTERNAL;
+
+/* XNOR/popcount dot product of two binary tensors. */
+int piq_engine_binary_dot (const PiqEngineQuant *a, const PiqEngineQuant *b, uint64_t n,
+                           double *result, PiqEngineError *e) PIQ_INTERNAL;
