@@ -1024,9 +1024,7 @@ test_errors (void)
     g_assert_null (piq_quantizer_quantize_new (q, p, NULL, xt, &e1));
     g_assert_error (e1, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
     g_assert_null (piq_quantizer_quantize_new (q, p1, NULL, xt, &e2));
-    g_assert_nonnull (e2);
-    g_assert_true (e2->domain == PIQ_ERROR);
-    g_test_message ("per-channel axis 1 of a 1-D tensor: %s (code %d)", e2->message, e2->code);
+    g_assert_error (e2, PIQ_ERROR, PIQ_ERROR_SIZE);
   }
   {
     /* E8M0 scales with NF4 */
