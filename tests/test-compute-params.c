@@ -361,6 +361,7 @@ test_formula (gconstpointer data)
   g_autoptr (PiqTensor) t = NULL;
   g_autoptr (PiqFormat) format = format_for_rule (c->rule, c->qdtype);
   g_autoptr (PiqRecipe) recipe = recipe_for_rule (c->rule, c->include_zero);
+  g_autoptr (PiqRecipe) given = NULL;
   double exp_scale, scale;
   OInt exp_zp;
   OInt zp;
@@ -412,8 +413,14 @@ test_formula (gconstpointer data)
                           scale, o_int_str (zp, zs2), exp_scale, o_int_str (exp_zp, zs));
       return;
     }
-  /* the derived parameters are usable: quantize accepts the recipe */
-  t = piq_quantizer_quantize_new (quantizers[0], format, recipe, src, &error);
+  /* the derived parameters are usable: quantize accepts them as a given
+   * scale (and zero point); quantize with the same recipe is
+   * /compute-params/calibrate/ */
+  if (piq_format_get_symmetric (format))
+    given = piq_recipe_new_fixed (scale);
+  else
+    given = piq_recipe_new_affine (scale, piq_recipe_get_zero_point (recipe));
+  t = piq_quantizer_quantize_new (quantizers[0], format, given, src, &error);
   g_assert_no_error (error);
   g_assert_cmpfloat (piq_tensor_get_scale (t), ==, scale);
   if (!piq_format_get_symmetric (format))
