@@ -3,7 +3,8 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Quantize and dequantize go through the public raw-pointer API with a
- * PiqParams per call. compute_quant_params implements pi-quant's own rule
+ * per-tensor affine PiqFormat (and, for quantize, a PiqRecipe holding the
+ * given scale, zero point and round mode) per call. compute_quant_params implements pi-quant's own rule
  * (not PIQ_SCALE_RULE_MIN_MAX, which computes in binary32, rounds ties to even
  * and widens constant data), so it takes the min/max from the library's
  * reduction kernels, on the context's threads, and applies the rule here.

@@ -8,6 +8,18 @@
 #include "piq-error.h"
 #include "piq-dtype.h"
 #include "piq-enum-types.h"
+#include "simd/piq-formats-private.h"
+
+/* The format table (piq-format-table.c) is indexed by PiqDtype values; the kernel
+ * layer numbers integers from PIQ_DTYPE_UINT2 and code formats from
+ * PIQ_DTYPE_FP8_E4M3. Every named code has its PiqDtype below the scale types. */
+#define PIQ_CODE_DTYPE_(N, n, i, ...) G_STATIC_ASSERT (PIQ_DTYPE_##N == 32 + i);
+PIQ_CODE_TYPES (PIQ_CODE_DTYPE_)
+#undef PIQ_CODE_DTYPE_
+#define PIQ_INT_DTYPE_(N, n, i, ...) G_STATIC_ASSERT (PIQ_DTYPE_##N == 16 + i);
+PIQ_INT_TYPES (PIQ_INT_DTYPE_)
+#undef PIQ_INT_DTYPE_
+G_STATIC_ASSERT (32 + PIQ_N_CODE <= PIQ_DTYPE_E8M0);
 
 const char *
 piq_dtype_describe (PiqDtype dtype)

@@ -103,9 +103,10 @@ typedef struct {
   double   scale;
   int      has_zero_point;
   int64_t  zero_point;
+  int      calibrated;       /* scale and zero point derived by compute_params with `rule` */
 } PiqEngineRecipe;
 
-#define PIQ_ENGINE_RECIPE_DEFAULT { 7, 1, 0, 0, 0, 0.0, 0, 0 }
+#define PIQ_ENGINE_RECIPE_DEFAULT { 7, 1, 0, 0, 0, 0.0, 0, 0, 0 }
 
 /* A float or quantized buffer: shape, and rows of the last axis row_stride bytes
  * apart (0: packed). Quantized buffers are always packed. */

@@ -132,8 +132,7 @@ checked_mul (uint64_t a, uint64_t b, size_t *out, PiqEngineError *e)
 static int
 is_bfp (const PiqDtypeInfo *info)
 {
-  return info->kind == PIQ_KIND_CODE && info->kernel_index >= PIQ_C_BFP2 &&
-         info->kernel_index <= PIQ_C_BFP8;
+  return info->kind == PIQ_KIND_CODE && piq_code_family[info->kernel_index] == PIQ_FAMILY_BFP;
 }
 
 unsigned
@@ -319,7 +318,9 @@ check_given (const PiqEngineFormat *f, const PiqDtypeInfo *info, const PiqEngine
     return fail (e, PIQ_E_UNSUPPORTED, "the recipe gives a per-tensor scale, but %s %s derives a "
                  "scale per %s", info->name, f->granularity == GRAN_BLOCK ? "per block" :
                  "per channel", f->granularity == GRAN_BLOCK ? "block" : "channel");
-  if (r->rule != RULE_DEFAULT)
+  /* a calibrated scale was derived by the recipe's rule; a scale given by hand next to a
+   * named rule would leave the rule unused */
+  if (r->rule != RULE_DEFAULT && !r->calibrated)
     return fail (e, PIQ_E_UNSUPPORTED, "the recipe gives a scale and names the %s rule; a given "
                  "scale derives nothing", rule_names[r->rule]);
   if (!check_scale (r->scale, float_dtype, e))
@@ -352,7 +353,8 @@ typedef struct {
   int      double_quant;       /* scales_size is the compressed form of n_blocks f32 */
   uint64_t unit;               /* flat: elements per parallel unit */
   uint64_t rows, cols, bpr;    /* rows: rows, their length, blocks per row */
-  size_t   row_codes;          /* rows: code bytes per row */
+  size_t   row_codes;          /* rows: code bytes per row (0: rows end inside a byte) */
+  uint64_t row_group;          /* rows: rows per parallel unit (whole bytes of codes) */
   uint64_t outer, ch, inner;   /* channels */
 } Geometry;
 
@@ -407,6 +409,7 @@ geometry (const PiqEngineFormat *f, const uint64_t *shape, unsigned n_dims, Geom
           return piq_engine_dtype_size (f->dtype, g->n, &g->codes_size, e);
         }
       g->route = ROUTE_ROWS;
+      g->row_group = 1;
       g->bpr = (g->cols + info->block_elems - 1) / info->block_elems;
       return checked_mul (g->bpr, info->block_bytes, &g->row_codes, e) &&
              checked_mul (g->rows, g->row_codes, &g->codes_size, e);
@@ -451,12 +454,12 @@ geometry (const PiqEngineFormat *f, const uint64_t *shape, unsigned n_dims, Geom
       else
         {
           g->route = ROUTE_ROWS;
-          if (g->cols * (uint64_t) info->bits % 8 != 0)
-            return fail (e, PIQ_E_UNSUPPORTED, "rows of %" PRIu64 " %s codes end inside a byte; "
-                         "blocks of %zu that restart on every row need rows of whole bytes",
-                         g->cols, info->name, a->block);
           g->bpr = g->cols / a->block + 1;
-          g->row_codes = (size_t) (g->cols * info->bits / 8);
+          /* rows that end inside a byte go through a row buffer (rows_range), in groups
+           * of rows that together end on a byte, so no two threads share a byte */
+          g->row_codes = g->cols * (uint64_t) info->bits % 8 == 0
+                         ? (size_t) (g->cols * info->bits / 8) : 0;
+          g->row_group = g->row_codes ? 1 : 8 / gcd64 (g->cols * (uint64_t) info->bits % 8, 8);
           if (!checked_mul (g->rows, g->bpr, &scale_bytes, e))
             return 0;
           g->n_blocks = scale_bytes;
@@ -691,6 +694,8 @@ typedef struct {
   int            add;
   PiqBlockQuantizeFn   quantize_f32;
   PiqBlockDequantizeFn dequantize_f32;
+  uint8_t       *row_scratch;  /* rows that end inside a byte: row_bytes per row */
+  size_t         row_bytes;
 } BlockJob;
 
 /* [first, first + n) of the tensor (flat) or of one row (rows: a carries index0 and the
@@ -732,27 +737,83 @@ flat_range (void *data, uint64_t start, uint64_t n_units)
               job->scales_in, job->zero_points, job->zero_points_in);
 }
 
+/* Move a row's codes between the tensor's bit stream (element e0 on) and a row buffer
+ * whose element 0 is at bit 0, code by code in the stream's own order (nibble order
+ * included). */
 static void
-rows_range (void *data, uint64_t start, uint64_t n_rows)
+row_codes_copy (const Geometry *g, uint8_t *row, uint8_t *stream, uint64_t e0, int to_stream)
+{
+  int bits = g->a.bits, hf = g->a.high_first;
+
+  if (!to_stream)
+    memset (row, 0, (size_t) ((g->cols * (uint64_t) bits + 7) / 8));
+  for (uint64_t j = 0; j < g->cols; j++)
+    {
+      if (to_stream)
+        piq_put_code (stream, e0 + j, bits, hf, piq_get_code (row, j, bits, hf));
+      else
+        piq_put_code (row, j, bits, hf, piq_get_code (stream, e0 + j, bits, hf));
+    }
+}
+
+static void
+rows_range (void *data, uint64_t start, uint64_t n_units)
 {
   const BlockJob *job = data;
   const Geometry *g = job->g;
   size_t ss = piq_block_scale_size (job->a.scale_kind);
+  uint64_t r0 = start * g->row_group, r1 = MIN ((start + n_units) * g->row_group, g->rows);
+  uint8_t *row = NULL;
 
-  for (uint64_t r = start; r < start + n_rows; r++)
+  if (job->row_scratch != NULL)
+    {
+      /* rows that end inside a byte: each row goes through its own buffer of whole
+       * bytes; this range owns the stream's bytes of rows r0..r1 (they start and end
+       * on a byte), cleared first because codes are put by OR */
+      if (job->codes != NULL)
+        {
+          /* r0 starts on a byte; the last range also owns the stream's partial last byte */
+          uint64_t b0 = r0 * g->cols * (uint64_t) g->a.bits / 8;
+          uint64_t b1 = (r1 * g->cols * (uint64_t) g->a.bits + 7) / 8;
+          memset (job->codes + b0, 0, (size_t) (b1 - b0));
+        }
+    }
+  for (uint64_t r = r0; r < r1; r++)
     {
       PiqBlockArgs a = job->a;
       uint64_t e0 = r * g->cols, b0 = r * g->bpr;
+      const uint8_t *codes_in = job->codes_in ? job->codes_in + r * g->row_codes : NULL;
+      uint8_t *codes = job->codes ? job->codes + r * g->row_codes : NULL;
+
       a.index0 = e0;
+      if (job->row_scratch != NULL)
+        {
+          row = job->row_scratch + r * job->row_bytes;
+          if (job->codes_in != NULL)
+            row_codes_copy (g, row, (uint8_t *) job->codes_in, e0, 0);
+          codes_in = row;
+          codes = job->codes ? row : NULL;
+        }
       block_span (job, &a, 0, (size_t) g->cols, job->src + e0 * job->esize,
-                  job->dst + e0 * job->esize,
-                  job->codes_in ? job->codes_in + r * g->row_codes : NULL,
-                  job->codes ? job->codes + r * g->row_codes : NULL,
+                  job->dst + e0 * job->esize, codes_in, codes,
                   job->scales ? job->scales + b0 * ss : NULL,
                   job->scales_in ? job->scales_in + b0 * ss : NULL,
                   job->zero_points ? job->zero_points + b0 : NULL,
                   job->zero_points_in ? job->zero_points_in + b0 : NULL);
+      if (row != NULL && job->codes != NULL)
+        row_codes_copy (g, row, job->codes, e0, 1);
     }
+}
+
+/* The row buffers of rows that end inside a byte (NULL when rows end on a byte). */
+static int
+row_scratch (const Geometry *g, BlockJob *job, PiqEngineError *e)
+{
+  if (g->route != ROUTE_ROWS || g->row_codes != 0 || g->info->bits == 0)
+    return 1;
+  job->row_bytes = (size_t) ((g->cols * (uint64_t) g->a.bits + 7) / 8);
+  job->row_scratch = alloc_or_fail ((size_t) g->rows * job->row_bytes, "row buffers", e);
+  return job->row_scratch != NULL;
 }
 
 static void
@@ -770,9 +831,10 @@ run_blocks (const PiqEngine *eng, BlockJob *job, int float_dtype)
   job->dequantize_f32 = eng->kernels->block_dequantize;
   if (g->route == ROUTE_ROWS)
     {
-      /* rows are the units; a row costs cols elements */
-      piq_parallel_run (eng->n_threads, g->rows, 1,
-                        MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MAX (g->cols, 1)), rows_range, job);
+      /* groups of rows are the units; a row costs cols elements */
+      uint64_t per_unit = g->row_group * MAX (g->cols, 1);
+      piq_parallel_run (eng->n_threads, (g->rows + g->row_group - 1) / g->row_group, 1,
+                        MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / per_unit), rows_range, job);
       return;
     }
   /* the formats cost more per element than the integer kernels: the same crossover
@@ -872,7 +934,7 @@ code_params (const PiqDtypeInfo *info, const PiqEngineView *src, uint64_t n, dou
                                : fabsf (piq_load_f (src->data, (size_t) i, ft));
       s = (float) (sum / (double) n);
     }
-  else if (info->kernel_index <= PIQ_C_FP4_E2M1)
+  else if (piq_code_family[info->kernel_index] == PIQ_FAMILY_MINIFLOAT)
     s = a / piq_minifloats[info->kernel_index].max;
   else
     s = a;
@@ -1030,10 +1092,10 @@ prepare (const PiqEngine *eng, const PiqEngineFormat *f, const PiqEngineRecipe *
   return 1;
 }
 
-static void
+static int
 run_quantize (const PiqEngine *eng, Geometry *g, const PiqEngineView *src, uint8_t *codes,
               uint8_t *scales, int32_t *zps, double scale, int64_t zp, uint64_t seed,
-              void *scratch)
+              void *scratch, PiqEngineError *e)
 {
   const PiqDtypeInfo *si = piq_dtype_info (src->dtype);
 
@@ -1050,19 +1112,23 @@ run_quantize (const PiqEngine *eng, Geometry *g, const PiqEngineView *src, uint8
       job.dst_bits = g->info->bits;
       piq_parallel_run (eng->n_threads, g->n, PIQ_GRAIN, PIQ_PARALLEL_MIN_ELEMENTS,
                         element_range, &job);
-      return;
+      return 1;
     }
   if (g->route == ROUTE_CHANNELS)
     {
       piq_block_quantize_channels (&g->a, si->kernel_index, src->data, g->outer, g->ch, g->inner,
                                    codes, scales, zps, scratch);
-      return;
+      return 1;
     }
   {
     BlockJob job = { .g = g, .a = g->a, .op = BLOCK_QUANTIZE, .src = src->data, .codes = codes,
                      .scales = scales, .zero_points = zps };
+    if (!row_scratch (g, &job, e))
+      return 0;
     run_blocks (eng, &job, src->dtype);
+    free (job.row_scratch);
   }
+  return 1;
 }
 
 int
@@ -1117,12 +1183,14 @@ piq_engine_quantize (const PiqEngine *eng, const PiqEngineRecipe *r, const PiqEn
       /* the codes take the exact scales; the compressed ones are stored */
       if ((exact = alloc_or_fail ((size_t) g.n_blocks * sizeof (float), "block scales", e)) == NULL)
         goto out;
-      run_quantize (eng, &g, &v, (uint8_t *) dst->codes, exact, NULL, scale, zp, seed, scratch);
+      if (!run_quantize (eng, &g, &v, (uint8_t *) dst->codes, exact, NULL, scale, zp, seed,
+                         scratch, e))
+        goto out;
       piq_dq_compress ((const float *) exact, g.n_blocks, (uint8_t *) dst->scales);
     }
-  else
-    run_quantize (eng, &g, &v, (uint8_t *) dst->codes, (uint8_t *) dst->scales,
-                  (int32_t *) dst->zero_points, scale, zp, seed, scratch);
+  else if (!run_quantize (eng, &g, &v, (uint8_t *) dst->codes, (uint8_t *) dst->scales,
+                          (int32_t *) dst->zero_points, scale, zp, seed, scratch, e))
+    goto out;
   dst->scale = scale;
   dst->zero_point = zp;
   if (seed_used != NULL)
@@ -1138,9 +1206,9 @@ out:
 /* ---------------------------------------------------------------------------
  * Dequantize */
 
-static void
+static int
 run_dequantize (const PiqEngine *eng, Geometry *g, const PiqEngineQuant *src,
-                const uint8_t *scales, int dst_dtype, uint8_t *dst, int add)
+                const uint8_t *scales, int dst_dtype, uint8_t *dst, int add, PiqEngineError *e)
 {
   const PiqDtypeInfo *di = piq_dtype_info (dst_dtype);
 
@@ -1156,20 +1224,24 @@ run_dequantize (const PiqEngine *eng, Geometry *g, const PiqEngineQuant *src,
       job.dst_bits = di->bits;
       piq_parallel_run (eng->n_threads, g->n, PIQ_GRAIN, PIQ_PARALLEL_MIN_ELEMENTS,
                         element_range, &job);
-      return;
+      return 1;
     }
   if (g->route == ROUTE_CHANNELS)
     {
       piq_block_dequantize_channels (&g->a, src->codes, scales, src->zero_points, g->outer, g->ch,
                                      g->inner, di->kernel_index, dst, add);
-      return;
+      return 1;
     }
   {
     BlockJob job = { .g = g, .a = g->a, .op = BLOCK_DEQUANTIZE, .codes_in = src->codes,
                      .scales_in = scales, .zero_points_in = src->zero_points, .dst = dst,
                      .add = add };
+    if (!row_scratch (g, &job, e))
+      return 0;
     run_blocks (eng, &job, dst_dtype);
+    free (job.row_scratch);
   }
+  return 1;
 }
 
 int
@@ -1232,7 +1304,8 @@ piq_engine_dequantize (const PiqEngine *eng, const PiqEngineQuant *src, const ui
       piq_dq_expand (src->scales, g.n_blocks, expanded);
       scales = (const uint8_t *) expanded;
     }
-  run_dequantize (eng, &g, src, scales, dst->dtype, out, add);
+  if (!run_dequantize (eng, &g, src, scales, dst->dtype, out, add, e))
+    goto done;
   if (packed != NULL)
     copy_rows (packed, dst, row_bytes, n / dst->shape[dst->n_dims - 1], 1);
   ok = 1;

@@ -17,4 +17,9 @@ PiqFormat *piq_format_new_from_engine (const PiqEngineFormat *f);
 /* The recipe's fields; NULL gives the default recipe. */
 void piq_recipe_to_engine (PiqRecipe *self, PiqEngineRecipe *out);
 
+/* compute_params' result: the scale (and zero point) derived by the recipe's own rule,
+ * so a named rule and the scale it produced go together. */
+void piq_recipe_set_calibrated (PiqRecipe *self, double scale, gboolean has_zero_point,
+                                gint64 zero_point);
+
 G_END_DECLS

@@ -413,6 +413,8 @@ piq_format_new_from_engine (const PiqEngineFormat *f)
  * piq_format_get_dtype:
  * @self: a format
  *
+ * The code type of the format.
+ *
  * Returns: the code type
  *
  * Since: 1.0
@@ -428,6 +430,8 @@ piq_format_get_dtype (PiqFormat *self)
  * piq_format_get_granularity:
  * @self: a format
  *
+ * How many scales the quantized data has.
+ *
  * Returns: the granularity of the scales
  *
  * Since: 1.0
@@ -442,6 +446,8 @@ piq_format_get_granularity (PiqFormat *self)
 /**
  * piq_format_get_axis:
  * @self: a format
+ *
+ * The channel axis of a per-channel format.
  *
  * Returns: the channel axis, as given (negative: from the end)
  *
@@ -477,6 +483,8 @@ piq_format_get_block_size (PiqFormat *self)
  * piq_format_get_scale_dtype:
  * @self: a format
  *
+ * How per-channel and per-block scales are stored.
+ *
  * Returns: how per-channel and per-block scales are stored
  *
  * Since: 1.0
@@ -491,6 +499,8 @@ piq_format_get_scale_dtype (PiqFormat *self)
 /**
  * piq_format_get_symmetric:
  * @self: a format
+ *
+ * Whether the quantized data has no zero point.
  *
  * Returns: %TRUE when the quantized data has no zero point: symmetric
  *   integers, E8M0-scaled integers and every code format
@@ -511,6 +521,8 @@ piq_format_get_symmetric (PiqFormat *self)
  * piq_format_has_zero_points:
  * @self: a format
  *
+ * Whether quantized data of this format carries zero points.
+ *
  * Returns: %TRUE when quantized data carries zero points (affine integers):
  *   int32 per channel or block, or the per-tensor
  *   [method@Piq.Tensor.get_zero_point]
@@ -528,6 +540,8 @@ piq_format_has_zero_points (PiqFormat *self)
  * piq_format_get_saturate:
  * @self: a format
  *
+ * Whether FP8 overflow saturates.
+ *
  * Returns: whether FP8 overflow saturates
  *
  * Since: 1.0
@@ -543,6 +557,8 @@ piq_format_get_saturate (PiqFormat *self)
  * piq_format_get_high_nibble_first:
  * @self: a format
  *
+ * Whether 4-bit codes put element 2k in the high nibble of byte k.
+ *
  * Returns: whether 4-bit codes put element 2k in the high nibble
  *
  * Since: 1.0
@@ -557,6 +573,8 @@ piq_format_get_high_nibble_first (PiqFormat *self)
 /**
  * piq_format_get_double_quant:
  * @self: a format
+ *
+ * Whether the block scales are double-quantized.
  *
  * Returns: whether the block scales are double-quantized
  *

@@ -427,9 +427,7 @@ piq_quantizer_compute_params (PiqQuantizer  *self,
       r.has_scale = r.has_zero_point = 0;
       if (!piq_engine_compute_params (&eng, piq_format_peek (format), &r, &v, &scale, &zp, &e))
         return engine_failed (error, &e);
-      piq_recipe_set_scale (recipe, scale);
-      if (piq_format_has_zero_points (format))
-        piq_recipe_set_zero_point (recipe, zp);
+      piq_recipe_set_calibrated (recipe, scale, piq_format_has_zero_points (format), zp);
       return TRUE;
     }
   return piq_quantizer_compute_params_raw (self, format, recipe, v.dtype, v.data,
@@ -485,9 +483,7 @@ piq_quantizer_compute_params_raw (PiqQuantizer  *self,
   raw_view (src_dtype, shape, 1, src, size, &v);
   if (!piq_engine_compute_params (&eng, piq_format_peek (format), &r, &v, &scale, &zp, &e))
     return engine_failed (error, &e);
-  piq_recipe_set_scale (recipe, scale);
-  if (piq_format_has_zero_points (format))
-    piq_recipe_set_zero_point (recipe, zp);
+  piq_recipe_set_calibrated (recipe, scale, piq_format_has_zero_points (format), zp);
   return TRUE;
 }
 

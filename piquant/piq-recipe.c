@@ -304,6 +304,8 @@ piq_recipe_new_affine (double scale,
  * piq_recipe_copy:
  * @self: a recipe
  *
+ * Copies the recipe, given scale and zero point included.
+ *
  * Returns: (transfer full): a new recipe with the same settings
  *
  * Since: 1.0
@@ -317,6 +319,20 @@ piq_recipe_copy (PiqRecipe *self)
   copy = piq_recipe_new ();
   copy->r = self->r;
   return copy;
+}
+
+void
+piq_recipe_set_calibrated (PiqRecipe *self,
+                           double     scale,
+                           gboolean   has_zero_point,
+                           gint64     zero_point)
+{
+  g_object_freeze_notify (G_OBJECT (self));
+  piq_recipe_set_scale (self, scale);
+  if (has_zero_point)
+    piq_recipe_set_zero_point (self, zero_point);
+  self->r.calibrated = TRUE;
+  g_object_thaw_notify (G_OBJECT (self));
 }
 
 void
@@ -346,6 +362,8 @@ piq_recipe_to_engine (PiqRecipe       *self,
  * piq_recipe_get_scale_rule:
  * @self: a recipe
  *
+ * The rule that derives scales from data.
+ *
  * Returns: the scale rule
  *
  * Since: 1.0
@@ -366,11 +384,24 @@ piq_recipe_get_scale_rule (PiqRecipe *self)
  *
  * Since: 1.0
  */
-SETTER (scale_rule, rule, PiqScaleRule, PROP_SCALE_RULE, AS_IS)
+void
+piq_recipe_set_scale_rule (PiqRecipe    *self,
+                           PiqScaleRule  scale_rule)
+{
+  g_return_if_fail (PIQ_IS_RECIPE (self));
+
+  if (self->r.rule == (int) scale_rule)
+    return;
+  self->r.rule = scale_rule;
+  self->r.calibrated = FALSE;   /* the scale held was not derived by this rule */
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SCALE_RULE]);
+}
 
 /**
  * piq_recipe_get_include_zero:
  * @self: a recipe
+ *
+ * Whether the min/max rule widens the range to include 0.
  *
  * Returns: whether min/max includes 0
  *
@@ -398,6 +429,8 @@ SETTER (include_zero, include_zero, gboolean, PROP_INCLUDE_ZERO, AS_BOOL)
  * piq_recipe_get_round_mode:
  * @self: a recipe
  *
+ * The rounding mode.
+ *
  * Returns: the rounding mode
  *
  * Since: 1.0
@@ -423,6 +456,8 @@ SETTER (round_mode, stochastic, PiqRoundMode, PROP_ROUND_MODE, AS_BOOL)
 /**
  * piq_recipe_get_seed:
  * @self: a recipe
+ *
+ * The stochastic rounding seed.
  *
  * Returns: the stochastic seed (0: fresh per call)
  *
@@ -450,6 +485,8 @@ SETTER (seed, seed, guint64, PROP_SEED, AS_IS)
  * piq_recipe_has_scale:
  * @self: a recipe
  *
+ * Whether the recipe gives a per-tensor scale.
+ *
  * Returns: whether the recipe gives a per-tensor scale
  *
  * Since: 1.0
@@ -464,6 +501,8 @@ piq_recipe_has_scale (PiqRecipe *self)
 /**
  * piq_recipe_get_scale:
  * @self: a recipe
+ *
+ * The given (or calibrated) per-tensor scale.
  *
  * Returns: the given per-tensor scale (0 when none is given)
  *
@@ -493,6 +532,7 @@ piq_recipe_set_scale (PiqRecipe *self,
   g_return_if_fail (PIQ_IS_RECIPE (self));
 
   self->r.scale = scale;
+  self->r.calibrated = FALSE;
   if (!self->r.has_scale)
     {
       self->r.has_scale = TRUE;
@@ -504,6 +544,8 @@ piq_recipe_set_scale (PiqRecipe *self,
 /**
  * piq_recipe_has_zero_point:
  * @self: a recipe
+ *
+ * Whether the recipe gives a per-tensor zero point.
  *
  * Returns: whether the recipe gives a per-tensor zero point
  *
@@ -519,6 +561,8 @@ piq_recipe_has_zero_point (PiqRecipe *self)
 /**
  * piq_recipe_get_zero_point:
  * @self: a recipe
+ *
+ * The given (or calibrated) per-tensor zero point.
  *
  * Returns: the given per-tensor zero point (0 when none is given)
  *
@@ -547,6 +591,7 @@ piq_recipe_set_zero_point (PiqRecipe *self,
   g_return_if_fail (PIQ_IS_RECIPE (self));
 
   self->r.zero_point = zero_point;
+  self->r.calibrated = FALSE;
   if (!self->r.has_zero_point)
     {
       self->r.has_zero_point = TRUE;
@@ -572,6 +617,7 @@ piq_recipe_clear_scale (PiqRecipe *self)
   self->r.zero_point = 0;
   self->r.has_scale = FALSE;
   self->r.has_zero_point = FALSE;
+  self->r.calibrated = FALSE;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_SCALE]);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_ZERO_POINT]);
 }

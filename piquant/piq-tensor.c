@@ -21,9 +21,10 @@
 /**
  * PiqTensor:
  *
- * A one-dimensional buffer of @n-elements elements of one [enum@Piq.Dtype]:
- * float data to quantize, or packed quantized data with the [class@Piq.Params]
- * that produced it.
+ * A buffer of @n-elements elements of one [enum@Piq.Dtype] with a shape of
+ * up to `PIQ_MAX_DIMS` dimensions: float data to quantize, or packed
+ * quantized codes with the [class@Piq.Format] that says what they mean and
+ * the scales and zero points that produced them.
  *
  * Tensors keep bulk data on the C side: results go into a tensor that can be
  * reused across calls, ADD accumulates into it in place, and
@@ -676,6 +677,16 @@ piq_tensor_new_for_address (PiqDtype        dtype,
   return g_steal_pointer (&self);
 }
 
+static gint64
+implied_zero_point (PiqFormat *format)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (piq_format_get_dtype (format));
+
+  if (piq_format_has_zero_points (format) || info->kind != PIQ_KIND_INT)
+    return 0;
+  return piq_symmetric_zp (info->min, info->max);
+}
+
 /**
  * piq_tensor_new_quantized:
  * @format: the format
@@ -715,7 +726,9 @@ piq_tensor_new_quantized (PiqFormat      *format,
     return NULL;
   if (codes > 0)
     memset (self->data, 0, codes);
-  if (!piq_tensor_set_quantized (self, format, 1.0, 0, 0, NULL, NULL, error))
+  /* no codes yet: scale 1 and the format's implied zero point until quantize sets them */
+  if (!piq_tensor_set_quantized (self, format, 1.0, implied_zero_point (format), 0, NULL, NULL,
+                                 error))
     return NULL;
   if (scales > 0 || zero_points > 0)
     {
@@ -1176,10 +1189,14 @@ piq_tensor_fill (PiqTensor  *self,
 
   if (!check_writable (self, error) || self->n_elements == 0)
     return self->writable;
-  /* the first element checks the value; the rest cannot fail */
+  /* Element 0 validates the value (an error leaves it unchanged); then a packed
+   * buffer is cleared so that a sub-byte tensor's padding bits end up zero (a strided
+   * one is written element by element: the gaps between rows are not the tensor's). */
   if (!store_value (self, 0, value, error))
     return FALSE;
-  for (guint64 i = 1; i < self->n_elements; i++)
+  if (self->row_stride == 0)
+    memset (self->data, 0, self->n_bytes);
+  for (guint64 i = 0; i < self->n_elements; i++)
     store_value (self, i, value, NULL);
   return TRUE;
 }
@@ -1301,6 +1318,8 @@ piq_tensor_get_zero_points (PiqTensor *self)
  * piq_tensor_get_n_dims:
  * @self: a tensor
  *
+ * The number of dimensions.
+ *
  * Returns: the number of dimensions
  *
  * Since: 1.0
@@ -1316,6 +1335,8 @@ piq_tensor_get_n_dims (PiqTensor *self)
  * piq_tensor_get_shape:
  * @self: a tensor
  * @n_dims: (out) (optional): the number of dimensions
+ *
+ * The tensor's dimensions, outermost first.
  *
  * Returns: (transfer none) (array length=n_dims): the dimensions, outermost first
  *
@@ -1336,6 +1357,8 @@ piq_tensor_get_shape (PiqTensor *self,
  * @self: a tensor
  * @axis: an axis; negative values count from the last
  *
+ * The length of one axis.
+ *
  * Returns: the length of @axis
  *
  * Since: 1.0
@@ -1355,6 +1378,8 @@ piq_tensor_get_dim (PiqTensor *self,
  * piq_tensor_get_row_stride:
  * @self: a tensor
  *
+ * The bytes between rows of a strided tensor.
+ *
  * Returns: the bytes between rows of a strided float tensor, 0 when packed
  *
  * Since: 1.0
@@ -1369,6 +1394,8 @@ piq_tensor_get_row_stride (PiqTensor *self)
 /**
  * piq_tensor_is_contiguous:
  * @self: a tensor
+ *
+ * Whether the elements are packed.
  *
  * Returns: %TRUE when the elements are packed, without gaps between rows
  *

@@ -34,9 +34,36 @@ for (let i = 0; i < 301; i++)
 // ---------------------------------------------------------------- TAP ----
 
 class Failure extends Error {}
+// the case does not apply to GJS (TAP SKIP)
+class Skip extends Error {}
+// the case is not written in GJS yet (TAP TODO: an expected failure)
+class Todo extends Error {}
 const TESTS = [];
+// a case of binding-cases.txt; a name registered twice is one case run in parts
 function test(name, fn) {
-    TESTS.push(['gjs/' + name, fn]);
+    const full = `gjs/${name}`;
+    const i = TESTS.findIndex(([n]) => n === full);
+    if (i < 0) {
+        TESTS.push([full, fn]);
+    } else {
+        const prev = TESTS[i][1];
+        TESTS[i][1] = () => {
+            prev();
+            fn();
+        };
+    }
+}
+
+function skip(name, why) {
+    test(name, () => {
+        throw new Skip(why);
+    });
+}
+
+function todo(name, why) {
+    test(name, () => {
+        throw new Todo(why);
+    });
 }
 
 function check(cond, msg) {
@@ -101,6 +128,14 @@ function main() {
             fn();
             print(`ok ${idx + 1} - ${name}`);
         } catch (e) {
+            if (e instanceof Skip) {
+                print(`ok ${idx + 1} - ${name} # SKIP ${e.message}`);
+                return;
+            }
+            if (e instanceof Todo) {
+                print(`not ok ${idx + 1} - ${name} # TODO ${e.message}`);
+                return;
+            }
             failed++;
             print(`not ok ${idx + 1} - ${name}`);
             const text = `${e instanceof GLib.Error ? 'GLib.Error: ' : ''}${e.message || e}\n${e.stack || ''}`;
@@ -229,8 +264,26 @@ function f32Tensor(values) {
     return Piq.Tensor.new_from_data(Piq.Dtype.F32, arr.length, bytes);
 }
 
-function uint8Params(scale = 0.5, zp = 128) {
-    return new Piq.Params({dtype: Piq.Dtype.UINT8, scale, zero_point: zp});
+// a row-major f32 tensor of `shape` holding `values`
+function f32Shaped(values, shape) {
+    const t = Piq.Tensor.new_shaped(Piq.Dtype.F32, shape);
+    const arr = new Float32Array(values);
+    t.set_data(new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength));
+    return t;
+}
+
+// per-tensor affine integers (the old PiqParams default)
+function affineFormat(dtype) {
+    return Piq.Format.new(dtype);
+}
+
+function uint8Recipe(scale = 0.5, zp = 128) {
+    return Piq.Recipe.new_affine(scale, zp);
+}
+
+// a reusable destination of a format, 1-D unless a shape is given
+function quantizedFor(format, n) {
+    return Piq.Tensor.new_quantized(format, Array.isArray(n) ? n : [n]);
 }
 
 function tensorBytes(t) {
@@ -242,9 +295,9 @@ function tensorF32(t) {
     return Array.from(new Float32Array(copy.buffer, 0, copy.length / 4));
 }
 
-function stochasticParams(dtype, seed, scale = 0.37) {
-    return new Piq.Params({
-        dtype, scale, zero_point: dtype === Piq.Dtype.UINT8 ? 100 : 7,
+function stochasticRecipe(dtype, seed, scale = 0.37) {
+    return new Piq.Recipe({
+        scale, zero_point: dtype === Piq.Dtype.UINT8 ? 100 : 7,
         round_mode: Piq.RoundMode.STOCHASTIC, seed,
     });
 }
@@ -267,7 +320,7 @@ test('quantizer/new-and-default', () => {
     check(d1 !== q, 'get_default() returned a fresh quantizer');
 });
 
-test('quantizer/n-threads', () => {
+test('quantizer/properties', () => {  // was quantizer/n-threads
     const q = new Piq.Quantizer();
     for (const n of [1, 3, 8]) {
         q.n_threads = n;
@@ -279,7 +332,7 @@ test('quantizer/n-threads', () => {
     check(q3.n_threads === 5, `construct property n-threads: ${q3.n_threads}`);
 });
 
-test('quantizer/simd-level', () => {
+test('quantizer/properties', () => {  // was quantizer/simd-level
     const q = new Piq.Quantizer();
     const lvl = q.simd_level;
     const known = Object.entries(Piq.SimdLevel).filter(([k]) => /^[A-Z0-9_]+$/.test(k)).map(([, v]) => v);
@@ -294,25 +347,64 @@ test('quantizer/simd-level', () => {
     check(q.simd_level === Piq.SimdLevel.SCALAR, `capped at SCALAR, simd-level is ${q.simd_level}`);
 });
 
-test('params/properties', () => {
-    const p = new Piq.Params({dtype: Piq.Dtype.UINT8, scale: 0.5, zero_point: 128});
-    check(p.dtype === Piq.Dtype.UINT8 && p.get_dtype() === Piq.Dtype.UINT8, `dtype ${p.dtype}`);
-    check(p.scale === 0.5 && p.get_scale() === 0.5, `scale ${p.scale}`);
-    check(p.zero_point === 128 && p.zeroPoint === 128 && p.get_zero_point() === 128, `zero-point ${p.zero_point}`);
+test('format-recipe/properties', () => {  // was params/properties
+    // PiqParams is split: the format (what the bytes mean, immutable) and the
+    // recipe (how the scale is chosen, mutable)
+    const f = new Piq.Format({dtype: Piq.Dtype.UINT8});
+    check(f.dtype === Piq.Dtype.UINT8 && f.get_dtype() === Piq.Dtype.UINT8, `dtype ${f.dtype}`);
+    check(f.granularity === Piq.Granularity.TENSOR && f.get_granularity() === Piq.Granularity.TENSOR,
+        `default granularity ${f.granularity}`);
+    check(f.symmetric === false && f.get_symmetric() === false, 'integers are affine by default');
+    check(f.scale_dtype === Piq.Dtype.F32 && f.saturate === true && f.high_nibble_first === false &&
+        f.double_quant === false && f.axis === 0, 'format defaults');
+    const p = new Piq.Recipe({scale: 0.5, zero_point: 128});
+    // has-scale and has-zero-point are read-only properties; in GJS they hide
+    // the methods piq_recipe_has_scale()/has_zero_point() of the same name
+    check(p.scale === 0.5 && p.get_scale() === 0.5 && p.has_scale === true, `scale ${p.scale}`);
+    check(p.zero_point === 128 && p.zeroPoint === 128 && p.get_zero_point() === 128 && p.has_zero_point === true,
+        `zero-point ${p.zero_point}`);
     check(p.round_mode === Piq.RoundMode.NEAREST, `default round-mode ${p.round_mode}`);
     check(p.seed === 0, `default seed ${p.seed}`);
-    check(p.scale_rule === Piq.ScaleRule.MIN_MAX, `default scale-rule ${p.scale_rule}`);
+    // the default rule is now the format's own (min/max for affine integers)
+    check(p.scale_rule === Piq.ScaleRule.DEFAULT && p.get_scale_rule() === Piq.ScaleRule.DEFAULT,
+        `default scale-rule ${p.scale_rule}`);
     check(p.include_zero === true, `default include-zero ${p.include_zero}`);
     p.seed = 123456789012;
     check(p.get_seed() === 123456789012, `seed read back as ${p.get_seed()}`);
     p.zero_point = -5;
     check(p.get_zero_point() === -5, 'negative zero point');
-    const a = Piq.Params.new_affine(Piq.Dtype.UINT4, 0.25, 7);
-    check(a.dtype === Piq.Dtype.UINT4 && a.scale === 0.25 && a.zero_point === 7, 'new_affine()');
-    check(a.validate() === true, 'validate() of valid parameters');
+    const fresh = new Piq.Recipe();
+    check(fresh.has_scale === false && fresh.has_zero_point === false, 'a new recipe gives a scale or a zero point');
+    p.clear_scale();
+    check(p.has_scale === false, 'clear_scale()');
+    const a = Piq.Recipe.new_affine(0.25, 7);
+    check(a.scale === 0.25 && a.zero_point === 7 && a.has_scale === true && a.has_zero_point === true, 'new_affine()');
+    const fixed = Piq.Recipe.new_fixed(0.25);
+    check(fixed.scale === 0.25 && fixed.has_scale === true && fixed.has_zero_point === false, 'new_fixed()');
+    const u4 = Piq.Format.new(Piq.Dtype.UINT4);
+    check(u4.dtype === Piq.Dtype.UINT4 && u4.validate() === true, 'validate() of a valid format');
+    check(Piq.Format.new_symmetric(Piq.Dtype.INT8).symmetric === true, 'new_symmetric()');
+    const ch = Piq.Format.new_per_channel(Piq.Dtype.INT8, -1);
+    check(ch.granularity === Piq.Granularity.CHANNEL && ch.axis === -1 && ch.get_axis() === -1, 'new_per_channel()');
+    const blk = Piq.Format.new_per_block(Piq.Dtype.INT8, 16, Piq.Dtype.F16);
+    check(blk.granularity === Piq.Granularity.BLOCK && blk.get_block_size() === 16 &&
+        blk.scale_dtype === Piq.Dtype.F16, 'new_per_block()');
+    // block size 0: the effective default, 64, or 32 with E8M0 scales
+    check(Piq.Format.new_per_block(Piq.Dtype.INT8, 0, Piq.Dtype.F32).get_block_size() === 64, 'default block size');
+    check(Piq.Format.new_per_block(Piq.Dtype.FP4_E2M1, 0, Piq.Dtype.E8M0).get_block_size() === 32,
+        'default block size with E8M0 scales');
+    check(f.equal(Piq.Format.new(Piq.Dtype.UINT8)) && !f.equal(u4), 'equal()');
+    check(f.to_string().length > 0, 'to_string()');
+    // a format cannot change after construction
+    for (const name of ['dtype', 'granularity', 'axis', 'block-size', 'scale-dtype', 'symmetric', 'saturate',
+        'high-nibble-first', 'double-quant']) {
+        const pspec = Piq.Format.find_property(name);
+        check(pspec !== null, `no ${name} pspec`);
+        check(pspec.flags & GObject.ParamFlags.CONSTRUCT_ONLY, `format property ${name} is not construct-only`);
+    }
 });
 
-test('tensor/new-from-data/Float32Array', () => {
+test('tensor/new-from-data', () => {  // was tensor/new-from-data/Float32Array
     const t = f32Tensor(DATA);
     check(t.get_dtype() === Piq.Dtype.F32, `dtype ${t.get_dtype()}`);
     check(t.get_n_elements() === DATA.length, `n-elements ${t.get_n_elements()}`);
@@ -341,19 +433,20 @@ test('quantize/f32/uint8/nearest', () => {
     check(want.slice(24, 27).join() === '255,0,128', `oracle Inf/NaN ${want.slice(24, 27)}`);
     const q = new Piq.Quantizer();
     const src = f32Tensor(DATA);
-    const dst = Piq.Tensor.new(Piq.Dtype.UINT8, DATA.length);  // reused for every case
+    const format = affineFormat(Piq.Dtype.UINT8);
+    const dst = quantizedFor(format, DATA.length);  // reused for every case
     for (const [scale, zp] of [[0.5, 128], [0.1, 3], [7.0, 255]]) {
-        check(q.quantize(uint8Params(scale, zp), src, dst) === true, 'quantize() did not return true');
+        check(q.quantize(uint8Recipe(scale, zp), src, dst) === true, 'quantize() did not return true');
         checkList(tensorBytes(dst), quantizeNearest(DATA, scale, zp, Piq.Dtype.UINT8), `codes, scale ${scale} zp ${zp}`);
     }
-    const p = dst.get_params();
-    check(p !== null && p.scale === 7.0 && p.zero_point === 255 && p.dtype === Piq.Dtype.UINT8,
-        'params attached to the output');
+    const f = dst.get_format();
+    check(f !== null && f.dtype === Piq.Dtype.UINT8 && f.equal(format) && dst.get_scale() === 7.0 &&
+        dst.get_zero_point() === 255, 'parameters attached to the output');
 });
 
 test('dequantize/uint8/f32/set-then-add', () => {
     const q = new Piq.Quantizer();
-    const qt = q.quantize_new(uint8Params(0.1, 3), f32Tensor(DATA));
+    const qt = q.quantize_new(affineFormat(Piq.Dtype.UINT8), uint8Recipe(0.1, 3), f32Tensor(DATA));
     const y = dequantizeF32(quantizeNearest(DATA, 0.1, 3, Piq.Dtype.UINT8), 0.1, 3);
     const out = Piq.Tensor.new(Piq.Dtype.F32, DATA.length);
     check(q.dequantize(qt, out, Piq.ReduceOp.SET) === true, 'dequantize(SET)');
@@ -368,10 +461,10 @@ test('dequantize/uint8/f32/set-then-add', () => {
 test('quantize/f32/uint4/nearest', () => {
     const q = Piq.Quantizer.get_default();
     const src = f32Tensor(DATA);
-    const dst = Piq.Tensor.new(Piq.Dtype.UINT4, DATA.length);
+    const dst = quantizedFor(affineFormat(Piq.Dtype.UINT4), DATA.length);
     check(dst.get_n_bytes() === 19, `37 uint4 take ${dst.get_n_bytes()} bytes`);
     for (const [scale, zp] of [[0.5, 7], [9.0, 8], [0.3, 0], [0.25, 15]]) {
-        q.quantize(new Piq.Params({dtype: Piq.Dtype.UINT4, scale, zero_point: zp}), src, dst);
+        q.quantize(new Piq.Recipe({scale, zero_point: zp}), src, dst);
         const codes = quantizeNearest(DATA, scale, zp, Piq.Dtype.UINT4);
         const data = tensorBytes(dst);
         check(data[18] >> 4 === 0, `unused high nibble is ${data[18] >> 4}`);
@@ -382,7 +475,7 @@ test('quantize/f32/uint4/nearest', () => {
 
 test('dequantize/uint4/f32/set-then-add', () => {
     const q = new Piq.Quantizer();
-    const qt = q.quantize_new(new Piq.Params({dtype: Piq.Dtype.UINT4, scale: 0.3, zero_point: 6}), f32Tensor(DATA));
+    const qt = q.quantize_new(affineFormat(Piq.Dtype.UINT4), new Piq.Recipe({scale: 0.3, zero_point: 6}), f32Tensor(DATA));
     check(qt.get_dtype() === Piq.Dtype.UINT4 && qt.get_n_elements() === DATA.length, 'quantize_new() tensor');
     const codes = quantizeNearest(DATA, 0.3, 6, Piq.Dtype.UINT4);
     checkList(tensorBytes(qt), pack(codes, 4), 'quantize_new() bytes');
@@ -397,7 +490,7 @@ test('dequantize/uint4/f32/set-then-add', () => {
 
 test('quantize/f64/uint8/nearest', () => {
     const q = new Piq.Quantizer();
-    const qt = q.quantize_new(uint8Params(0.1, 3), Piq.Tensor.new_from_values(Piq.Dtype.F64, DATA));
+    const qt = q.quantize_new(affineFormat(Piq.Dtype.UINT8), uint8Recipe(0.1, 3), Piq.Tensor.new_from_values(Piq.Dtype.F64, DATA));
     const codes = quantizeNearest(DATA, 0.1, 3, Piq.Dtype.UINT8, true);
     checkList(tensorBytes(qt), codes, 'codes (binary64)');
     const out = Piq.Tensor.new(Piq.Dtype.F64, DATA.length);
@@ -407,64 +500,93 @@ test('quantize/f64/uint8/nearest', () => {
 
 test('requantize/f32', () => {
     const q = new Piq.Quantizer();
-    const p = new Piq.Params({dtype: Piq.Dtype.UINT4, scale: 0.3, zero_point: 6});
+    const f = affineFormat(Piq.Dtype.UINT4);
+    const p = Piq.Recipe.new_affine(0.3, 6);
     const y = dequantizeF32(quantizeNearest(DATA, 0.3, 6, Piq.Dtype.UINT4), 0.3, 6);
     const out = Piq.Tensor.new(Piq.Dtype.F32, DATA.length);
-    check(q.requantize(p, f32Tensor(DATA), out, Piq.ReduceOp.SET) === true, 'requantize(SET)');
+    check(q.requantize(f, p, f32Tensor(DATA), out, Piq.ReduceOp.SET) === true, 'requantize(SET)');
     checkList(out.to_values(), y, 'SET');
     const inplace = f32Tensor(DATA);
-    q.requantize(p, inplace, inplace, Piq.ReduceOp.ADD);
+    q.requantize(f, p, inplace, inplace, Piq.ReduceOp.ADD);
     checkList(inplace.to_values(), DATA.map((x, i) => f32(f32(x) + y[i])), 'ADD in place', floatEq);
 });
 
 test('error/read-only', () => {
     const q = new Piq.Quantizer();
-    const wrapped = Piq.Tensor.new_from_bytes(Piq.Dtype.UINT8, DATA.length, new GLib.Bytes(new Uint8Array(DATA.length).fill(7)));
-    check(!wrapped.is_writable(), 'a tensor wrapping GBytes is writable');
-    expectError(Piq.Error.READ_ONLY, () => q.quantize(uint8Params(), f32Tensor(DATA), wrapped));
+    const bytes = new GLib.Bytes(new Uint8Array(DATA.length).fill(7));
+    const plain = Piq.Tensor.new_from_bytes(Piq.Dtype.UINT8, DATA.length, bytes);
+    check(!plain.is_writable(), 'a tensor wrapping GBytes is writable');
+    expectError(Piq.Error.READ_ONLY, () => plain.set_data(new Uint8Array(DATA.length)));
+    // a quantized destination wrapping GBytes: codes quantized elsewhere
+    const wrapped = Piq.Tensor.new_quantized_from_bytes(affineFormat(Piq.Dtype.UINT8), [DATA.length], bytes,
+        null, null, 0.5, 128);
+    check(!wrapped.is_writable(), 'a quantized tensor wrapping GBytes is writable');
+    expectError(Piq.Error.READ_ONLY, () => q.quantize(uint8Recipe(), f32Tensor(DATA), wrapped));
     check(tensorBytes(wrapped).every(b => b === 7), 'the GBytes tensor changed');
+    check(tensorBytes(plain).every(b => b === 7), 'the GBytes changed');
     const f = new Float32Array(DATA);
     const fsrc = Piq.Tensor.new_from_bytes(Piq.Dtype.F32, f.length, new GLib.Bytes(new Uint8Array(f.buffer)));
-    checkList(tensorBytes(q.quantize_new(uint8Params(), fsrc)), quantizeNearest(DATA, 0.5, 128, Piq.Dtype.UINT8),
-        'a GBytes tensor as a source');
+    checkList(tensorBytes(q.quantize_new(affineFormat(Piq.Dtype.UINT8), uint8Recipe(), fsrc)),
+        quantizeNearest(DATA, 0.5, 128, Piq.Dtype.UINT8), 'a GBytes tensor as a source');
 });
 
 test('compute-params/min-max', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(FINITE);
     for (const dtype of [Piq.Dtype.UINT8, Piq.Dtype.UINT4, Piq.Dtype.INT8]) {
-        const p = new Piq.Params({dtype});
-        check(q.compute_params(p, src) === true, 'compute_params()');
+        const f = affineFormat(dtype);
+        const p = new Piq.Recipe();
+        check(q.compute_params(f, p, src) === true, 'compute_params()');
         const [scale, zp] = minmaxParams(FINITE, dtype);
+        check(p.has_scale === true && p.has_zero_point === true, `dtype ${dtype}: compute_params() stored nothing`);
         check(p.scale === scale, `dtype ${dtype}: scale ${p.scale}, expected ${scale}`);
         check(p.zero_point === zp, `dtype ${dtype}: zero point ${p.zero_point}, expected ${zp}`);
-        const codes = unpack(tensorBytes(q.quantize_new(p, src)), FINITE.length, dtype === Piq.Dtype.UINT4 ? 4 : 8)
+        const qt = q.quantize_new(f, p, src);
+        check(qt.get_scale() === scale && qt.get_zero_point() === zp, `dtype ${dtype}: the output's parameters`);
+        const codes = unpack(tensorBytes(qt), FINITE.length, dtype === Piq.Dtype.UINT4 ? 4 : 8)
             .map(c => dtype === Piq.Dtype.INT8 && c > 127 ? c - 256 : c);
         checkList(codes, quantizeNearest(FINITE, scale, zp, dtype), `dtype ${dtype}: codes`);
     }
     const pos = FINITE.map(x => Math.abs(x) + 0.75);
     const psrc = f32Tensor(pos);
     for (const includeZero of [true, false]) {
-        const p = new Piq.Params({dtype: Piq.Dtype.UINT4, include_zero: includeZero});
-        q.compute_params(p, psrc);
+        const p = new Piq.Recipe({scale_rule: Piq.ScaleRule.MIN_MAX, include_zero: includeZero});
+        q.compute_params(affineFormat(Piq.Dtype.UINT4), p, psrc);
         const want = minmaxParams(pos, Piq.Dtype.UINT4, includeZero);
         check(p.scale === want[0] && p.zero_point === want[1],
             `include-zero ${includeZero}: ${p.scale}/${p.zero_point}, expected ${want}`);
     }
-    const p = new Piq.Params({dtype: Piq.Dtype.UINT4, include_zero: false});
-    q.compute_params(p, f32Tensor([3, 3, 3]));
+    const p = new Piq.Recipe({scale_rule: Piq.ScaleRule.MIN_MAX, include_zero: false});
+    q.compute_params(affineFormat(Piq.Dtype.UINT4), p, f32Tensor([3, 3, 3]));
     const want = minmaxParams([3, 3, 3], Piq.Dtype.UINT4, false);
     check(p.scale === want[0] && p.zero_point === want[1], `constant tensor: ${p.scale}/${p.zero_point}, expected ${want}`);
 });
 
 test('compute-params/abs-max', () => {
+    // the old ABS_MAX rule on integers is now a symmetric format: its zero point
+    // is implied (0, or the middle of an unsigned range), never stored in the recipe
     const q = new Piq.Quantizer();
     const src = f32Tensor(FINITE);
     for (const dtype of [Piq.Dtype.INT8, Piq.Dtype.UINT8, Piq.Dtype.INT4, Piq.Dtype.UINT4]) {
-        const p = new Piq.Params({dtype, scale_rule: Piq.ScaleRule.ABS_MAX});
-        q.compute_params(p, src);
         const [scale, zp] = absmaxParams(FINITE, dtype);
-        check(p.scale === scale && p.zero_point === zp, `dtype ${dtype}: ${p.scale}/${p.zero_point}, expected ${scale}/${zp}`);
+        const f = Piq.Format.new_symmetric(dtype);
+        for (const rule of [Piq.ScaleRule.DEFAULT, Piq.ScaleRule.ABS_MAX]) {
+            const p = new Piq.Recipe({scale_rule: rule});
+            q.compute_params(f, p, src);
+            check(p.scale === scale && p.has_zero_point === false,
+                `dtype ${dtype} rule ${rule}: ${p.scale} (zero point given: ${p.has_zero_point}), expected ${scale}`);
+            // a scale given with a rule other than DEFAULT is an error (overview.md,
+            // Recipes), so the scale calibrated by ABS_MAX is given on its own
+            const given = rule === Piq.ScaleRule.DEFAULT ? p : Piq.Recipe.new_fixed(p.scale);
+            const qt = q.quantize_new(f, given, src);
+            check(qt.get_scale() === scale && qt.get_zero_point() === zp,
+                `dtype ${dtype}: output ${qt.get_scale()}/${qt.get_zero_point()}, expected ${scale}/${zp}`);
+            const bits = dtype === Piq.Dtype.INT4 || dtype === Piq.Dtype.UINT4 ? 4 : 8;
+            const signed = dtype === Piq.Dtype.INT4 || dtype === Piq.Dtype.INT8;
+            const codes = unpack(tensorBytes(qt), FINITE.length, bits)
+                .map(c => signed && c >= 1 << (bits - 1) ? c - (1 << bits) : c);
+            checkList(codes, quantizeNearest(FINITE, scale, zp, dtype), `dtype ${dtype}: codes`);
+        }
     }
 });
 
@@ -472,8 +594,8 @@ test('quantize/stochastic/floor-or-ceil', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(FINITE);
     for (const [dtype, bits] of [[Piq.Dtype.UINT8, 8], [Piq.Dtype.UINT4, 4]]) {
-        const p = stochasticParams(dtype, 12345);
-        const got = unpack(tensorBytes(q.quantize_new(p, src)), FINITE.length, bits);
+        const p = stochasticRecipe(dtype, 12345);
+        const got = unpack(tensorBytes(q.quantize_new(affineFormat(dtype), p, src)), FINITE.length, bits);
         const [qmin, qmax] = RANGES.get(dtype);
         const bad = [];
         FINITE.forEach((x, i) => {
@@ -491,15 +613,16 @@ test('quantize/stochastic/same-seed-identical', () => {
     const q = new Piq.Quantizer();
     const xs = [].concat(...Array(8).fill(FINITE));
     const src = f32Tensor(xs);
-    const p = stochasticParams(Piq.Dtype.UINT8, 987654321);
-    const dst = Piq.Tensor.new(Piq.Dtype.UINT8, xs.length);
+    const f = affineFormat(Piq.Dtype.UINT8);
+    const p = stochasticRecipe(Piq.Dtype.UINT8, 987654321);
+    const dst = quantizedFor(f, xs.length);
     q.quantize(p, src, dst);
     const a = tensorBytes(dst).slice();
     q.quantize(p, src, dst);
     check(bytesEqual(tensorBytes(dst), a), 'two calls with the same seed differ');
     const q4 = new Piq.Quantizer({n_threads: 4});
-    check(bytesEqual(tensorBytes(q4.quantize_new(p, src)), a), '4 threads differ');
-    const other = tensorBytes(q.quantize_new(stochasticParams(Piq.Dtype.UINT8, 987654322), src));
+    check(bytesEqual(tensorBytes(q4.quantize_new(f, p, src)), a), '4 threads differ');
+    const other = tensorBytes(q.quantize_new(f, stochasticRecipe(Piq.Dtype.UINT8, 987654322), src));
     check(!bytesEqual(other, a), 'seeds 987654321 and 987654322 gave the same bytes');
 });
 
@@ -507,8 +630,10 @@ test('quantize/stochastic/counter-hash', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(FINITE);
     for (const [dtype, bits, seed] of [[Piq.Dtype.UINT8, 8, 1], [Piq.Dtype.UINT8, 8, 2 ** 52 + 3], [Piq.Dtype.UINT4, 4, 42]]) {
-        const p = stochasticParams(dtype, seed);
-        const got = unpack(tensorBytes(q.quantize_new(p, src)), FINITE.length, bits);
+        const p = stochasticRecipe(dtype, seed);
+        const qt = q.quantize_new(affineFormat(dtype), p, src);
+        check(qt.get_seed() === seed, `the output records seed ${qt.get_seed()}, expected ${seed}`);
+        const got = unpack(tensorBytes(qt), FINITE.length, bits);
         checkList(got, quantizeStochastic(FINITE, 0.37, p.zero_point, dtype, seed), `${bits} bits, seed ${seed}`);
     }
 });
@@ -516,12 +641,13 @@ test('quantize/stochastic/counter-hash', () => {
 test('quantize/stochastic/seed-0-recorded', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(FINITE);
-    const qt = q.quantize_new(stochasticParams(Piq.Dtype.UINT8, 0), src);
-    const used = qt.get_params().seed;
+    const f = affineFormat(Piq.Dtype.UINT8);
+    const qt = q.quantize_new(f, stochasticRecipe(Piq.Dtype.UINT8, 0), src);
+    const used = qt.get_seed();
     check(used !== 0, 'seed 0: the output records seed 0');
     // GJS reads a guint64 into a Number: only seeds below 2^53 can be given back exactly
     if (used <= Number.MAX_SAFE_INTEGER) {
-        const again = q.quantize_new(stochasticParams(Piq.Dtype.UINT8, used), src);
+        const again = q.quantize_new(f, stochasticRecipe(Piq.Dtype.UINT8, used), src);
         check(bytesEqual(tensorBytes(again), tensorBytes(qt)), `re-running with the recorded seed ${used} differs`);
     }
 });
@@ -529,13 +655,14 @@ test('quantize/stochastic/seed-0-recorded', () => {
 test('error/size', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(DATA);
-    const small = Piq.Tensor.new(Piq.Dtype.UINT8, DATA.length - 1);
+    const u8 = affineFormat(Piq.Dtype.UINT8);
+    const small = quantizedFor(u8, DATA.length - 1);
     small.set_data(new Uint8Array(DATA.length - 1).fill(0xAA));
-    expectError(Piq.Error.SIZE, () => q.quantize(uint8Params(), src, small));
+    expectError(Piq.Error.SIZE, () => q.quantize(uint8Recipe(), src, small));
     check(tensorBytes(small).every(b => b === 0xAA), 'the destination was written before the error');
-    expectError(Piq.Error.SIZE, () => q.quantize(new Piq.Params({dtype: Piq.Dtype.UINT4, scale: 1}), src,
-        Piq.Tensor.new(Piq.Dtype.UINT4, 8)));
-    const qt = q.quantize_new(uint8Params(), src);
+    expectError(Piq.Error.SIZE, () => q.quantize(Piq.Recipe.new_affine(1, 0), src,
+        quantizedFor(affineFormat(Piq.Dtype.UINT4), 8)));
+    const qt = q.quantize_new(u8, uint8Recipe(), src);
     expectError(Piq.Error.SIZE, () => q.dequantize(qt, Piq.Tensor.new(Piq.Dtype.F32, 3), Piq.ReduceOp.SET));
     expectError(Piq.Error.SIZE, () => Piq.Tensor.new_from_data(Piq.Dtype.F32, 10, new Uint8Array(39)));
 });
@@ -543,63 +670,80 @@ test('error/size', () => {
 test('error/invalid-scale', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(DATA);
-    const dst = Piq.Tensor.new(Piq.Dtype.UINT8, DATA.length);
+    const dst = quantizedFor(affineFormat(Piq.Dtype.UINT8), DATA.length);
     for (const bad of [0, -0.5, Infinity, -Infinity, NaN, 1e-50, 1e39]) {
-        const p = new Piq.Params({dtype: Piq.Dtype.UINT8, zero_point: 128});
-        // the setter: GObject refuses NaN and ±Inf as the "scale" property (its pspec spans ±G_MAXDOUBLE)
+        // the setter
+        const p = new Piq.Recipe({zero_point: 128});
         p.set_scale(bad);
         expectError(Piq.Error.INVALID_SCALE, () => q.quantize(p, src, dst));
+        // the property, NaN and ±Inf included: no route refuses a value and goes on with another
+        const pp = new Piq.Recipe({zero_point: 128});
+        pp.scale = bad;
+        expectError(Piq.Error.INVALID_SCALE, () => q.quantize(pp, src, dst));
     }
-    for (const bad of [0, -0.5, 1e-50, 1e39]) {  // GObject refuses NaN as a property value too
-        const p = new Piq.Params({dtype: Piq.Dtype.UINT8, zero_point: 128, scale: bad});
+    for (const bad of [0, -0.5, Infinity, -Infinity, NaN, 1e-50, 1e39]) {  // a construct property
+        const p = new Piq.Recipe({zero_point: 128, scale: bad});
         expectError(Piq.Error.INVALID_SCALE, () => q.quantize(p, src, dst));
     }
-    expectError(Piq.Error.INVALID_SCALE, () => uint8Params(0, 128).validate());
+    // (PiqParams.validate() is gone: the recipe is checked by the call that uses it)
+    expectError(Piq.Error.INVALID_SCALE, () => q.quantize_new(affineFormat(Piq.Dtype.UINT8), uint8Recipe(0, 128), src));
 });
 
 test('error/invalid-zero-point', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(DATA);
     for (const [dtype, zp] of [[Piq.Dtype.UINT8, 256], [Piq.Dtype.UINT8, -1], [Piq.Dtype.UINT4, 16], [Piq.Dtype.INT8, 128]]) {
-        const p = new Piq.Params({dtype, scale: 1, zero_point: zp});
-        expectError(Piq.Error.INVALID_ZERO_POINT, () => q.quantize(p, src, Piq.Tensor.new(dtype, DATA.length)));
+        const p = Piq.Recipe.new_affine(1, zp);
+        const f = affineFormat(dtype);
+        expectError(Piq.Error.INVALID_ZERO_POINT, () => q.quantize(p, src, quantizedFor(f, DATA.length)));
     }
 });
 
 test('error/unsupported', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(DATA);
-    expectError(Piq.Error.UNSUPPORTED, () => q.quantize(new Piq.Params({dtype: Piq.Dtype.F32, scale: 1}), src,
-        Piq.Tensor.new(Piq.Dtype.F32, DATA.length)));
-    const qt = q.quantize_new(uint8Params(), src);
+    // a float dtype as quantized type: refused by new_quantized() or by quantize()
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize(Piq.Recipe.new_fixed(1), src,
+        quantizedFor(affineFormat(Piq.Dtype.F32), DATA.length)));
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(affineFormat(Piq.Dtype.F32), Piq.Recipe.new_fixed(1), src));
+    const qt = q.quantize_new(affineFormat(Piq.Dtype.UINT8), uint8Recipe(), src);
     expectError(Piq.Error.UNSUPPORTED, () => q.dequantize_new(qt, Piq.Dtype.UINT8));
 });
 
-test('error/non-finite-and-empty', () => {
+test('error/non-finite', () => {  // was error/non-finite-and-empty, first half
     const q = new Piq.Quantizer();
     for (const bad of [NaN, Infinity, -Infinity]) {
-        const p = new Piq.Params({dtype: Piq.Dtype.UINT8, scale: 0.125, zero_point: 9});
-        expectError(Piq.Error.NON_FINITE, () => q.compute_params(p, f32Tensor([1, 2, bad, 3])));
-        check(p.scale === 0.125 && p.zero_point === 9, 'params changed by a failed compute_params()');
+        const p = Piq.Recipe.new_affine(0.125, 9);
+        expectError(Piq.Error.NON_FINITE, () => q.compute_params(affineFormat(Piq.Dtype.UINT8), p, f32Tensor([1, 2, bad, 3])));
+        check(p.scale === 0.125 && p.zero_point === 9, 'recipe changed by a failed compute_params()');
+        const fresh = new Piq.Recipe();
+        expectError(Piq.Error.NON_FINITE, () => q.compute_params(affineFormat(Piq.Dtype.UINT8), fresh, f32Tensor([1, 2, bad, 3])));
+        check(fresh.has_scale === false && fresh.has_zero_point === false, 'a failed compute_params() stored parameters');
     }
-    expectError(Piq.Error.EMPTY, () => q.compute_params(new Piq.Params({dtype: Piq.Dtype.UINT8}),
+});
+
+test('error/empty', () => {  // was error/non-finite-and-empty, second half
+    const q = new Piq.Quantizer();
+    expectError(Piq.Error.EMPTY, () => q.compute_params(affineFormat(Piq.Dtype.UINT8), new Piq.Recipe(),
         Piq.Tensor.new(Piq.Dtype.F32, 0)));
 });
 
-test('error/no-params', () => {
+test('error/no-format', () => {  // was error/no-params
+    // a tensor of a quantized dtype without a format (PIQ_ERROR_NO_PARAMS is now NO_FORMAT)
     const q = new Piq.Quantizer();
-    expectError(Piq.Error.NO_PARAMS, () => q.dequantize(Piq.Tensor.new(Piq.Dtype.UINT8, 4),
-        Piq.Tensor.new(Piq.Dtype.F32, 4), Piq.ReduceOp.SET));
+    const bare = Piq.Tensor.new(Piq.Dtype.UINT8, 4);
+    check(bare.get_format() === null, 'a plain uint8 tensor has a format');
+    expectError(Piq.Error.NO_FORMAT, () => q.dequantize(bare, Piq.Tensor.new(Piq.Dtype.F32, 4), Piq.ReduceOp.SET));
 });
 
 test('reuse/output-tensors', () => {
     // the pattern the design recommends in GJS: output tensors allocated once
     const q = new Piq.Quantizer();
     const src = f32Tensor(FINITE);
-    const qt = Piq.Tensor.new(Piq.Dtype.UINT8, FINITE.length);
+    const qt = quantizedFor(affineFormat(Piq.Dtype.UINT8), FINITE.length);
     const acc = Piq.Tensor.new(Piq.Dtype.F32, FINITE.length);
     acc.fill(0);
-    const p = uint8Params(0.05, 90);
+    const p = uint8Recipe(0.05, 90);
     for (let i = 0; i < 50; i++) {
         q.quantize(p, src, qt);
         q.dequantize(qt, acc, Piq.ReduceOp.ADD);
@@ -720,24 +864,40 @@ test('formats/fp8-e4m3/cast-saturate-nan', () => {
     for (const [i, c] of fixed)
         check(minifloatEncode(xs[i], E4M3, true) === c, `oracle code of ${xs[i]}`);
     for (const saturate of [true, false]) {
-        const p = new Piq.Params({dtype: Piq.Dtype.FP8_E4M3, scale: 1.0, saturate});
-        const t = q.quantize_new(p, src);
+        const f = new Piq.Format({dtype: Piq.Dtype.FP8_E4M3, saturate});
+        const t = q.quantize_new(f, Piq.Recipe.new_fixed(1.0), src);
         check(t.get_n_bytes() === xs.length && t.get_scales() === null, 'one byte per element, no scales');
         const want = xs.map(x => minifloatEncode(x, E4M3, saturate));
         checkList(tensorBytes(t), want, `fp8 codes, saturate=${saturate}`);
         checkList(q.dequantize_new(t, Piq.Dtype.F32).to_values(), want.map(c => minifloatDecode(c, E4M3)),
             'decoded values', floatEq);
     }
-    const nonsat = tensorBytes(q.quantize_new(new Piq.Params({dtype: Piq.Dtype.FP8_E4M3, saturate: false}), src));
+    const nonsatFormat = new Piq.Format({dtype: Piq.Dtype.FP8_E4M3, saturate: false});
+    const nonsat = tensorBytes(q.quantize_new(nonsatFormat, Piq.Recipe.new_fixed(1.0), src));
     checkList(nonsat.slice(3, 7), [0x7F, 0xFF, 0x7E, 0x7F], 'non-saturating: 1000, -1000, 464, 465');
+    // no silent scale 1.0: without a given scale, quantize derives one from the
+    // data (abs-max, the format's rule), which ±Inf and NaN make impossible
+    expectError(Piq.Error.NON_FINITE, () => q.quantize_new(nonsatFormat, null, src));
+    const finite = genA(40).map(v => f32(v / 64));
+    const amax = Math.max(...finite.map(Math.abs));
+    const t = q.quantize_new(nonsatFormat, null, f32Tensor(finite));
+    const scale = t.get_scale();
+    check(Number.isFinite(scale) && scale > 0 && scale !== 1.0, `derived scale ${scale}`);
+    check(minifloatEncode(amax / scale, E4M3, false) <= E4M3.maxCode, `the derived scale ${scale} overflows ${amax}`);
+    check(amax / scale >= 448 / 2, `the derived scale ${scale} leaves half of the range unused for ${amax}`);
+    const codes = finite.map(x => minifloatEncode(scaledF32(x, scale), E4M3, false));
+    checkList(tensorBytes(t), codes, `fp8 codes with the derived scale ${scale}`);
+    checkList(q.dequantize_new(t, Piq.Dtype.F32).to_values(), codes.map(c => f32(minifloatDecode(c, E4M3) * f32(scale))),
+        'decoded with the derived scale');
 });
 
 test('formats/mxfp4/e8m0-scales', () => {
     const q = new Piq.Quantizer();
     const xs = genA(70).map(f32);  // blocks of 32, 32 and a ragged 6
-    const p = Piq.Params.new_preset('mxfp4');
-    check(p.dtype === Piq.Dtype.FP4_E2M1 && p.block_size === 32 && p.scale_dtype === Piq.Dtype.E8M0, 'mxfp4 preset');
-    const t = q.quantize_new(p, f32Tensor(xs));
+    const p = Piq.Format.new_preset('mxfp4');
+    check(p.dtype === Piq.Dtype.FP4_E2M1 && p.granularity === Piq.Granularity.BLOCK && p.get_block_size() === 32 &&
+        p.scale_dtype === Piq.Dtype.E8M0, 'mxfp4 preset');
+    const t = q.quantize_new(p, null, f32Tensor(xs));
     check(t.get_n_bytes() === 35, `70 fp4 take ${t.get_n_bytes()} bytes`);
     const scales = Array.from(t.get_scales().toArray());
     const codes = nibbles(tensorBytes(t), 70);
@@ -769,9 +929,10 @@ test('formats/nf4/bnb-order-and-add', () => {
     const n = 201;  // blocks of 64 and a ragged 9; an odd count ends in half a byte
     const xs = genA(n).map(f32);
     const src = f32Tensor(xs);
-    const p = Piq.Params.new_preset('nf4');
-    check(p.dtype === Piq.Dtype.NF4 && p.block_size === 64 && p.high_nibble_first, "nf4 preset is bitsandbytes' layout");
-    const t = q.quantize_new(p, src);
+    const p = Piq.Format.new_preset('nf4');
+    check(p.dtype === Piq.Dtype.NF4 && p.get_block_size() === 64 && p.high_nibble_first && !p.has_zero_points(),
+        "nf4 preset is bitsandbytes' layout");
+    const t = q.quantize_new(p, null, src);
     check(t.get_n_bytes() === 101, `201 nf4 take ${t.get_n_bytes()} bytes`);
     const absmax = bytesAs(t.get_scales(), Float32Array);
     const want = [];
@@ -785,9 +946,11 @@ test('formats/nf4/bnb-order-and-add', () => {
         if (Math.abs(xs[i]) === a)
             check(y[i] === xs[i], `[${i}] the block's absmax ${a} came back as ${y[i]}`);
     }
-    const pLo = Piq.Params.new_preset('nf4');
-    pLo.high_nibble_first = false;
-    const lo = tensorBytes(q.quantize_new(pLo, src));
+    // formats are immutable: the other nibble order is another format
+    const pLo = new Piq.Format({dtype: Piq.Dtype.NF4, granularity: Piq.Granularity.BLOCK, block_size: 64,
+        high_nibble_first: false});
+    check(!pLo.equal(p), 'the nibble order is part of the format');
+    const lo = tensorBytes(q.quantize_new(pLo, null, src));
     const hi = tensorBytes(t);
     checkList(hi, Array.from(lo).map(b => ((b & 0xF) << 4) | (b >> 4)), 'bnb bytes = piquant bytes, nibbles swapped');
     checkList(nibbles(hi, n, true), nibbles(lo, n, false), 'codes of the two orders');
@@ -804,12 +967,12 @@ test('formats/int8-block/wrap-scales-and-zero-points', () => {
     const q = new Piq.Quantizer();
     const n = 70, block = 16;
     const xs = genA(n).map(f32);
-    const mk = () => new Piq.Params({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.BLOCK, block_size: block,
-        scale_rule: Piq.ScaleRule.MIN_MAX});
+    const mk = () => new Piq.Format({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.BLOCK, block_size: block});
     const p = mk();
-    const [ok, scalesSize, zpsSize] = p.get_scales_size(n);
-    check(ok && scalesSize === 20 && zpsSize === 20, `sizes ${scalesSize} ${zpsSize}`);
-    const t = q.quantize_new(p, f32Tensor(xs));
+    check(p.has_zero_points(), 'affine int8 blocks have zero points');
+    const [ok, codesSize, scalesSize, zpsSize] = p.get_sizes([n]);
+    check(ok && codesSize === 70 && scalesSize === 20 && zpsSize === 20, `sizes ${codesSize} ${scalesSize} ${zpsSize}`);
+    const t = q.quantize_new(p, new Piq.Recipe({scale_rule: Piq.ScaleRule.MIN_MAX}), f32Tensor(xs));
     const scales = bytesAs(t.get_scales(), Float32Array);
     const zps = bytesAs(t.get_zero_points(), Int32Array);
     const raw = tensorBytes(t).slice();
@@ -824,25 +987,25 @@ test('formats/int8-block/wrap-scales-and-zero-points', () => {
         wantY = wantY.concat(dequantizeF32(want, s, zp));
     }
     // data quantized "elsewhere": codes, scales and zero points as plain bytes
-    const w = Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, raw);
-    w.set_params(mk());
-    w.set_scales(new GLib.Bytes(new Uint8Array(new Float32Array(scales).buffer)));
-    w.set_zero_points(new GLib.Bytes(new Uint8Array(new Int32Array(zps).buffer)));
-    checkList(bytesAs(w.get_scales(), Float32Array), scales, 'get_scales() after set_scales()');
+    const w = Piq.Tensor.new_quantized_from_bytes(mk(), [n], new GLib.Bytes(raw),
+        new GLib.Bytes(new Uint8Array(new Float32Array(scales).buffer)),
+        new GLib.Bytes(new Uint8Array(new Int32Array(zps).buffer)), 1, 0);
+    checkList(bytesAs(w.get_scales(), Float32Array), scales, 'get_scales() of the wrapped tensor');
+    checkList(bytesAs(w.get_zero_points(), Int32Array), zps, 'get_zero_points() of the wrapped tensor');
     checkList(q.dequantize_new(w, Piq.Dtype.F32).to_values(), wantY, 'dequantized from wrapped bytes');
-    const bare = Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, raw);
-    bare.set_params(p);
-    expectError(Piq.Error.SIZE, () => q.dequantize_new(bare, Piq.Dtype.F32));
+    // codes without their scales: refused when wrapped or when dequantized
+    expectError(Piq.Error.SIZE, () => q.dequantize_new(
+        Piq.Tensor.new_quantized_from_bytes(p, [n], new GLib.Bytes(raw), null, null, 1, 0), Piq.Dtype.F32));
 });
 
 test('formats/binary/dot', () => {
     const q = new Piq.Quantizer();
     const n = 300;  // blocks of 128, 128 and 44
-    const p = Piq.Params.new_preset('binary');
-    check(p.dtype === Piq.Dtype.BINARY && p.block_size === 128, 'binary preset');
+    const p = Piq.Format.new_preset('binary');
+    check(p.dtype === Piq.Dtype.BINARY && p.get_block_size() === 128, 'binary preset');
     const ts = [], ys = [];
     for (const xs of [genA(n).map(f32), genB(n).map(f32)]) {
-        const t = q.quantize_new(p, f32Tensor(xs));
+        const t = q.quantize_new(p, null, f32Tensor(xs));
         check(t.get_n_bytes() === 38, `300 bits take ${t.get_n_bytes()} bytes`);
         const bits = tensorBytes(t);
         const bit = i => (bits[i >> 3] >> (i % 8)) & 1;
@@ -875,7 +1038,7 @@ test('formats/q8_0/ggml-bytes', () => {
     const q = new Piq.Quantizer();
     const n = 70;  // 3 blocks, the last holds 6 values and 26 zeros
     const xs = genA(n).map(f32);
-    const t = q.quantize_new(Piq.Params.new_preset('q8_0'), f32Tensor(xs));
+    const t = q.quantize_new(Piq.Format.new_preset('q8_0'), null, f32Tensor(xs));
     const raw = tensorBytes(t);
     check(raw.length === 3 * 34 && t.get_scales() === null, '3 blocks of 34 bytes, scales inside');
     const wantY = [];
@@ -905,14 +1068,454 @@ test('formats/q8_0/ggml-bytes', () => {
 test('formats/errors', () => {
     const q = new Piq.Quantizer();
     const src = f32Tensor(genA(70));
-    const perRow = new Piq.Params({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.CHANNEL, block_size: 16});
-    expectError(Piq.Error.SIZE, () => q.quantize_new(perRow, src));
-    const nf4 = Piq.Params.new_preset('nf4');
-    nf4.scale_dtype = Piq.Dtype.E8M0;
-    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, src));
-    expectError(Piq.Error.UNSUPPORTED, () => Piq.Params.new_preset('no-such-format'));
-    const names = Piq.Params.list_presets();
+    // the old per-row spelling (CHANNEL + a block size as the row length) is
+    // an option that does not apply; channels are an axis of the shape
+    const perRow = new Piq.Format({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.CHANNEL, block_size: 16});
+    expectError(Piq.Error.UNSUPPORTED, () => perRow.validate());
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(perRow, null, src));
+    // CHANNEL on an axis that the shape lacks
+    expectError(Piq.Error.SIZE, () => q.quantize_new(Piq.Format.new_per_channel(Piq.Dtype.INT8, 1), null, src));
+    const nf4 = new Piq.Format({dtype: Piq.Dtype.NF4, granularity: Piq.Granularity.BLOCK, scale_dtype: Piq.Dtype.E8M0});
+    expectError(Piq.Error.UNSUPPORTED, () => nf4.validate());
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, null, src));
+    expectError(Piq.Error.UNSUPPORTED, () => Piq.Format.new_preset('no-such-format'));
+    const names = Piq.Format.list_presets();
     check(names.includes('mxfp4') && names.includes('q4_0'), `list_presets() ${names}`);
 });
+
+// ------------------------------------------------------------- shapes ----
+// Tensors with shapes: channels along an axis, blocks along the last axis that
+// never span two rows.
+
+// quantize a tensor of `shape` per channel along `axis` and check every byte
+// against the oracle; returns the quantized tensor
+function checkPerChannel(q, xs, shape, axis, dtype, symmetric) {
+    const nd = shape.length;
+    const ax = axis < 0 ? axis + nd : axis;
+    let inner = 1;
+    for (let d = ax + 1; d < nd; d++)
+        inner *= shape[d];
+    const chan = i => Math.floor(i / inner) % shape[ax];
+    const groups = Array.from({length: shape[ax]}, () => []);
+    xs.forEach((x, i) => groups[chan(i)].push(x));
+    const what = `[${shape}] axis ${axis} dtype ${dtype}${symmetric ? ' symmetric' : ''}`;
+
+    const f = new Piq.Format({dtype, granularity: Piq.Granularity.CHANNEL, axis, symmetric});
+    check(f.validate(), `${what}: validate()`);
+    const [ok, codesSize, scalesSize, zpsSize] = f.get_sizes(shape);
+    check(ok && codesSize === xs.length && scalesSize === 4 * shape[ax] && zpsSize === (symmetric ? 0 : 4 * shape[ax]),
+        `${what}: sizes ${codesSize} ${scalesSize} ${zpsSize}`);
+    const t = q.quantize_new(f, null, f32Shaped(xs, shape));
+    checkList(t.get_shape(), shape, `${what}: shape of the quantized tensor`);
+    check(t.get_format().equal(f), `${what}: the tensor's format`);
+    const params = groups.map(g => symmetric ? absmaxParams(g, dtype) : minmaxParams(g, dtype));
+    checkList(bytesAs(t.get_scales(), Float32Array), params.map(p => p[0]), `${what}: one f32 scale per channel`);
+    const zps = t.get_zero_points();
+    if (symmetric)
+        check(zps === null || zps.get_size() === 0, `${what}: a symmetric format has zero points`);
+    else
+        checkList(bytesAs(zps, Int32Array), params.map(p => p[1]), `${what}: one int32 zero point per channel`);
+    const raw = tensorBytes(t).slice();
+    const codes = dtype === Piq.Dtype.INT8 ? Array.from(new Int8Array(raw.buffer)) : Array.from(raw);
+    const want = xs.map((x, i) => quantizeNearest([x], params[chan(i)][0], params[chan(i)][1], dtype)[0]);
+    checkList(codes, want, `${what}: codes`);
+    const y = q.dequantize_new(t, Piq.Dtype.F32);
+    checkList(y.get_shape(), shape, `${what}: shape of the dequantized tensor`);
+    checkList(y.to_values(), want.map((c, i) => dequantizeF32([c], params[chan(i)][0], params[chan(i)][1])[0]),
+        `${what}: dequantized`);
+    return t;
+}
+
+test('shapes/per-channel/axis-0', () => {
+    // the output channels of an [out, in] weight: one scale per row
+    const q = new Piq.Quantizer();
+    const rows = 5, cols = 37;
+    const xs = genA(rows * cols).map(f32);
+    for (const [dtype, symmetric] of [[Piq.Dtype.UINT8, false], [Piq.Dtype.INT8, true], [Piq.Dtype.INT8, false]]) {
+        const t = checkPerChannel(q, xs, [rows, cols], 0, dtype, symmetric);
+        const neg = checkPerChannel(q, xs, [rows, cols], -2, dtype, symmetric);
+        check(bytesEqual(tensorBytes(neg), tensorBytes(t)), 'axis -2 of a matrix is axis 0');
+    }
+    // the default axis is 0
+    const byDefault = q.quantize_new(Piq.Format.new_per_channel(Piq.Dtype.UINT8, 0), null, f32Shaped(xs, [rows, cols]));
+    const props = q.quantize_new(new Piq.Format({dtype: Piq.Dtype.UINT8, granularity: Piq.Granularity.CHANNEL}), null,
+        f32Shaped(xs, [rows, cols]));
+    check(bytesEqual(tensorBytes(byDefault), tensorBytes(props)) &&
+        bytesEqual(byDefault.get_scales().toArray(), props.get_scales().toArray()), 'the default axis is not 0');
+    // N×1 and 1×K matrices
+    checkPerChannel(q, genB(7).map(f32), [7, 1], 0, Piq.Dtype.INT8, true);
+    checkPerChannel(q, genB(9).map(f32), [1, 9], 0, Piq.Dtype.UINT8, false);
+});
+
+test('shapes/per-channel/axis-1', () => {
+    // one scale per column, and the middle axis of a 3-D tensor
+    const q = new Piq.Quantizer();
+    const rows = 6, cols = 11;
+    const xs = genB(rows * cols).map(f32);
+    for (const [dtype, symmetric] of [[Piq.Dtype.UINT8, false], [Piq.Dtype.INT8, true]]) {
+        const t = checkPerChannel(q, xs, [rows, cols], 1, dtype, symmetric);
+        const neg = checkPerChannel(q, xs, [rows, cols], -1, dtype, symmetric);
+        check(bytesEqual(tensorBytes(neg), tensorBytes(t)), 'axis -1 of a matrix is axis 1');
+    }
+    checkPerChannel(q, genA(2 * 3 * 4).map(f32), [2, 3, 4], 1, Piq.Dtype.INT8, false);
+    checkPerChannel(q, genA(2 * 3 * 4).map(f32), [2, 3, 4], 1, Piq.Dtype.UINT8, true);
+    // an axis that the shape lacks
+    const f = Piq.Format.new_per_channel(Piq.Dtype.INT8, 2);
+    expectError(Piq.Error.SIZE, () => q.quantize_new(f, null, f32Shaped(xs, [rows, cols])));
+    expectError(Piq.Error.SIZE, () => quantizedFor(f, [rows, cols]));
+});
+
+test('shapes/per-block/ragged-rows', () => {  // was shapes/blocks/ragged-per-row
+    const q = new Piq.Quantizer();
+    const rows = 3, cols = 70, block = 32;  // every row: blocks of 32, 32 and 6
+    const xs = genB(rows * cols).map(f32);
+    const f = new Piq.Format({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.BLOCK, block_size: block});
+    const [ok, codesSize, scalesSize, zpsSize] = f.get_sizes([rows, cols]);
+    check(ok && codesSize === 210 && scalesSize === 36 && zpsSize === 36, `sizes ${codesSize} ${scalesSize} ${zpsSize}`);
+    const t = q.quantize_new(f, null, f32Shaped(xs, [rows, cols]));
+    checkList(t.get_shape(), [rows, cols], 'shape of the quantized tensor');
+    const scales = bytesAs(t.get_scales(), Float32Array);
+    const zps = bytesAs(t.get_zero_points(), Int32Array);
+    const codes = Array.from(new Int8Array(tensorBytes(t).slice().buffer));
+    const wantS = [], wantZ = [], wantC = [], wantY = [];
+    for (let r = 0; r < rows; r++) {
+        for (let b0 = 0; b0 < cols; b0 += block) {
+            const blk = xs.slice(r * cols + b0, r * cols + Math.min(b0 + block, cols));
+            const [s, zp] = minmaxParams(blk, Piq.Dtype.INT8);
+            const c = quantizeNearest(blk, s, zp, Piq.Dtype.INT8);
+            wantS.push(s);
+            wantZ.push(zp);
+            wantC.push(...c);
+            wantY.push(...dequantizeF32(c, s, zp));
+        }
+    }
+    checkList(scales, wantS, 'scales: 3 blocks per row');
+    checkList(zps, wantZ, 'zero points: 3 blocks per row');
+    checkList(codes, wantC, 'codes');
+    const y = q.dequantize_new(t, Piq.Dtype.F32);
+    checkList(y.get_shape(), [rows, cols], 'shape of the dequantized tensor');
+    checkList(y.to_values(), wantY, 'dequantized');
+    // each row quantized alone gives the same bytes
+    for (let r = 0; r < rows; r++) {
+        const tr = q.quantize_new(f, null, f32Tensor(xs.slice(r * cols, (r + 1) * cols)));
+        checkList(tensorBytes(tr), tensorBytes(t).slice(r * cols, (r + 1) * cols), `row ${r} alone: codes`);
+        checkList(bytesAs(tr.get_scales(), Float32Array), scales.slice(3 * r, 3 * r + 3), `row ${r} alone: scales`);
+    }
+    // the same 210 values as one row: blocks of 32 across the old row ends
+    const flat = q.quantize_new(f, null, f32Tensor(xs));
+    check(flat.get_scales().get_size() === 7 * 4, `a flat tensor of 210 has ${flat.get_scales().get_size() / 4} blocks`);
+    // nf4 (4-bit codes, f32 absmax per block): rows of 70 = 64 + 6
+    const nf4 = Piq.Format.new_preset('nf4');
+    const tn = q.quantize_new(nf4, null, f32Shaped(xs, [rows, cols]));
+    check(tn.get_n_bytes() === 105, `3 rows of 70 nf4 take ${tn.get_n_bytes()} bytes`);
+    const absmax = [];
+    for (let r = 0; r < rows; r++) {
+        for (const [b0, b1] of [[0, 64], [64, 70]])
+            absmax.push(Math.max(...xs.slice(r * cols + b0, r * cols + b1).map(Math.abs)));
+    }
+    checkList(bytesAs(tn.get_scales(), Float32Array), absmax, 'nf4 absmax per block of each row');
+    const yn = q.dequantize_new(tn, Piq.Dtype.F32).to_values();
+    xs.forEach((x, i) => {
+        const a = absmax[2 * Math.floor(i / cols) + (i % cols < 64 ? 0 : 1)];
+        check(Math.abs(yn[i] - x) <= 0.152 * a, `nf4 [${i}] ${x} -> ${yn[i]}`);
+    });
+});
+
+test('shapes/get-shape', () => {
+    const q = new Piq.Quantizer();
+    const t = Piq.Tensor.new_shaped(Piq.Dtype.F32, [2, 3, 4]);
+    checkList(t.get_shape(), [2, 3, 4], 'get_shape()');
+    check(t.get_n_dims() === 3 && t.get_n_elements() === 24 && t.get_n_bytes() === 96, 'n-dims, n-elements, n-bytes');
+    check(t.get_dim(0) === 2 && t.get_dim(1) === 3 && t.get_dim(2) === 4, 'get_dim()');
+    check(t.get_dim(-1) === 4 && t.get_dim(-3) === 2, 'get_dim() from the end');
+    check(t.is_contiguous() && t.get_row_stride() === 0, `packed rows: stride ${t.get_row_stride()}, expected 0`);
+    checkList(Piq.Tensor.new(Piq.Dtype.F32, 37).get_shape(), [37], '1-D tensor');
+    checkList(f32Tensor(DATA).get_shape(), [DATA.length], 'new_from_data() is 1-D');
+    const xs = genA(24).map(f32);
+    t.set_data(new Uint8Array(new Float32Array(xs).buffer));
+    check(t.reshape([6, 4]) === true, 'reshape()');
+    checkList(t.get_shape(), [6, 4], 'shape after reshape()');
+    checkList(t.to_values(), xs, 'reshape() keeps the values');
+    expectError(Piq.Error.SIZE, () => t.reshape([5, 5]));
+    checkList(t.get_shape(), [6, 4], 'shape after a refused reshape()');
+    const nf4 = Piq.Format.new_preset('nf4');
+    const qt = q.quantize_new(nf4, null, t);
+    checkList(qt.get_shape(), [6, 4], 'quantized shape');
+    check(qt.get_n_dims() === 2 && qt.get_dim(-1) === 4 && qt.get_n_elements() === 24, 'quantized dims');
+    checkList(q.dequantize_new(qt, Piq.Dtype.F32).get_shape(), [6, 4], 'dequantized shape');
+    const dst = quantizedFor(nf4, [6, 4]);
+    check(dst.get_format().equal(nf4) && dst.get_n_bytes() === 12, 'new_quantized()');
+    q.quantize(null, t, dst);
+    check(bytesEqual(tensorBytes(dst), tensorBytes(qt)), 'quantize() into new_quantized() differs from quantize_new()');
+    // the destination's shape decides: 24 elements as [4, 6] are other rows
+    expectError(Piq.Error.SIZE, () => q.quantize(null, t, quantizedFor(nf4, [4, 6])));
+    expectError(Piq.Error.SIZE, () => q.quantize(null, t, quantizedFor(nf4, [24])));
+});
+
+// ------------------------------------------------------- immutability ----
+
+test('immutability/recipe-after-quantize', () => {
+    const q = new Piq.Quantizer();
+    const src = f32Tensor(FINITE);
+    const f = affineFormat(Piq.Dtype.UINT8);
+    const want = dequantizeF32(quantizeNearest(FINITE, 0.05, 90, Piq.Dtype.UINT8), 0.05, 90);
+    const r = Piq.Recipe.new_affine(0.05, 90);
+    const made = q.quantize_new(f, r, src);
+    const into = quantizedFor(f, FINITE.length);
+    q.quantize(r, src, into);
+    const codes = tensorBytes(made).slice();
+    r.scale = 2.5;
+    r.zero_point = 3;
+    r.scale_rule = Piq.ScaleRule.MIN_MAX;
+    r.include_zero = false;
+    r.round_mode = Piq.RoundMode.STOCHASTIC;
+    r.seed = 99;
+    for (const t of [made, into]) {
+        check(t.get_scale() === 0.05 && t.get_zero_point() === 90, 'the tensor followed its recipe');
+        check(t.get_format().equal(f), "the tensor's format");
+        check(bytesEqual(tensorBytes(t), codes), 'the codes changed');
+        checkList(q.dequantize_new(t, Piq.Dtype.F32).to_values(), want, 'decoded after the recipe changed');
+    }
+    r.clear_scale();
+    checkList(q.dequantize_new(made, Piq.Dtype.F32).to_values(), want, 'decoded after clear_scale()');
+
+    // a calibrated recipe, recalibrated on other data
+    const rc = new Piq.Recipe();
+    q.compute_params(f, rc, src);
+    const [s0, z0] = [rc.scale, rc.zero_point];
+    const qc = q.quantize_new(f, rc, src);
+    const before = q.dequantize_new(qc, Piq.Dtype.F32).to_values();
+    q.compute_params(f, rc, f32Tensor(FINITE.map(x => 3 * x)));
+    check(rc.scale !== s0, 'recalibration did not change the recipe');
+    check(qc.get_scale() === s0 && qc.get_zero_point() === z0, 'the tensor followed the recalibrated recipe');
+    checkList(q.dequantize_new(qc, Piq.Dtype.F32).to_values(), before, 'decoded after recalibration');
+
+    // the seed used stays with the tensor
+    const rs = stochasticRecipe(Piq.Dtype.UINT8, 4242);
+    const qs = q.quantize_new(f, rs, src);
+    const ys = q.dequantize_new(qs, Piq.Dtype.F32).to_values();
+    rs.seed = 1;
+    rs.scale = 1;
+    rs.round_mode = Piq.RoundMode.NEAREST;
+    check(qs.get_seed() === 4242 && qs.get_scale() === 0.37 && qs.get_zero_point() === 100,
+        'the stochastic tensor followed its recipe');
+    checkList(q.dequantize_new(qs, Piq.Dtype.F32).to_values(), ys, 'stochastic: decoded after the recipe changed');
+
+    // a block format: scales belong to the tensor
+    const nf4 = Piq.Format.new_preset('nf4');
+    const rn = new Piq.Recipe();
+    const qn = q.quantize_new(nf4, rn, src);
+    const yn = q.dequantize_new(qn, Piq.Dtype.F32).to_values();
+    const sn = qn.get_scales().toArray().slice();
+    rn.scale_rule = Piq.ScaleRule.MIN_MAX;
+    rn.scale = 3;
+    check(qn.get_format().equal(nf4) && qn.get_format().high_nibble_first, "the nf4 tensor's format");
+    check(bytesEqual(qn.get_scales().toArray(), sn), 'the nf4 scales changed');
+    checkList(q.dequantize_new(qn, Piq.Dtype.F32).to_values(), yn, 'nf4: decoded after the recipe changed');
+});
+
+// --------------------------------------------------- no silent default ----
+
+test('error/no-silent-default', () => {  // was errors/no-silent-default
+    const q = new Piq.Quantizer();
+    const n = FINITE.length;
+    const src = f32Tensor(FINITE);
+    const u8 = affineFormat(Piq.Dtype.UINT8);
+    const sym8 = Piq.Format.new_symmetric(Piq.Dtype.INT8);
+    const fp8 = new Piq.Format({dtype: Piq.Dtype.FP8_E4M3});
+    const nf4 = Piq.Format.new_preset('nf4');
+    const mx = Piq.Format.new_preset('mxfp4');
+
+    // a NaN scale set through the property: the next call fails, whatever the format
+    for (const [f, r] of [[u8, uint8Recipe()], [sym8, Piq.Recipe.new_fixed(0.5)], [fp8, Piq.Recipe.new_fixed(1)]]) {
+        r.scale = NaN;
+        expectError(Piq.Error.INVALID_SCALE, () => q.quantize_new(f, r, src));
+        const dst = quantizedFor(f, n);
+        dst.set_data(new Uint8Array(n).fill(0x5A));
+        expectError(Piq.Error.INVALID_SCALE, () => q.quantize(r, src, dst));
+        check(tensorBytes(dst).every(b => b === 0x5A), 'a failed quantize() wrote its destination');
+        expectError(Piq.Error.INVALID_SCALE, () => q.requantize(f, r, src, Piq.Tensor.new(Piq.Dtype.F32, n), Piq.ReduceOp.SET));
+        r.scale = 0.25;
+        check(q.quantize_new(f, r, src) !== null, 'a finite scale set again');
+    }
+
+    // rules that do not apply to the format: never replaced by the format's rule
+    for (const rule of [Piq.ScaleRule.MIN_MAX, Piq.ScaleRule.ABS_MAX, Piq.ScaleRule.MEAN_STD])
+        expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(mx, new Piq.Recipe({scale_rule: rule}), src));
+    const floor = q.quantize_new(mx, new Piq.Recipe({scale_rule: Piq.ScaleRule.POW2_FLOOR}), src);
+    const dflt = q.quantize_new(mx, null, src);
+    check(bytesEqual(tensorBytes(floor), tensorBytes(dflt)) &&
+        bytesEqual(floor.get_scales().toArray(), dflt.get_scales().toArray()), 'E8M0: POW2_FLOOR is the DEFAULT rule');
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, new Piq.Recipe({scale_rule: Piq.ScaleRule.MIN_MAX}), src));
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, new Piq.Recipe({scale_rule: Piq.ScaleRule.POW2_FLOOR}), src));
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(sym8, new Piq.Recipe({scale_rule: Piq.ScaleRule.MIN_MAX}), src));
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(u8, new Piq.Recipe({scale_rule: Piq.ScaleRule.ABS_MAX}), src));
+    expectError(Piq.Error.UNSUPPORTED, () => q.compute_params(mx, new Piq.Recipe(), src));
+
+    // a zero point on a symmetric format
+    expectError(Piq.Error.INVALID_ZERO_POINT, () => q.quantize_new(sym8, Piq.Recipe.new_affine(0.5, 0), src));
+    expectError(Piq.Error.INVALID_ZERO_POINT, () => q.quantize_new(Piq.Format.new_symmetric(Piq.Dtype.UINT8),
+        Piq.Recipe.new_affine(0.5, 128), src));
+    expectError(Piq.Error.INVALID_ZERO_POINT, () => q.quantize_new(fp8, Piq.Recipe.new_affine(1, 0), src));
+    // and an affine format given a scale without its zero point
+    expectError(Piq.Error.INVALID_ZERO_POINT, () => q.quantize_new(u8, Piq.Recipe.new_fixed(0.5), src));
+
+    // a given scale where scales are derived per channel or block, or with a rule
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(nf4, Piq.Recipe.new_fixed(1), src));
+    const symChannels = new Piq.Format({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.CHANNEL, symmetric: true});
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(symChannels, Piq.Recipe.new_fixed(0.5),
+        f32Shaped(FINITE.slice(0, 300), [10, 30])));
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(u8,
+        new Piq.Recipe({scale: 0.5, zero_point: 128, scale_rule: Piq.ScaleRule.MIN_MAX}), src));
+    // a seed with nearest rounding; include-zero without the min/max rule
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(u8, new Piq.Recipe({seed: 5}), src));
+    expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(sym8, new Piq.Recipe({include_zero: false}), src));
+    // format options that do not apply
+    for (const props of [{dtype: Piq.Dtype.UINT8, block_size: 32}, {dtype: Piq.Dtype.INT8, high_nibble_first: true},
+        {dtype: Piq.Dtype.UINT8, axis: 1}, {dtype: Piq.Dtype.INT8, double_quant: true},
+        {dtype: Piq.Dtype.FP8_E4M3, granularity: Piq.Granularity.BLOCK, scale_dtype: Piq.Dtype.E8M0, saturate: false}]) {
+        const f = new Piq.Format(props);
+        expectError(Piq.Error.UNSUPPORTED, () => f.validate());
+        expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(f, null, src));
+    }
+
+    // no scale given: quantize derives it by the format's rule (never 1.0)
+    const [s, zp] = minmaxParams(FINITE, Piq.Dtype.UINT8);
+    const derived = q.quantize_new(u8, null, src);
+    check(derived.get_scale() === s && derived.get_zero_point() === zp,
+        `derived ${derived.get_scale()}/${derived.get_zero_point()}, expected ${s}/${zp}`);
+    checkList(tensorBytes(derived), quantizeNearest(FINITE, s, zp, Piq.Dtype.UINT8), 'codes with derived parameters');
+    const empty = new Piq.Recipe();
+    const again = q.quantize_new(u8, empty, src);
+    check(bytesEqual(tensorBytes(again), tensorBytes(derived)), 'an empty recipe is the NULL recipe');
+});
+
+// ----------------------------------------------------------- aliasing ----
+
+test('aliasing/requantize/in-place', () => {  // was aliasing/requantize-in-place
+    const n = 200003;  // large enough to be split over threads
+    const xs = genA(n).map((v, i) => f32(v + (i % 7) / 9));
+    const y4 = dequantizeF32(quantizeNearest(xs, 0.3, 6, Piq.Dtype.UINT4), 0.3, 6);
+    for (const nThreads of [1, 4]) {
+        const q = new Piq.Quantizer({n_threads: nThreads});
+        const u4 = affineFormat(Piq.Dtype.UINT4);
+        const r = Piq.Recipe.new_affine(0.3, 6);
+        const t = f32Tensor(xs);
+        check(q.requantize(u4, r, t, t, Piq.ReduceOp.SET) === true, 'requantize() in place');
+        checkList(t.to_values(), y4, `${nThreads} threads: uint4 SET in place`);
+        const ta = f32Tensor(xs);
+        q.requantize(u4, r, ta, ta, Piq.ReduceOp.ADD);
+        checkList(ta.to_values(), xs.map((x, i) => f32(x + y4[i])), `${nThreads} threads: uint4 ADD in place`);
+        // derived scales: in place gives what a separate destination gets
+        for (const [name, f] of [['nf4', Piq.Format.new_preset('nf4')], ['mxfp4', Piq.Format.new_preset('mxfp4')],
+            ['int8 blocks', new Piq.Format({dtype: Piq.Dtype.INT8, granularity: Piq.Granularity.BLOCK, block_size: 16})],
+            ['uint8', affineFormat(Piq.Dtype.UINT8)]]) {
+            const out = Piq.Tensor.new(Piq.Dtype.F32, n);
+            q.requantize(f, null, f32Tensor(xs), out, Piq.ReduceOp.SET);
+            const tt = f32Tensor(xs);
+            q.requantize(f, null, tt, tt, Piq.ReduceOp.SET);
+            checkList(tt.to_values(), out.to_values(), `${nThreads} threads: ${name} in place`);
+        }
+        // a matrix, per channel
+        const rows = 400, cols = 499;
+        const m = f32Shaped(xs.slice(0, rows * cols), [rows, cols]);
+        const pc = Piq.Format.new_per_channel(Piq.Dtype.INT8, 1);
+        const out = Piq.Tensor.new_shaped(Piq.Dtype.F32, [rows, cols]);
+        q.requantize(pc, null, m, out, Piq.ReduceOp.SET);
+        q.requantize(pc, null, m, m, Piq.ReduceOp.SET);
+        checkList(m.to_values(), out.to_values(), `${nThreads} threads: per-channel matrix in place`);
+    }
+});
+
+// --------------------------------------------- ported from the Python suite ----
+
+test('quantize/f32/uint8/params-attached', () => {
+    const u8 = affineFormat(Piq.Dtype.UINT8);
+    const src = f32Tensor(DATA);
+    const dst = quantizedFor(u8, DATA.length);
+    Piq.Quantizer.get_default().quantize(uint8Recipe(0.5, 100), src, dst);
+    const f = dst.get_format();
+    check(f !== null, 'the quantized tensor carries no format');
+    check(f.dtype === Piq.Dtype.UINT8 && f.equal(u8), `attached format ${f.to_string()}`);
+    check(dst.get_scale() === 0.5 && dst.get_zero_point() === 100,
+        `the tensor's scale and zero point ${dst.get_scale()}/${dst.get_zero_point()}`);
+    check(dst.get_scales() === null && dst.get_zero_points() === null, 'a per-tensor format has scale arrays');
+});
+
+test('quantize/int8/nearest', () => {
+    const q = new Piq.Quantizer();
+    const qt = q.quantize_new(affineFormat(Piq.Dtype.INT8), Piq.Recipe.new_affine(0.5, -3), f32Tensor(DATA));
+    const codes = quantizeNearest(DATA, 0.5, -3, Piq.Dtype.INT8);
+    checkList(Array.from(new Int8Array(tensorBytes(qt).slice().buffer)), codes, 'int8 codes');
+    checkList(q.dequantize_new(qt, Piq.Dtype.F32).to_values(), dequantizeF32(codes, 0.5, -3), 'int8 dequantized');
+});
+
+test('dtype/enum-values', () => {
+    // the numeric values are ABI (piq-types.h)
+    const want = {F32: 0, F64: 1, BF16: 2, F16: 3, UINT2: 16, INT2: 17, UINT4: 18, INT4: 19, UINT8: 20, INT8: 21,
+        INT64: 27};
+    for (const [name, value] of Object.entries(want))
+        check(Piq.Dtype[name] === value, `Piq.Dtype.${name} = ${Piq.Dtype[name]}`);
+    check(Piq.ReduceOp.SET === 0 && Piq.ReduceOp.ADD === 1, 'ReduceOp values');
+    check(Piq.Error.SIZE === 1 && Piq.Error.INVALID_SCALE === 3, 'Error values');
+    check(Piq.Error.NO_FORMAT === 8 && Piq.Error.OVERLAP === 11, 'NO_FORMAT and OVERLAP values');
+    check(Piq.ScaleRule.MIN_MAX === 0 && Piq.ScaleRule.DEFAULT === 7, 'ScaleRule values');
+    checkList([Piq.Granularity.TENSOR, Piq.Granularity.CHANNEL, Piq.Granularity.BLOCK], [0, 1, 2],
+        'Granularity values');
+});
+
+test('immutability/format-construct-only', () => {
+    const q = new Piq.Quantizer();
+    const f = new Piq.Format({dtype: Piq.Dtype.UINT8});
+    const before = f.to_string();
+    const props = [['dtype', Piq.Dtype.INT4], ['granularity', Piq.Granularity.BLOCK], ['axis', 1],
+        ['block_size', 16], ['scale_dtype', Piq.Dtype.F16], ['symmetric', true], ['saturate', false],
+        ['high_nibble_first', true], ['double_quant', true]];
+    for (const [name, value] of props) {
+        const pspec = Piq.Format.find_property(name.replace(/_/g, '-'));
+        check(pspec !== null, `Piq.Format has no property ${name}`);
+        check(pspec.flags & GObject.ParamFlags.CONSTRUCT_ONLY, `${name} is not construct-only`);
+        const old = f[name];
+        // GJS throws on a construct-only property set after construction
+        let threw = false;
+        try {
+            f[name] = value;
+        } catch (e) {
+            threw = true;
+        }
+        check(threw || f[name] === old, `setting ${name} after construction neither threw nor was refused`);
+        check(f[name] === old, `${name} changed to ${f[name]}`);
+    }
+    check(f.to_string() === before, `the format changed: ${f.to_string()}`);
+    // a quantized tensor holds a format that nobody can change
+    const qt = q.quantize_new(Piq.Format.new_preset('nf4'), null, f32Tensor(FINITE));
+    try {
+        qt.get_format().high_nibble_first = false;
+    } catch (e) {
+        // refused
+    }
+    check(qt.get_format().high_nibble_first, "the tensor's nibble order changed");
+});
+
+// ----------------------------------------------- not for this language ----
+
+const NO_ADDRESS = 'GJS cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python';
+skip('address/quantize-into-buffer', NO_ADDRESS);
+skip('address/dequantize-into-buffer', NO_ADDRESS);
+skip('address/wrap-source', NO_ADDRESS);
+skip('aliasing/quantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+skip('aliasing/dequantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+skip('aliasing/requantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+skip('binding/throws-piq-error', "GJS throws GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's");
+
+// ------------------------------------------------------ not yet ported ----
+
+const PORT = 'not yet ported from test-bindings-python.py';
+todo('dtype/functions', PORT);
+todo('compute-params/mean-std', PORT);
+todo('quantize/stochastic/probability', PORT);
+todo('large/threads-and-simd', PORT);
+todo('formats/msfp16/shared-exponent', PORT);
+todo('formats/nf4/double-quant', PORT);
 
 main();

@@ -30,7 +30,23 @@ for i = 0, 300 do FINITE[#FINITE + 1] = ((i * 104729) % 10007) / 10007.0 * 13.0 
 -- ---------------------------------------------------------------- TAP ----
 
 local TESTS = {}
-local function test(name, fn) TESTS[#TESTS + 1] = { 'lua/' .. name, fn } end
+-- a case of binding-cases.txt; a name registered twice is one case run in parts
+local function test(name, fn)
+  local full = 'lua/' .. name
+  for _, t in ipairs(TESTS) do
+    if t[1] == full then
+      local prev = t[2]
+      t[2] = function() prev() fn() end
+      return
+    end
+  end
+  TESTS[#TESTS + 1] = { full, fn }
+end
+
+-- the case does not apply to Lua (TAP SKIP) or is not written in Lua yet (TAP
+-- TODO: an expected failure); raised as tables, told apart from failures
+local function skip(name, why) test(name, function() error({ skip = why }, 0) end) end
+local function todo(name, why) test(name, function() error({ todo = why }, 0) end) end
 
 local function check(cond, msg)
   if not cond then error(msg, 2) end
@@ -83,9 +99,16 @@ local function main()
   print('1..' .. #TESTS)
   local failed = 0
   for idx, t in ipairs(TESTS) do
-    local ok, msg = xpcall(t[2], debug.traceback)
+    local ok, msg = xpcall(t[2], function(e)
+      if type(e) == 'table' then return e end
+      return debug.traceback(e)
+    end)
     if ok then
       print(string.format('ok %d - %s', idx, t[1]))
+    elseif type(msg) == 'table' and msg.skip then
+      print(string.format('ok %d - %s # SKIP %s', idx, t[1], msg.skip))
+    elseif type(msg) == 'table' and msg.todo then
+      print(string.format('not ok %d - %s # TODO %s', idx, t[1], msg.todo))
     else
       failed = failed + 1
       print(string.format('not ok %d - %s', idx, t[1]))
@@ -226,11 +249,34 @@ local function new_tensor(dtype, n)
   return t
 end
 
-local function params(dtype, scale, zp, extra)
-  local props = { dtype = Piq.Dtype[dtype], scale = scale, zero_point = zp }
+-- per-tensor affine integers (the old PiqParams default), by name ('UINT8') or value
+local function affine_format(dtype) return Piq.Format.new(Piq.Dtype[dtype] or dtype) end
+
+-- a recipe that gives a per-tensor scale and zero point, plus other properties
+local function recipe(scale, zp, extra)
+  local props = { scale = scale, zero_point = zp }
   for k, v in pairs(extra or {}) do props[k] = v end
-  return Piq.Params(props)
+  return Piq.Recipe(props)
 end
+
+-- a reusable destination of a format: 1-D of n elements, or of a shape
+local function quantized_for(format, shape)
+  if type(shape) == 'number' then shape = { shape } end
+  local t, err = Piq.Tensor.new_quantized(format, shape)
+  assert(t, tostring(err))
+  return t
+end
+
+-- a row-major f32 tensor of a shape
+local function f32_shaped(values, shape)
+  local t = f32_tensor(values)
+  local ok, err = t:reshape(shape)
+  assert(ok, tostring(err))
+  return t
+end
+
+-- a table of numbers as a comma-separated string
+local function join(t) return table.concat(t, ',') end
 
 local function tensor_string(t) return t:get_bytes():get_data() end
 
@@ -276,22 +322,58 @@ test('quantizer/properties', function()
   check(enum_is(q.simd_level, Piq.SimdLevel, 'SCALAR'), 'capped at SCALAR, simd-level is ' .. tostring(q.simd_level))
 end)
 
-test('params/properties', function()
-  local p = Piq.Params { dtype = Piq.Dtype.UINT8, scale = 0.5, zero_point = 128 }
-  check(enum_is(p.dtype, Piq.Dtype, 'UINT8') and enum_is(p:get_dtype(), Piq.Dtype, 'UINT8'), 'dtype ' .. tostring(p.dtype))
-  check(p.scale == 0.5 and p:get_scale() == 0.5, 'scale ' .. tostring(p.scale))
-  check(p.zero_point == 128 and p:get_zero_point() == 128, 'zero-point ' .. tostring(p.zero_point))
+test('format-recipe/properties', function()  -- was params/properties
+  -- PiqParams is split: the format (what the bytes mean, immutable) and the
+  -- recipe (how the scale is chosen, mutable)
+  local f = Piq.Format { dtype = Piq.Dtype.UINT8 }
+  check(enum_is(f.dtype, Piq.Dtype, 'UINT8') and enum_is(f:get_dtype(), Piq.Dtype, 'UINT8'), 'dtype ' .. tostring(f.dtype))
+  check(enum_is(f.granularity, Piq.Granularity, 'TENSOR'), 'default granularity ' .. tostring(f.granularity))
+  check(f.symmetric == false and f:get_symmetric() == false, 'integers are affine by default')
+  check(enum_is(f.scale_dtype, Piq.Dtype, 'F32') and f.saturate == true and f.high_nibble_first == false
+    and f.double_quant == false and f.axis == 0, 'format defaults')
+  local p = Piq.Recipe { scale = 0.5, zero_point = 128 }
+  -- has-scale and has-zero-point are read-only properties; in lgi they hide
+  -- the methods piq_recipe_has_scale()/has_zero_point() of the same name
+  check(p.scale == 0.5 and p:get_scale() == 0.5 and p.has_scale == true, 'scale ' .. tostring(p.scale))
+  check(p.zero_point == 128 and p:get_zero_point() == 128 and p.has_zero_point == true, 'zero-point ' .. tostring(p.zero_point))
   check(enum_is(p.round_mode, Piq.RoundMode, 'NEAREST'), 'default round-mode ' .. tostring(p.round_mode))
   check(p.seed == 0, 'default seed ' .. tostring(p.seed))
-  check(enum_is(p.scale_rule, Piq.ScaleRule, 'MIN_MAX'), 'default scale-rule ' .. tostring(p.scale_rule))
+  -- the default rule is now the format's own (min/max for affine integers)
+  check(enum_is(p.scale_rule, Piq.ScaleRule, 'DEFAULT'), 'default scale-rule ' .. tostring(p.scale_rule))
   check(p.include_zero == true, 'default include-zero ' .. tostring(p.include_zero))
   p.seed = 123456789
   check(p:get_seed() == 123456789, 'seed read back as ' .. tostring(p:get_seed()))
   p.zero_point = -5
   check(p:get_zero_point() == -5, 'negative zero point')
-  local a = Piq.Params.new_affine(Piq.Dtype.UINT4, 0.25, 7)
-  check(enum_is(a.dtype, Piq.Dtype, 'UINT4') and a.scale == 0.25 and a.zero_point == 7, 'new_affine()')
-  check(a:validate() == true, 'validate() of valid parameters')
+  local fresh = Piq.Recipe()
+  check(fresh.has_scale == false and fresh.has_zero_point == false, 'a new recipe gives a scale or a zero point')
+  p:clear_scale()
+  check(p.has_scale == false, 'clear_scale()')
+  local a = Piq.Recipe.new_affine(0.25, 7)
+  check(a.scale == 0.25 and a.zero_point == 7 and a.has_scale == true and a.has_zero_point == true, 'new_affine()')
+  local fixed = Piq.Recipe.new_fixed(0.25)
+  check(fixed.scale == 0.25 and fixed.has_scale == true and fixed.has_zero_point == false, 'new_fixed()')
+  local u4 = Piq.Format.new(Piq.Dtype.UINT4)
+  check(enum_is(u4.dtype, Piq.Dtype, 'UINT4') and u4:validate() == true, 'validate() of a valid format')
+  check(Piq.Format.new_symmetric(Piq.Dtype.INT8).symmetric == true, 'new_symmetric()')
+  local ch = Piq.Format.new_per_channel(Piq.Dtype.INT8, -1)
+  check(enum_is(ch.granularity, Piq.Granularity, 'CHANNEL') and ch.axis == -1 and ch:get_axis() == -1, 'new_per_channel()')
+  local blk = Piq.Format.new_per_block(Piq.Dtype.INT8, 16, Piq.Dtype.F16)
+  check(enum_is(blk.granularity, Piq.Granularity, 'BLOCK') and blk:get_block_size() == 16
+    and enum_is(blk.scale_dtype, Piq.Dtype, 'F16'), 'new_per_block()')
+  -- block size 0: the effective default, 64, or 32 with E8M0 scales
+  check(Piq.Format.new_per_block(Piq.Dtype.INT8, 0, Piq.Dtype.F32):get_block_size() == 64, 'default block size')
+  check(Piq.Format.new_per_block(Piq.Dtype.FP4_E2M1, 0, Piq.Dtype.E8M0):get_block_size() == 32,
+    'default block size with E8M0 scales')
+  check(f:equal(Piq.Format.new(Piq.Dtype.UINT8)) and not f:equal(u4), 'equal()')
+  check(#f:to_string() > 0, 'to_string()')
+  -- a format cannot change after construction
+  for _, name in ipairs({ 'dtype', 'granularity', 'axis', 'block-size', 'scale-dtype', 'symmetric', 'saturate',
+    'high-nibble-first', 'double-quant' }) do
+    local pspec = f._class:find_property(name)
+    check(pspec, 'no ' .. name .. ' pspec')
+    check(pspec.flags.CONSTRUCT_ONLY, 'format property ' .. name .. ' is not construct-only')
+  end
 end)
 
 test('tensor/new-from-values', function()
@@ -306,7 +388,7 @@ test('tensor/new-from-values', function()
   check_list(t64:to_values(), DATA, 'F64 to_values()', float_eq)
 end)
 
-test('tensor/new-from-data/lua-string', function()
+test('tensor/new-from-data', function()  -- was tensor/new-from-data/lua-string
   local xs = { 1.0, -2.5, 0.1, 3.0e-3, 65504.0, -1.0e20 }
   local chunks = {}
   for i, x in ipairs(xs) do chunks[i] = f32_bytes(x) end
@@ -326,20 +408,22 @@ test('quantize/f32/uint8/nearest', function()
   check(table.concat({ unpack(want, 25, 27) }, ',') == '255,0,128', 'oracle Inf/NaN')
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
-  local dst = new_tensor('UINT8', #DATA)
+  local format = affine_format('UINT8')
+  local dst = quantized_for(format, #DATA)  -- reused for every case
   for _, c in ipairs({ { 0.5, 128 }, { 0.1, 3 }, { 7.0, 255 } }) do
-    local ok, err = q:quantize(params('UINT8', c[1], c[2]), src, dst)
+    local ok, err = q:quantize(Piq.Recipe.new_affine(c[1], c[2]), src, dst)
     check(ok, tostring(err))
     check_list(tensor_codes(dst, #DATA, 8), quantize_nearest(DATA, c[1], c[2], 'UINT8'),
       string.format('codes, scale %g zp %d', c[1], c[2]))
   end
-  local p = dst:get_params()
-  check(p and p.scale == 7.0 and p.zero_point == 255 and enum_is(p.dtype, Piq.Dtype, 'UINT8'), 'params attached to the output')
+  local f = dst:get_format()
+  check(f and enum_is(f.dtype, Piq.Dtype, 'UINT8') and f:equal(format) and dst:get_scale() == 7.0
+    and dst:get_zero_point() == 255, 'parameters attached to the output')
 end)
 
 test('dequantize/uint8/f32/set-then-add', function()
   local q = Piq.Quantizer.get_default()
-  local qt = assert(q:quantize_new(params('UINT8', 0.1, 3), f32_tensor(DATA)))
+  local qt = assert(q:quantize_new(affine_format('UINT8'), recipe(0.1, 3), f32_tensor(DATA)))
   local y = dequantize_f32(quantize_nearest(DATA, 0.1, 3, 'UINT8'), 0.1, 3)
   local out = new_tensor('F32', #DATA)
   local ok, err = q:dequantize(qt, out, Piq.ReduceOp.SET)
@@ -356,10 +440,10 @@ end)
 test('quantize/f32/uint4/nearest', function()
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
-  local dst = new_tensor('UINT4', #DATA)
+  local dst = quantized_for(affine_format('UINT4'), #DATA)
   check(dst:get_n_bytes() == 19, '37 uint4 take ' .. tostring(dst:get_n_bytes()) .. ' bytes')
   for _, c in ipairs({ { 0.5, 7 }, { 9.0, 8 }, { 0.3, 0 }, { 0.25, 15 } }) do
-    assert(q:quantize(params('UINT4', c[1], c[2]), src, dst))
+    assert(q:quantize(recipe(c[1], c[2]), src, dst))
     local codes = quantize_nearest(DATA, c[1], c[2], 'UINT4')
     local s = tensor_string(dst)
     check(math.floor(s:byte(19) / 16) == 0, 'the unused high nibble is not zero')
@@ -370,7 +454,7 @@ end)
 
 test('dequantize/uint4/f32/set-then-add', function()
   local q = Piq.Quantizer()
-  local qt = assert(q:quantize_new(params('UINT4', 0.3, 6), f32_tensor(DATA)))
+  local qt = assert(q:quantize_new(affine_format('UINT4'), recipe(0.3, 6), f32_tensor(DATA)))
   check(enum_is(qt:get_dtype(), Piq.Dtype, 'UINT4') and qt:get_n_elements() == #DATA, 'quantize_new() tensor')
   local codes = quantize_nearest(DATA, 0.3, 6, 'UINT4')
   check(tensor_string(qt) == pack_codes(codes, 4), 'quantize_new() bytes')
@@ -386,7 +470,7 @@ end)
 
 test('quantize/f64/uint8/nearest', function()
   local q = Piq.Quantizer()
-  local qt = assert(q:quantize_new(params('UINT8', 0.1, 3), Piq.Tensor.new_from_values(Piq.Dtype.F64, DATA)))
+  local qt = assert(q:quantize_new(affine_format('UINT8'), recipe(0.1, 3), Piq.Tensor.new_from_values(Piq.Dtype.F64, DATA)))
   local codes = quantize_nearest(DATA, 0.1, 3, 'UINT8', true)
   check_list(tensor_codes(qt, #DATA, 8), codes, 'codes (binary64)')
   local out = new_tensor('F64', #DATA)
@@ -398,19 +482,22 @@ test('compute-params/min-max', function()
   local q = Piq.Quantizer()
   local src = f32_tensor(FINITE)
   for _, dtype in ipairs({ 'UINT8', 'UINT4' }) do
-    local p = Piq.Params { dtype = Piq.Dtype[dtype] }
-    local ok, err = q:compute_params(p, src)
+    local f = affine_format(dtype)
+    local p = Piq.Recipe()
+    local ok, err = q:compute_params(f, p, src)
     check(ok, tostring(err))
     local scale, zp = minmax_params(FINITE, dtype, true)
+    check(p.has_scale == true and p.has_zero_point == true, dtype .. ': compute_params() stored nothing')
     check(p.scale == scale, string.format('%s: scale %.17g, expected %.17g', dtype, p.scale, scale))
     check(p.zero_point == zp, string.format('%s: zero point %d, expected %d', dtype, p.zero_point, zp))
-    local qt = assert(q:quantize_new(p, src))
+    local qt = assert(q:quantize_new(f, p, src))
+    check(qt:get_scale() == scale and qt:get_zero_point() == zp, dtype .. ": the output's parameters")
     check_list(tensor_codes(qt, #FINITE, dtype == 'UINT4' and 4 or 8), quantize_nearest(FINITE, scale, zp, dtype), dtype .. ' codes')
   end
   local pos = scaled_list(FINITE, function(x) return math.abs(x) + 0.75 end)
   for _, include_zero in ipairs({ true, false }) do
-    local p = Piq.Params { dtype = Piq.Dtype.UINT4, include_zero = include_zero }
-    assert(q:compute_params(p, f32_tensor(pos)))
+    local p = Piq.Recipe { scale_rule = Piq.ScaleRule.MIN_MAX, include_zero = include_zero }
+    assert(q:compute_params(affine_format('UINT4'), p, f32_tensor(pos)))
     local scale, zp = minmax_params(pos, 'UINT4', include_zero)
     check(p.scale == scale and p.zero_point == zp, string.format('include-zero %s: %.17g/%d, expected %.17g/%d',
       tostring(include_zero), p.scale, p.zero_point, scale, zp))
@@ -418,14 +505,34 @@ test('compute-params/min-max', function()
 end)
 
 test('compute-params/abs-max', function()
+  -- the old ABS_MAX rule on integers is now a symmetric format: its zero point
+  -- is implied (0, or the middle of an unsigned range), never stored in the recipe
   local q = Piq.Quantizer()
   local src = f32_tensor(FINITE)
   for _, dtype in ipairs({ 'INT8', 'UINT8', 'INT4', 'UINT4' }) do
-    local p = Piq.Params { dtype = Piq.Dtype[dtype], scale_rule = Piq.ScaleRule.ABS_MAX }
-    assert(q:compute_params(p, src))
     local scale, zp = absmax_params(FINITE, dtype)
-    check(p.scale == scale and p.zero_point == zp,
-      string.format('%s: %.17g/%d, expected %.17g/%d', dtype, p.scale, p.zero_point, scale, zp))
+    local f = Piq.Format.new_symmetric(Piq.Dtype[dtype])
+    for _, rule in ipairs({ 'DEFAULT', 'ABS_MAX' }) do
+      local p = Piq.Recipe { scale_rule = Piq.ScaleRule[rule] }
+      assert(q:compute_params(f, p, src))
+      check(p.scale == scale and p.has_zero_point == false,
+        string.format('%s %s: %.17g (zero point given: %s), expected %.17g', dtype, rule, p.scale,
+          tostring(p.has_zero_point), scale))
+      -- a scale given with a rule other than DEFAULT is an error (overview.md,
+      -- Recipes), so the scale calibrated by ABS_MAX is given on its own
+      local given = p
+      if rule ~= 'DEFAULT' then given = Piq.Recipe.new_fixed(p.scale) end
+      local qt, err = q:quantize_new(f, given, src)
+      check(qt, tostring(err and err.message))
+      check(qt:get_scale() == scale and qt:get_zero_point() == zp,
+        string.format('%s: output %.17g/%d, expected %.17g/%d', dtype, qt:get_scale(), qt:get_zero_point(), scale, zp))
+      local bits = (dtype == 'INT4' or dtype == 'UINT4') and 4 or 8
+      local codes = tensor_codes(qt, #FINITE, bits)
+      if dtype:sub(1, 1) == 'I' then
+        codes = scaled_list(codes, function(c) if c >= 2 ^ (bits - 1) then return c - 2 ^ bits end return c end)
+      end
+      check_list(codes, quantize_nearest(FINITE, scale, zp, dtype), dtype .. ' codes')
+    end
   end
 end)
 
@@ -434,8 +541,8 @@ test('quantize/stochastic/floor-or-ceil', function()
   local src = f32_tensor(FINITE)
   for _, c in ipairs({ { 'UINT8', 8, 100 }, { 'UINT4', 4, 7 } }) do
     local dtype, bits, zp = c[1], c[2], c[3]
-    local p = params(dtype, 0.37, zp, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 })
-    local got = tensor_codes(assert(q:quantize_new(p, src)), #FINITE, bits)
+    local p = recipe(0.37, zp, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 })
+    local got = tensor_codes(assert(q:quantize_new(affine_format(dtype), p, src)), #FINITE, bits)
     local qmin, qmax = RANGES[dtype][1], RANGES[dtype][2]
     local bad = {}
     for i, x in ipairs(FINITE) do
@@ -455,34 +562,37 @@ test('quantize/stochastic/same-seed-identical', function()
   local xs = {}
   for k = 1, 8 do for _, x in ipairs(FINITE) do xs[#xs + 1] = x + k end end
   local src = f32_tensor(xs)
-  local p = params('UINT8', 0.37, 100, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 987654321 })
-  local dst = new_tensor('UINT8', #xs)
+  local f = affine_format('UINT8')
+  local p = recipe(0.37, 100, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 987654321 })
+  local dst = quantized_for(f, #xs)
   assert(q:quantize(p, src, dst))
   local a = tensor_string(dst)
+  check(dst:get_seed() == 987654321, 'the output records seed ' .. tostring(dst:get_seed()))
   assert(q:quantize(p, src, dst))
   check(tensor_string(dst) == a, 'two calls with the same seed differ')
-  check(tensor_string(assert(Piq.Quantizer { n_threads = 4 }:quantize_new(p, src))) == a, '4 threads differ')
+  check(tensor_string(assert(Piq.Quantizer { n_threads = 4 }:quantize_new(f, p, src))) == a, '4 threads differ')
   p.seed = 987654322
-  check(tensor_string(assert(q:quantize_new(p, src))) ~= a, 'seeds 987654321 and 987654322 gave the same bytes')
+  check(tensor_string(assert(q:quantize_new(f, p, src))) ~= a, 'seeds 987654321 and 987654322 gave the same bytes')
   p.seed = 0
-  local r = assert(q:quantize_new(p, src))
-  local used = r:get_params().seed
+  local r = assert(q:quantize_new(f, p, src))
+  local used = r:get_seed()
   check(used ~= 0, 'seed 0: the output records seed 0')
   if used < 2 ^ 53 then
     p.seed = used
-    check(tensor_string(assert(q:quantize_new(p, src))) == tensor_string(r), 'the recorded seed does not reproduce')
+    check(tensor_string(assert(q:quantize_new(f, p, src))) == tensor_string(r), 'the recorded seed does not reproduce')
   end
 end)
 
 test('error/size', function()
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
-  local small = new_tensor('UINT8', #DATA - 1)
+  local u8 = affine_format('UINT8')
+  local small = quantized_for(u8, #DATA - 1)
   assert(small:set_data(string.rep('\170', #DATA - 1)))
-  expect_error('SIZE', q:quantize(params('UINT8', 0.5, 128), src, small))
+  expect_error('SIZE', q:quantize(recipe(0.5, 128), src, small))
   check(tensor_string(small) == string.rep('\170', #DATA - 1), 'the destination was written before the error')
-  expect_error('SIZE', q:quantize(params('UINT4', 1.0, 0), src, new_tensor('UINT4', 8)))
-  local qt = assert(q:quantize_new(params('UINT8', 0.5, 128), src))
+  expect_error('SIZE', q:quantize(recipe(1.0, 0), src, quantized_for(affine_format('UINT4'), 8)))
+  local qt = assert(q:quantize_new(u8, recipe(0.5, 128), src))
   expect_error('SIZE', q:dequantize(qt, new_tensor('F32', 3), Piq.ReduceOp.SET))
   expect_error('SIZE', Piq.Tensor.new_from_data(Piq.Dtype.F32, 10, string.rep('\0', 39)))
 end)
@@ -490,45 +600,85 @@ end)
 test('error/invalid-scale', function()
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
-  local dst = new_tensor('UINT8', #DATA)
-  -- the setter: GObject refuses NaN and ±Inf as the "scale" property (its pspec spans ±G_MAXDOUBLE)
+  local dst = quantized_for(affine_format('UINT8'), #DATA)
   for _, bad in ipairs({ 0, -0.5, INF, -INF, NAN, 1e-50, 1e39 }) do
-    local p = params('UINT8', 1.0, 128)
+    -- the setter
+    local p = recipe(1.0, 128)
     p:set_scale(bad)
     expect_error('INVALID_SCALE', q:quantize(p, src, dst))
+    -- the property, NaN and ±Inf included: no route refuses a value and goes on with another
+    local pp = recipe(1.0, 128)
+    pp.scale = bad
+    expect_error('INVALID_SCALE', q:quantize(pp, src, dst))
+    -- a construct property
+    expect_error('INVALID_SCALE', q:quantize(recipe(bad, 128), src, dst))
   end
-  for _, bad in ipairs({ 0, -0.5, 1e-50, 1e39 }) do
-    local p = params('UINT8', 1.0, 128)
-    p.scale = bad
-    expect_error('INVALID_SCALE', q:quantize(p, src, dst))
-  end
-  expect_error('INVALID_SCALE', params('UINT8', 0, 128):validate())
+  -- (PiqParams.validate() is gone: the recipe is checked by the call that uses it)
+  expect_error('INVALID_SCALE', q:quantize_new(affine_format('UINT8'), recipe(0, 128), src))
 end)
 
 test('error/invalid-zero-point', function()
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
   for _, c in ipairs({ { 'UINT8', 256 }, { 'UINT8', -1 }, { 'UINT4', 16 }, { 'INT8', 128 } }) do
-    expect_error('INVALID_ZERO_POINT', q:quantize(params(c[1], 1.0, c[2]), src, new_tensor(c[1], #DATA)))
+    expect_error('INVALID_ZERO_POINT', q:quantize(recipe(1.0, c[2]), src, quantized_for(affine_format(c[1]), #DATA)))
   end
 end)
 
-test('error/unsupported-no-params-non-finite-empty-read-only', function()
+test('error/unsupported', function()  -- was error/unsupported-no-params-non-finite-empty-read-only (1/5)
   local q = Piq.Quantizer()
   local src = f32_tensor(DATA)
-  expect_error('UNSUPPORTED', q:quantize(params('F32', 1.0, 0), src, new_tensor('F32', #DATA)))
-  local qt = assert(q:quantize_new(params('UINT8', 0.5, 128), src))
+  -- a float dtype as quantized type: refused by new_quantized() or by quantize()
+  local fdst, ferr = Piq.Tensor.new_quantized(affine_format('F32'), { #DATA })
+  if fdst then
+    expect_error('UNSUPPORTED', q:quantize(Piq.Recipe.new_fixed(1.0), src, fdst))
+  else
+    expect_error('UNSUPPORTED', fdst, ferr)
+  end
+  expect_error('UNSUPPORTED', q:quantize_new(affine_format('F32'), Piq.Recipe.new_fixed(1.0), src))
+  local u8 = affine_format('UINT8')
+  local qt = assert(q:quantize_new(u8, recipe(0.5, 128), src))
   expect_error('UNSUPPORTED', q:dequantize_new(qt, Piq.Dtype.UINT8))
-  expect_error('NO_PARAMS', q:dequantize(new_tensor('UINT8', 4), new_tensor('F32', 4), Piq.ReduceOp.SET))
-  local p = params('UINT8', 0.125, 9)
-  expect_error('NON_FINITE', q:compute_params(p, f32_tensor({ 1, 2, NAN, 3 })))
-  check(p.scale == 0.125 and p.zero_point == 9, 'params changed by a failed compute_params()')
-  expect_error('EMPTY', q:compute_params(Piq.Params { dtype = Piq.Dtype.UINT8 }, new_tensor('F32', 0)))
-  local wrapped = assert(Piq.Tensor.new_from_bytes(Piq.Dtype.UINT8, 4, GLib.Bytes('\1\2\3\4')))
-  check(not wrapped:is_writable(), 'a tensor wrapping GBytes is writable')
-  expect_error('READ_ONLY', q:quantize(params('UINT8', 0.5, 128), f32_tensor({ 1, 2, 3, 4 }), wrapped))
+end)
+
+test('error/no-format', function()  -- (2/5)
+  local q = Piq.Quantizer()
+  -- a tensor of a quantized dtype without a format (NO_PARAMS is now NO_FORMAT)
+  local bare = new_tensor('UINT8', 4)
+  check(bare:get_format() == nil, 'a plain uint8 tensor has a format')
+  expect_error('NO_FORMAT', q:dequantize(bare, new_tensor('F32', 4), Piq.ReduceOp.SET))
+end)
+
+test('error/non-finite', function()  -- (3/5)
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
+  local p = recipe(0.125, 9)
+  expect_error('NON_FINITE', q:compute_params(u8, p, f32_tensor({ 1, 2, NAN, 3 })))
+  check(p.scale == 0.125 and p.zero_point == 9, 'recipe changed by a failed compute_params()')
+  local fresh = Piq.Recipe()
+  expect_error('NON_FINITE', q:compute_params(u8, fresh, f32_tensor({ 1, 2, INF, 3 })))
+  check(fresh.has_scale == false and fresh.has_zero_point == false, 'a failed compute_params() stored parameters')
+end)
+
+test('error/empty', function()  -- (4/5)
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
+  expect_error('EMPTY', q:compute_params(u8, Piq.Recipe(), new_tensor('F32', 0)))
+end)
+
+test('error/read-only', function()  -- (5/5)
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
+  local plain = assert(Piq.Tensor.new_from_bytes(Piq.Dtype.UINT8, 4, GLib.Bytes('\1\2\3\4')))
+  check(not plain:is_writable(), 'a tensor wrapping GBytes is writable')
+  expect_error('READ_ONLY', plain:set_data('\0\0\0\0'))
+  -- a quantized destination wrapping GBytes: codes quantized elsewhere
+  local wrapped = assert(Piq.Tensor.new_quantized_from_bytes(u8, { 4 }, GLib.Bytes('\1\2\3\4'), nil, nil, 0.5, 128))
+  check(not wrapped:is_writable(), 'a quantized tensor wrapping GBytes is writable')
+  expect_error('READ_ONLY', q:quantize(recipe(0.5, 128), f32_tensor({ 1, 2, 3, 4 }), wrapped))
   expect_error('READ_ONLY', wrapped:set_data('\0\0\0\0'))
   check(tensor_string(wrapped) == '\1\2\3\4', 'the GBytes tensor changed')
+  check(tensor_string(plain) == '\1\2\3\4', 'the GBytes changed')
 end)
 
 -- ------------------------------------------------------------ formats ----
@@ -674,7 +824,7 @@ test('formats/fp8-e4m3/cast-saturate-nan', function()
     check(minifloat_encode(xs[i], E4M3, true) == c, 'oracle code of ' .. tostring(xs[i]))
   end
   for _, saturate in ipairs({ true, false }) do
-    local t = assert(q:quantize_new(Piq.Params { dtype = Piq.Dtype.FP8_E4M3, scale = 1.0, saturate = saturate }, src))
+    local t = assert(q:quantize_new(Piq.Format { dtype = Piq.Dtype.FP8_E4M3, saturate = saturate }, Piq.Recipe.new_fixed(1.0), src))
     check(t:get_n_bytes() == #xs and t:get_scales() == nil, 'one byte per element, no scales')
     local want = scaled_list(xs, function(x) return minifloat_encode(x, E4M3, saturate) end)
     local got = bytes_of(tensor_string(t))
@@ -685,18 +835,34 @@ test('formats/fp8-e4m3/cast-saturate-nan', function()
     check_list(assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values(),
       scaled_list(want, function(c) return minifloat_decode(c, E4M3) end), 'decoded values', float_eq)
   end
-  local nonsat = bytes_of(tensor_string(assert(q:quantize_new(Piq.Params { dtype = Piq.Dtype.FP8_E4M3, saturate = false }, src))))
+  local nonsat_format = Piq.Format { dtype = Piq.Dtype.FP8_E4M3, saturate = false }
+  local nonsat = bytes_of(tensor_string(assert(q:quantize_new(nonsat_format, Piq.Recipe.new_fixed(1.0), src))))
   check_list(slice(nonsat, 4, 7), { 0x7F, 0xFF, 0x7E, 0x7F }, 'non-saturating: 1000, -1000, 464, 465')
+  -- no silent scale 1.0: without a given scale, quantize derives one from the
+  -- data (abs-max, the format's rule), which ±Inf and NaN make impossible
+  expect_error('NON_FINITE', q:quantize_new(nonsat_format, nil, src))
+  local finite = scaled_list(gen_a(40), function(v) return fround(v / 64) end)
+  local amax = 0
+  for _, v in ipairs(finite) do amax = math.max(amax, math.abs(v)) end
+  local t = assert(q:quantize_new(nonsat_format, nil, f32_tensor(finite)))
+  local scale = t:get_scale()
+  check(scale == scale and scale > 0 and scale < INF and scale ~= 1.0, 'derived scale ' .. tostring(scale))
+  check(minifloat_encode(amax / scale, E4M3, false) <= E4M3.max_code, 'the derived scale overflows amax')
+  check(amax / scale >= 448 / 2, 'the derived scale leaves half of the range unused')
+  local codes = scaled_list(finite, function(x) return minifloat_encode(scaled_f32(x, scale), E4M3, false) end)
+  check_list(bytes_of(tensor_string(t)), codes, 'fp8 codes with the derived scale ' .. tostring(scale))
+  check_list(assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values(),
+    scaled_list(codes, function(c) return fround(minifloat_decode(c, E4M3) * fround(scale)) end), 'decoded with the derived scale')
 end)
 
 test('formats/mxfp4/e8m0-scales', function()
   local q = Piq.Quantizer()
   local n = 70  -- blocks of 32, 32 and a ragged 6
   local xs = gen_a(n)
-  local p = assert(Piq.Params.new_preset('mxfp4'))
-  check(enum_is(p.dtype, Piq.Dtype, 'FP4_E2M1') and p.block_size == 32 and enum_is(p.scale_dtype, Piq.Dtype, 'E8M0'),
-    'mxfp4 preset')
-  local t = assert(q:quantize_new(p, f32_tensor(xs)))
+  local p = assert(Piq.Format.new_preset('mxfp4'))
+  check(enum_is(p.dtype, Piq.Dtype, 'FP4_E2M1') and enum_is(p.granularity, Piq.Granularity, 'BLOCK')
+    and p:get_block_size() == 32 and enum_is(p.scale_dtype, Piq.Dtype, 'E8M0'), 'mxfp4 preset')
+  local t = assert(q:quantize_new(p, nil, f32_tensor(xs)))
   check(t:get_n_bytes() == 35, '70 fp4 take ' .. t:get_n_bytes() .. ' bytes')
   local scales = bytes_of(t:get_scales():get_data())
   local codes = nibbles(tensor_string(t), n)
@@ -729,10 +895,10 @@ test('formats/nf4/bnb-order-and-add', function()
   local n = 201  -- blocks of 64 and a ragged 9; an odd count ends in half a byte
   local xs = gen_a(n)
   local src = f32_tensor(xs)
-  local p = assert(Piq.Params.new_preset('nf4'))
-  check(enum_is(p.dtype, Piq.Dtype, 'NF4') and p.block_size == 64 and p.high_nibble_first,
-    "nf4 preset is bitsandbytes' layout")
-  local t = assert(q:quantize_new(p, src))
+  local p = assert(Piq.Format.new_preset('nf4'))
+  check(enum_is(p.dtype, Piq.Dtype, 'NF4') and p:get_block_size() == 64 and p.high_nibble_first
+    and not p:has_zero_points(), "nf4 preset is bitsandbytes' layout")
+  local t = assert(q:quantize_new(p, nil, src))
   check(t:get_n_bytes() == 101, '201 nf4 take ' .. t:get_n_bytes() .. ' bytes')
   local sc = t:get_scales():get_data()
   local absmax, want = {}, {}
@@ -750,9 +916,11 @@ test('formats/nf4/bnb-order-and-add', function()
       string.format("[%d] %.9g -> %.9g, more than half of NF4's widest gap", i - 1, xs[i], y[i]))
     if math.abs(xs[i]) == a then check(y[i] == xs[i], 'the block absmax did not come back exactly') end
   end
-  local p_lo = assert(Piq.Params.new_preset('nf4'))
-  p_lo.high_nibble_first = false
-  local lo = tensor_string(assert(q:quantize_new(p_lo, src)))
+  -- formats are immutable: the other nibble order is another format
+  local p_lo = Piq.Format { dtype = Piq.Dtype.NF4, granularity = Piq.Granularity.BLOCK, block_size = 64,
+    high_nibble_first = false }
+  check(not p_lo:equal(p), 'the nibble order is part of the format')
+  local lo = tensor_string(assert(q:quantize_new(p_lo, nil, src)))
   local hi = tensor_string(t)
   check_list(bytes_of(hi), scaled_list(bytes_of(lo), function(b) return (b % 16) * 16 + math.floor(b / 16) end),
     'bnb bytes = piquant bytes, nibbles swapped')
@@ -773,13 +941,14 @@ test('formats/int8-block/wrap-scales-and-zero-points', function()
   local n, block = 70, 16
   local xs = gen_a(n)
   local function mk()
-    return Piq.Params { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.BLOCK, block_size = block,
-      scale_rule = Piq.ScaleRule.MIN_MAX }
+    return Piq.Format { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.BLOCK, block_size = block }
   end
   local p = mk()
-  local scales_size, zps_size = p:get_scales_size(n)
-  check(scales_size == 20 and zps_size == 20, 'sizes ' .. tostring(scales_size) .. ' ' .. tostring(zps_size))
-  local t = assert(q:quantize_new(p, f32_tensor(xs)))
+  check(p:has_zero_points(), 'affine int8 blocks have zero points')
+  local codes_size, scales_size, zps_size = p:get_sizes({ n })
+  check(codes_size == 70 and scales_size == 20 and zps_size == 20,
+    'sizes ' .. tostring(codes_size) .. ' ' .. tostring(scales_size) .. ' ' .. tostring(zps_size))
+  local t = assert(q:quantize_new(p, Piq.Recipe { scale_rule = Piq.ScaleRule.MIN_MAX }, f32_tensor(xs)))
   local sc, zs = t:get_scales():get_data(), t:get_zero_points():get_data()
   local codes = scaled_list(bytes_of(tensor_string(t)), int8_of)
   -- the same data quantized here, in Lua: codes, scales and zero points as bytes
@@ -796,25 +965,28 @@ test('formats/int8-block/wrap-scales-and-zero-points', function()
     scale_bytes[#scale_bytes + 1] = f32_bytes(s)
     zp_bytes[#zp_bytes + 1] = int32_bytes(zp)
   end
-  local w = assert(Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, table.concat(code_chars)))
-  w:set_params(mk())
-  w:set_scales(GLib.Bytes(table.concat(scale_bytes)))
-  w:set_zero_points(GLib.Bytes(table.concat(zp_bytes)))
+  local w = assert(Piq.Tensor.new_quantized_from_bytes(mk(), { n }, GLib.Bytes(table.concat(code_chars)),
+    GLib.Bytes(table.concat(scale_bytes)), GLib.Bytes(table.concat(zp_bytes)), 1, 0))
   check(w:get_scales():get_data() == sc, 'scales written in Lua differ from those piquant wrote')
+  check(w:get_zero_points():get_data() == zs, 'zero points written in Lua differ from those piquant wrote')
   check_list(assert(q:dequantize_new(w, Piq.Dtype.F32)):to_values(), want_y, 'dequantized from wrapped bytes')
-  local bare = assert(Piq.Tensor.new_from_data(Piq.Dtype.INT8, n, table.concat(code_chars)))
-  bare:set_params(p)
-  expect_error('SIZE', q:dequantize_new(bare, Piq.Dtype.F32))
+  -- codes without their scales: refused when wrapped or when dequantized
+  local bare, err = Piq.Tensor.new_quantized_from_bytes(p, { n }, GLib.Bytes(table.concat(code_chars)), nil, nil, 1, 0)
+  if bare then
+    expect_error('SIZE', q:dequantize_new(bare, Piq.Dtype.F32))
+  else
+    expect_error('SIZE', bare, err)
+  end
 end)
 
 test('formats/binary/dot', function()
   local q = Piq.Quantizer()
   local n = 300  -- blocks of 128, 128 and 44
-  local p = assert(Piq.Params.new_preset('binary'))
-  check(enum_is(p.dtype, Piq.Dtype, 'BINARY') and p.block_size == 128, 'binary preset')
+  local p = assert(Piq.Format.new_preset('binary'))
+  check(enum_is(p.dtype, Piq.Dtype, 'BINARY') and p:get_block_size() == 128, 'binary preset')
   local ts, ys = {}, {}
   for k, xs in ipairs({ gen_a(n), gen_b(n) }) do
-    local t = assert(q:quantize_new(p, f32_tensor(xs)))
+    local t = assert(q:quantize_new(p, nil, f32_tensor(xs)))
     check(t:get_n_bytes() == 38, '300 bits take ' .. t:get_n_bytes() .. ' bytes')
     local bits = bytes_of(tensor_string(t))
     local got_bits, want_bits = {}, {}
@@ -861,7 +1033,7 @@ test('formats/q8_0/ggml-bytes', function()
   local q = Piq.Quantizer()
   local n = 70  -- 3 blocks, the last holds 6 values and 26 zeros
   local xs = gen_a(n)
-  local t = assert(q:quantize_new(assert(Piq.Params.new_preset('q8_0')), f32_tensor(xs)))
+  local t = assert(q:quantize_new(assert(Piq.Format.new_preset('q8_0')), nil, f32_tensor(xs)))
   local raw = tensor_string(t)
   check(#raw == 3 * 34 and t:get_scales() == nil, '3 blocks of 34 bytes, scales inside')
   local want_y = {}
@@ -891,15 +1063,490 @@ end)
 test('formats/errors', function()
   local q = Piq.Quantizer()
   local src = f32_tensor(gen_a(70))
-  local per_row = Piq.Params { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.CHANNEL, block_size = 16 }
-  expect_error('SIZE', q:quantize_new(per_row, src))
-  local nf4 = assert(Piq.Params.new_preset('nf4'))
-  nf4.scale_dtype = Piq.Dtype.E8M0
-  expect_error('UNSUPPORTED', q:quantize_new(nf4, src))
-  expect_error('UNSUPPORTED', Piq.Params.new_preset('no-such-format'))
+  -- the old per-row spelling (CHANNEL + a block size as the row length) is
+  -- an option that does not apply; channels are an axis of the shape
+  local per_row = Piq.Format { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.CHANNEL, block_size = 16 }
+  expect_error('UNSUPPORTED', per_row:validate())
+  expect_error('UNSUPPORTED', q:quantize_new(per_row, nil, src))
+  -- CHANNEL on an axis that the shape lacks
+  expect_error('SIZE', q:quantize_new(Piq.Format.new_per_channel(Piq.Dtype.INT8, 1), nil, src))
+  local nf4 = Piq.Format { dtype = Piq.Dtype.NF4, granularity = Piq.Granularity.BLOCK, scale_dtype = Piq.Dtype.E8M0 }
+  expect_error('UNSUPPORTED', nf4:validate())
+  expect_error('UNSUPPORTED', q:quantize_new(nf4, nil, src))
+  expect_error('UNSUPPORTED', Piq.Format.new_preset('no-such-format'))
   local found = {}
-  for _, name in ipairs(Piq.Params.list_presets()) do found[name] = true end
+  for _, name in ipairs(Piq.Format.list_presets()) do found[name] = true end
   check(found.mxfp4 and found.q4_0, 'list_presets()')
 end)
+
+-- ------------------------------------------------------------- shapes ----
+-- Tensors with shapes: channels along an axis, blocks along the last axis that
+-- never span two rows.
+
+local function f32_list(s)
+  local out = {}
+  for i = 1, #s, 4 do out[#out + 1] = f32_at(s, i) end
+  return out
+end
+
+local function int32_list(s)
+  local out = {}
+  for i = 1, #s, 4 do out[#out + 1] = int32_at(s, i) end
+  return out
+end
+
+local function max_abs(xs, i, j)
+  local m = 0
+  for k = i, j do m = math.max(m, math.abs(xs[k])) end
+  return m
+end
+
+-- quantize a tensor of `shape` per channel along `axis` and check every byte
+-- against the oracle; returns the quantized tensor
+local function check_per_channel(q, xs, shape, axis, dtype, symmetric)
+  local nd = #shape
+  local ax = axis
+  if ax < 0 then ax = ax + nd end
+  local inner = 1
+  for d = ax + 2, nd do inner = inner * shape[d] end
+  local nch = shape[ax + 1]
+  local function chan(i) return math.floor((i - 1) / inner) % nch + 1 end  -- 1-based element and channel
+  local groups = {}
+  for c = 1, nch do groups[c] = {} end
+  for i, x in ipairs(xs) do local g = groups[chan(i)]; g[#g + 1] = x end
+  local what = string.format('[%s] axis %d %s%s', join(shape), axis, dtype, symmetric and ' symmetric' or '')
+
+  local f = Piq.Format { dtype = Piq.Dtype[dtype], granularity = Piq.Granularity.CHANNEL, axis = axis, symmetric = symmetric }
+  check(f:validate(), what .. ': validate()')
+  local codes_size, scales_size, zps_size = f:get_sizes(shape)
+  check(codes_size == #xs and scales_size == 4 * nch and zps_size == (symmetric and 0 or 4 * nch),
+    string.format('%s: sizes %s %s %s', what, tostring(codes_size), tostring(scales_size), tostring(zps_size)))
+  local t = assert(q:quantize_new(f, nil, f32_shaped(xs, shape)))
+  check(join(t:get_shape()) == join(shape), what .. ': shape of the quantized tensor ' .. join(t:get_shape()))
+  check(t:get_format():equal(f), what .. ": the tensor's format")
+  local sc, zp = {}, {}
+  for c = 1, nch do
+    if symmetric then sc[c], zp[c] = absmax_params(groups[c], dtype)
+    else sc[c], zp[c] = minmax_params(groups[c], dtype, true) end
+  end
+  check_list(f32_list(t:get_scales():get_data()), sc, what .. ': one f32 scale per channel')
+  local zps = t:get_zero_points()
+  if symmetric then
+    check(zps == nil or zps:get_size() == 0, what .. ': a symmetric format has zero points')
+  else
+    check_list(int32_list(zps:get_data()), zp, what .. ': one int32 zero point per channel')
+  end
+  local codes = bytes_of(tensor_string(t))
+  if dtype == 'INT8' then codes = scaled_list(codes, int8_of) end
+  local want, want_y = {}, {}
+  for i, x in ipairs(xs) do
+    local c = chan(i)
+    want[i] = quantize_nearest({ x }, sc[c], zp[c], dtype)[1]
+    want_y[i] = dequantize_f32({ want[i] }, sc[c], zp[c])[1]
+  end
+  check_list(codes, want, what .. ': codes')
+  local y = assert(q:dequantize_new(t, Piq.Dtype.F32))
+  check(join(y:get_shape()) == join(shape), what .. ': shape of the dequantized tensor')
+  check_list(y:to_values(), want_y, what .. ': dequantized')
+  return t
+end
+
+test('shapes/per-channel/axis-0', function()
+  -- the output channels of an [out, in] weight: one scale per row
+  local q = Piq.Quantizer()
+  local rows, cols = 5, 37
+  local xs = gen_a(rows * cols)
+  for _, c in ipairs({ { 'UINT8', false }, { 'INT8', true }, { 'INT8', false } }) do
+    local t = check_per_channel(q, xs, { rows, cols }, 0, c[1], c[2])
+    local neg = check_per_channel(q, xs, { rows, cols }, -2, c[1], c[2])
+    check(tensor_string(neg) == tensor_string(t), 'axis -2 of a matrix is axis 0')
+  end
+  -- the default axis is 0
+  local by_default = assert(q:quantize_new(Piq.Format.new_per_channel(Piq.Dtype.UINT8, 0), nil, f32_shaped(xs, { rows, cols })))
+  local props = assert(q:quantize_new(Piq.Format { dtype = Piq.Dtype.UINT8, granularity = Piq.Granularity.CHANNEL }, nil,
+    f32_shaped(xs, { rows, cols })))
+  check(tensor_string(by_default) == tensor_string(props)
+    and by_default:get_scales():get_data() == props:get_scales():get_data(), 'the default axis is not 0')
+  -- N×1 and 1×K matrices
+  check_per_channel(q, gen_b(7), { 7, 1 }, 0, 'INT8', true)
+  check_per_channel(q, gen_b(9), { 1, 9 }, 0, 'UINT8', false)
+end)
+
+test('shapes/per-channel/axis-1', function()
+  -- one scale per column, and the middle axis of a 3-D tensor
+  local q = Piq.Quantizer()
+  local rows, cols = 6, 11
+  local xs = gen_b(rows * cols)
+  for _, c in ipairs({ { 'UINT8', false }, { 'INT8', true } }) do
+    local t = check_per_channel(q, xs, { rows, cols }, 1, c[1], c[2])
+    local neg = check_per_channel(q, xs, { rows, cols }, -1, c[1], c[2])
+    check(tensor_string(neg) == tensor_string(t), 'axis -1 of a matrix is axis 1')
+  end
+  check_per_channel(q, gen_a(24), { 2, 3, 4 }, 1, 'INT8', false)
+  check_per_channel(q, gen_a(24), { 2, 3, 4 }, 1, 'UINT8', true)
+  -- an axis that the shape lacks
+  local f = Piq.Format.new_per_channel(Piq.Dtype.INT8, 2)
+  expect_error('SIZE', q:quantize_new(f, nil, f32_shaped(xs, { rows, cols })))
+  expect_error('SIZE', Piq.Tensor.new_quantized(f, { rows, cols }))
+end)
+
+test('shapes/per-block/ragged-rows', function()  -- was shapes/blocks/ragged-per-row
+  local q = Piq.Quantizer()
+  local rows, cols, block = 3, 70, 32  -- every row: blocks of 32, 32 and 6
+  local xs = gen_b(rows * cols)
+  local f = Piq.Format { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.BLOCK, block_size = block }
+  local codes_size, scales_size, zps_size = f:get_sizes({ rows, cols })
+  check(codes_size == 210 and scales_size == 36 and zps_size == 36,
+    string.format('sizes %s %s %s', tostring(codes_size), tostring(scales_size), tostring(zps_size)))
+  local t = assert(q:quantize_new(f, nil, f32_shaped(xs, { rows, cols })))
+  check(join(t:get_shape()) == '3,70', 'shape of the quantized tensor ' .. join(t:get_shape()))
+  local scales = f32_list(t:get_scales():get_data())
+  local zps = int32_list(t:get_zero_points():get_data())
+  local codes = scaled_list(bytes_of(tensor_string(t)), int8_of)
+  local want_s, want_z, want_c, want_y = {}, {}, {}, {}
+  for r = 0, rows - 1 do
+    for b0 = 0, cols - 1, block do
+      local blk = slice(xs, r * cols + b0 + 1, r * cols + math.min(b0 + block, cols))
+      local s, zp = minmax_params(blk, 'INT8', true)
+      local c = quantize_nearest(blk, s, zp, 'INT8')
+      want_s[#want_s + 1], want_z[#want_z + 1] = s, zp
+      for _, v in ipairs(c) do want_c[#want_c + 1] = v end
+      for _, v in ipairs(dequantize_f32(c, s, zp)) do want_y[#want_y + 1] = v end
+    end
+  end
+  check_list(scales, want_s, 'scales: 3 blocks per row')
+  check_list(zps, want_z, 'zero points: 3 blocks per row')
+  check_list(codes, want_c, 'codes')
+  local y = assert(q:dequantize_new(t, Piq.Dtype.F32))
+  check(join(y:get_shape()) == '3,70', 'shape of the dequantized tensor')
+  check_list(y:to_values(), want_y, 'dequantized')
+  -- each row quantized alone gives the same bytes
+  local all = tensor_string(t)
+  for r = 0, rows - 1 do
+    local tr = assert(q:quantize_new(f, nil, f32_tensor(slice(xs, r * cols + 1, (r + 1) * cols))))
+    check(tensor_string(tr) == all:sub(r * cols + 1, (r + 1) * cols), 'row ' .. r .. ' alone: codes')
+    check_list(f32_list(tr:get_scales():get_data()), slice(scales, 3 * r + 1, 3 * r + 3), 'row ' .. r .. ' alone: scales')
+  end
+  -- the same 210 values as one row: blocks of 32 across the old row ends
+  local flat = assert(q:quantize_new(f, nil, f32_tensor(xs)))
+  check(flat:get_scales():get_size() == 7 * 4, 'a flat tensor of 210 has ' .. flat:get_scales():get_size() / 4 .. ' blocks')
+  -- nf4 (4-bit codes, f32 absmax per block): rows of 70 = 64 + 6
+  local tn = assert(q:quantize_new(assert(Piq.Format.new_preset('nf4')), nil, f32_shaped(xs, { rows, cols })))
+  check(tn:get_n_bytes() == 105, '3 rows of 70 nf4 take ' .. tn:get_n_bytes() .. ' bytes')
+  local absmax = {}
+  for r = 0, rows - 1 do
+    absmax[#absmax + 1] = max_abs(xs, r * cols + 1, r * cols + 64)
+    absmax[#absmax + 1] = max_abs(xs, r * cols + 65, r * cols + 70)
+  end
+  check_list(f32_list(tn:get_scales():get_data()), absmax, 'nf4 absmax per block of each row')
+  local yn = assert(q:dequantize_new(tn, Piq.Dtype.F32)):to_values()
+  for i, x in ipairs(xs) do
+    local col = (i - 1) % cols
+    local a = absmax[2 * math.floor((i - 1) / cols) + (col < 64 and 1 or 2)]
+    check(math.abs(yn[i] - x) <= 0.152 * a, string.format('nf4 [%d] %.9g -> %.9g', i - 1, x, yn[i]))
+  end
+end)
+
+test('shapes/get-shape', function()
+  local q = Piq.Quantizer()
+  local t = assert(Piq.Tensor.new_shaped(Piq.Dtype.F32, { 2, 3, 4 }))
+  check(join(t:get_shape()) == '2,3,4', 'get_shape() ' .. join(t:get_shape()))
+  check(t:get_n_dims() == 3 and t:get_n_elements() == 24 and t:get_n_bytes() == 96, 'n-dims, n-elements, n-bytes')
+  check(t:get_dim(0) == 2 and t:get_dim(1) == 3 and t:get_dim(2) == 4, 'get_dim()')
+  check(t:get_dim(-1) == 4 and t:get_dim(-3) == 2, 'get_dim() from the end')
+  check(t:is_contiguous() and t:get_row_stride() == 0, 'packed rows: stride ' .. tostring(t:get_row_stride()) .. ', expected 0')
+  check(join(new_tensor('F32', 37):get_shape()) == '37', '1-D tensor')
+  check(join(f32_tensor(DATA):get_shape()) == tostring(#DATA), 'new_from_values() is 1-D')
+  local xs = gen_a(24)
+  local chunks = {}
+  for i, x in ipairs(xs) do chunks[i] = f32_bytes(x) end
+  assert(t:set_data(table.concat(chunks)))
+  check(t:reshape({ 6, 4 }) == true, 'reshape()')
+  check(join(t:get_shape()) == '6,4', 'shape after reshape()')
+  check_list(t:to_values(), xs, 'reshape() keeps the values')
+  expect_error('SIZE', t:reshape({ 5, 5 }))
+  check(join(t:get_shape()) == '6,4', 'shape after a refused reshape()')
+  local nf4 = assert(Piq.Format.new_preset('nf4'))
+  local qt = assert(q:quantize_new(nf4, nil, t))
+  check(join(qt:get_shape()) == '6,4', 'quantized shape')
+  check(qt:get_n_dims() == 2 and qt:get_dim(-1) == 4 and qt:get_n_elements() == 24, 'quantized dims')
+  check(join(assert(q:dequantize_new(qt, Piq.Dtype.F32)):get_shape()) == '6,4', 'dequantized shape')
+  local dst = quantized_for(nf4, { 6, 4 })
+  check(dst:get_format():equal(nf4) and dst:get_n_bytes() == 12, 'new_quantized()')
+  assert(q:quantize(nil, t, dst))
+  check(tensor_string(dst) == tensor_string(qt), 'quantize() into new_quantized() differs from quantize_new()')
+  -- the destination's shape decides: 24 elements as [4, 6] are other rows
+  expect_error('SIZE', q:quantize(nil, t, quantized_for(nf4, { 4, 6 })))
+  expect_error('SIZE', q:quantize(nil, t, quantized_for(nf4, { 24 })))
+end)
+
+-- ------------------------------------------------------- immutability ----
+
+test('immutability/recipe-after-quantize', function()
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  local f = affine_format('UINT8')
+  local want = dequantize_f32(quantize_nearest(FINITE, 0.05, 90, 'UINT8'), 0.05, 90)
+  local r = Piq.Recipe.new_affine(0.05, 90)
+  local made = assert(q:quantize_new(f, r, src))
+  local into = quantized_for(f, #FINITE)
+  assert(q:quantize(r, src, into))
+  local codes = tensor_string(made)
+  r.scale = 2.5
+  r.zero_point = 3
+  r.scale_rule = Piq.ScaleRule.MIN_MAX
+  r.include_zero = false
+  r.round_mode = Piq.RoundMode.STOCHASTIC
+  r.seed = 99
+  for _, t in ipairs({ made, into }) do
+    check(t:get_scale() == 0.05 and t:get_zero_point() == 90, 'the tensor followed its recipe')
+    check(t:get_format():equal(f), "the tensor's format")
+    check(tensor_string(t) == codes, 'the codes changed')
+    check_list(assert(q:dequantize_new(t, Piq.Dtype.F32)):to_values(), want, 'decoded after the recipe changed')
+  end
+  r:clear_scale()
+  check_list(assert(q:dequantize_new(made, Piq.Dtype.F32)):to_values(), want, 'decoded after clear_scale()')
+
+  -- a calibrated recipe, recalibrated on other data
+  local rc = Piq.Recipe()
+  assert(q:compute_params(f, rc, src))
+  local s0, z0 = rc.scale, rc.zero_point
+  local qc = assert(q:quantize_new(f, rc, src))
+  local before = assert(q:dequantize_new(qc, Piq.Dtype.F32)):to_values()
+  assert(q:compute_params(f, rc, f32_tensor(scaled_list(FINITE, function(x) return 3 * x end))))
+  check(rc.scale ~= s0, 'recalibration did not change the recipe')
+  check(qc:get_scale() == s0 and qc:get_zero_point() == z0, 'the tensor followed the recalibrated recipe')
+  check_list(assert(q:dequantize_new(qc, Piq.Dtype.F32)):to_values(), before, 'decoded after recalibration')
+
+  -- the seed used stays with the tensor
+  local rs = recipe(0.37, 100, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 4242 })
+  local qs = assert(q:quantize_new(f, rs, src))
+  local ys = assert(q:dequantize_new(qs, Piq.Dtype.F32)):to_values()
+  rs.seed = 1
+  rs.scale = 1
+  rs.round_mode = Piq.RoundMode.NEAREST
+  check(qs:get_seed() == 4242 and qs:get_scale() == 0.37 and qs:get_zero_point() == 100,
+    'the stochastic tensor followed its recipe')
+  check_list(assert(q:dequantize_new(qs, Piq.Dtype.F32)):to_values(), ys, 'stochastic: decoded after the recipe changed')
+
+  -- a block format: scales belong to the tensor
+  local nf4 = assert(Piq.Format.new_preset('nf4'))
+  local rn = Piq.Recipe()
+  local qn = assert(q:quantize_new(nf4, rn, src))
+  local yn = assert(q:dequantize_new(qn, Piq.Dtype.F32)):to_values()
+  local sn = qn:get_scales():get_data()
+  rn.scale_rule = Piq.ScaleRule.MIN_MAX
+  rn.scale = 3
+  check(qn:get_format():equal(nf4) and qn:get_format().high_nibble_first, "the nf4 tensor's format")
+  check(qn:get_scales():get_data() == sn, 'the nf4 scales changed')
+  check_list(assert(q:dequantize_new(qn, Piq.Dtype.F32)):to_values(), yn, 'nf4: decoded after the recipe changed')
+end)
+
+-- --------------------------------------------------- no silent default ----
+
+test('error/no-silent-default', function()  -- was errors/no-silent-default
+  local q = Piq.Quantizer()
+  local n = #FINITE
+  local src = f32_tensor(FINITE)
+  local u8 = affine_format('UINT8')
+  local sym8 = Piq.Format.new_symmetric(Piq.Dtype.INT8)
+  local fp8 = Piq.Format { dtype = Piq.Dtype.FP8_E4M3 }
+  local nf4 = assert(Piq.Format.new_preset('nf4'))
+  local mx = assert(Piq.Format.new_preset('mxfp4'))
+
+  -- a NaN scale set through the property: the next call fails, whatever the format
+  for _, c in ipairs({ { u8, recipe(0.5, 128) }, { sym8, Piq.Recipe.new_fixed(0.5) }, { fp8, Piq.Recipe.new_fixed(1) } }) do
+    local f, r = c[1], c[2]
+    r.scale = NAN
+    expect_error('INVALID_SCALE', q:quantize_new(f, r, src))
+    local dst = quantized_for(f, n)
+    assert(dst:set_data(string.rep('Z', n)))
+    expect_error('INVALID_SCALE', q:quantize(r, src, dst))
+    check(tensor_string(dst) == string.rep('Z', n), 'a failed quantize() wrote its destination')
+    expect_error('INVALID_SCALE', q:requantize(f, r, src, new_tensor('F32', n), Piq.ReduceOp.SET))
+    r.scale = 0.25
+    check(q:quantize_new(f, r, src), 'a finite scale set again')
+  end
+
+  -- rules that do not apply to the format: never replaced by the format's rule
+  for _, rule in ipairs({ 'MIN_MAX', 'ABS_MAX', 'MEAN_STD' }) do
+    expect_error('UNSUPPORTED', q:quantize_new(mx, Piq.Recipe { scale_rule = Piq.ScaleRule[rule] }, src))
+  end
+  local floor = assert(q:quantize_new(mx, Piq.Recipe { scale_rule = Piq.ScaleRule.POW2_FLOOR }, src))
+  local dflt = assert(q:quantize_new(mx, nil, src))
+  check(tensor_string(floor) == tensor_string(dflt) and floor:get_scales():get_data() == dflt:get_scales():get_data(),
+    'E8M0: POW2_FLOOR is the DEFAULT rule')
+  expect_error('UNSUPPORTED', q:quantize_new(nf4, Piq.Recipe { scale_rule = Piq.ScaleRule.MIN_MAX }, src))
+  expect_error('UNSUPPORTED', q:quantize_new(nf4, Piq.Recipe { scale_rule = Piq.ScaleRule.POW2_FLOOR }, src))
+  expect_error('UNSUPPORTED', q:quantize_new(sym8, Piq.Recipe { scale_rule = Piq.ScaleRule.MIN_MAX }, src))
+  expect_error('UNSUPPORTED', q:quantize_new(u8, Piq.Recipe { scale_rule = Piq.ScaleRule.ABS_MAX }, src))
+  expect_error('UNSUPPORTED', q:compute_params(mx, Piq.Recipe(), src))
+
+  -- a zero point on a symmetric format
+  expect_error('INVALID_ZERO_POINT', q:quantize_new(sym8, Piq.Recipe.new_affine(0.5, 0), src))
+  expect_error('INVALID_ZERO_POINT', q:quantize_new(Piq.Format.new_symmetric(Piq.Dtype.UINT8),
+    Piq.Recipe.new_affine(0.5, 128), src))
+  expect_error('INVALID_ZERO_POINT', q:quantize_new(fp8, Piq.Recipe.new_affine(1, 0), src))
+  -- and an affine format given a scale without its zero point
+  expect_error('INVALID_ZERO_POINT', q:quantize_new(u8, Piq.Recipe.new_fixed(0.5), src))
+
+  -- a given scale where scales are derived per channel or block, or with a rule
+  expect_error('UNSUPPORTED', q:quantize_new(nf4, Piq.Recipe.new_fixed(1), src))
+  local sym_channels = Piq.Format { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.CHANNEL, symmetric = true }
+  expect_error('UNSUPPORTED', q:quantize_new(sym_channels, Piq.Recipe.new_fixed(0.5),
+    f32_shaped(slice(FINITE, 1, 300), { 10, 30 })))
+  expect_error('UNSUPPORTED', q:quantize_new(u8, recipe(0.5, 128, { scale_rule = Piq.ScaleRule.MIN_MAX }), src))
+  -- a seed with nearest rounding; include-zero without the min/max rule
+  expect_error('UNSUPPORTED', q:quantize_new(u8, Piq.Recipe { seed = 5 }, src))
+  expect_error('UNSUPPORTED', q:quantize_new(sym8, Piq.Recipe { include_zero = false }, src))
+  -- format options that do not apply
+  for _, props in ipairs({
+    { dtype = Piq.Dtype.UINT8, block_size = 32 },
+    { dtype = Piq.Dtype.INT8, high_nibble_first = true },
+    { dtype = Piq.Dtype.UINT8, axis = 1 },
+    { dtype = Piq.Dtype.INT8, double_quant = true },
+    { dtype = Piq.Dtype.FP8_E4M3, granularity = Piq.Granularity.BLOCK, scale_dtype = Piq.Dtype.E8M0, saturate = false },
+  }) do
+    local f = Piq.Format(props)
+    expect_error('UNSUPPORTED', f:validate())
+    expect_error('UNSUPPORTED', q:quantize_new(f, nil, src))
+  end
+
+  -- no scale given: quantize derives it by the format's rule (never 1.0)
+  local s, zp = minmax_params(FINITE, 'UINT8', true)
+  local derived = assert(q:quantize_new(u8, nil, src))
+  check(derived:get_scale() == s and derived:get_zero_point() == zp,
+    string.format('derived %.17g/%d, expected %.17g/%d', derived:get_scale(), derived:get_zero_point(), s, zp))
+  check_list(tensor_codes(derived, n, 8), quantize_nearest(FINITE, s, zp, 'UINT8'), 'codes with derived parameters')
+  local again = assert(q:quantize_new(u8, Piq.Recipe(), src))
+  check(tensor_string(again) == tensor_string(derived), 'an empty recipe is the NULL recipe')
+end)
+
+-- ----------------------------------------------------------- aliasing ----
+
+test('aliasing/requantize/in-place', function()  -- was aliasing/requantize-in-place
+  local n = 200003  -- large enough to be split over threads
+  local xs = gen_a(n)
+  for i = 1, n do xs[i] = fround(xs[i] + ((i - 1) % 7) / 9) end
+  local y4 = dequantize_f32(quantize_nearest(xs, 0.3, 6, 'UINT4'), 0.3, 6)
+  for _, n_threads in ipairs({ 1, 4 }) do
+    local q = Piq.Quantizer { n_threads = n_threads }
+    local u4 = affine_format('UINT4')
+    local r = Piq.Recipe.new_affine(0.3, 6)
+    local t = f32_tensor(xs)
+    local ok, err = q:requantize(u4, r, t, t, Piq.ReduceOp.SET)
+    check(ok, tostring(err))
+    check_list(t:to_values(), y4, n_threads .. ' threads: uint4 SET in place')
+    local ta = f32_tensor(xs)
+    assert(q:requantize(u4, r, ta, ta, Piq.ReduceOp.ADD))
+    local sums = {}
+    for i = 1, n do sums[i] = fround(xs[i] + y4[i]) end
+    check_list(ta:to_values(), sums, n_threads .. ' threads: uint4 ADD in place')
+    -- derived scales: in place gives what a separate destination gets
+    for _, c in ipairs({ { 'nf4', assert(Piq.Format.new_preset('nf4')) }, { 'mxfp4', assert(Piq.Format.new_preset('mxfp4')) },
+      { 'int8 blocks', Piq.Format { dtype = Piq.Dtype.INT8, granularity = Piq.Granularity.BLOCK, block_size = 16 } },
+      { 'uint8', affine_format('UINT8') } }) do
+      local out = new_tensor('F32', n)
+      assert(q:requantize(c[2], nil, f32_tensor(xs), out, Piq.ReduceOp.SET))
+      local tt = f32_tensor(xs)
+      assert(q:requantize(c[2], nil, tt, tt, Piq.ReduceOp.SET))
+      check(tensor_string(tt) == tensor_string(out), n_threads .. ' threads: ' .. c[1] .. ' in place')
+    end
+    -- a matrix, per channel
+    local rows, cols = 400, 499
+    local m = f32_shaped(slice(xs, 1, rows * cols), { rows, cols })
+    local pc = Piq.Format.new_per_channel(Piq.Dtype.INT8, 1)
+    local out = assert(Piq.Tensor.new_shaped(Piq.Dtype.F32, { rows, cols }))
+    assert(q:requantize(pc, nil, m, out, Piq.ReduceOp.SET))
+    assert(q:requantize(pc, nil, m, m, Piq.ReduceOp.SET))
+    check(tensor_string(m) == tensor_string(out), n_threads .. ' threads: per-channel matrix in place')
+  end
+end)
+
+-- --------------------------------------- ported from the Python and GJS suites ----
+
+test('quantize/f32/uint8/params-attached', function()
+  local u8 = affine_format('UINT8')
+  local src = f32_tensor(DATA)
+  local dst = quantized_for(u8, #DATA)
+  assert(Piq.Quantizer.get_default():quantize(recipe(0.5, 100), src, dst))
+  local f = dst:get_format()
+  check(f ~= nil, 'the quantized tensor carries no format')
+  check(enum_is(f.dtype, Piq.Dtype, 'UINT8') and f:equal(u8), 'attached format ' .. f:to_string())
+  check(dst:get_scale() == 0.5 and dst:get_zero_point() == 100, "the tensor's scale and zero point "
+    .. tostring(dst:get_scale()) .. '/' .. tostring(dst:get_zero_point()))
+  check(dst:get_scales() == nil and dst:get_zero_points() == nil, 'a per-tensor format has scale arrays')
+end)
+
+test('quantize/int8/nearest', function()
+  local q = Piq.Quantizer()
+  local qt = assert(q:quantize_new(affine_format('INT8'), Piq.Recipe.new_affine(0.5, -3), f32_tensor(DATA)))
+  local codes = quantize_nearest(DATA, 0.5, -3, 'INT8')
+  check_list(scaled_list(tensor_codes(qt, #DATA, 8), int8_of), codes, 'int8 codes')
+  check_list(assert(q:dequantize_new(qt, Piq.Dtype.F32)):to_values(), dequantize_f32(codes, 0.5, -3), 'int8 dequantized')
+end)
+
+test('requantize/f32', function()
+  local q = Piq.Quantizer()
+  local f = affine_format('UINT4')
+  local p = Piq.Recipe.new_affine(0.3, 6)
+  local y = dequantize_f32(quantize_nearest(DATA, 0.3, 6, 'UINT4'), 0.3, 6)
+  local out = new_tensor('F32', #DATA)
+  local ok, err = q:requantize(f, p, f32_tensor(DATA), out, Piq.ReduceOp.SET)
+  check(ok == true, 'requantize(SET): ' .. tostring(err))
+  check_list(out:to_values(), y, 'SET')
+  local inplace = f32_tensor(DATA)
+  assert(q:requantize(f, p, inplace, inplace, Piq.ReduceOp.ADD))
+  local want = {}
+  for i, x in ipairs(DATA) do want[i] = fround(fround(x) + y[i]) end
+  check_list(inplace:to_values(), want, 'ADD in place', float_eq)
+end)
+
+test('reuse/output-tensors', function()
+  -- output tensors allocated once and reused
+  local q = Piq.Quantizer()
+  local src = f32_tensor(FINITE)
+  local qt = quantized_for(affine_format('UINT8'), #FINITE)
+  local acc = new_tensor('F32', #FINITE)
+  acc:fill(0)
+  local p = recipe(0.05, 90)
+  for _ = 1, 50 do
+    assert(q:quantize(p, src, qt))
+    assert(q:dequantize(qt, acc, Piq.ReduceOp.ADD))
+  end
+  local y = dequantize_f32(quantize_nearest(FINITE, 0.05, 90, 'UINT8'), 0.05, 90)
+  local want = {}
+  for i, v in ipairs(y) do
+    local s = 0
+    for _ = 1, 50 do s = fround(s + v) end
+    want[i] = s
+  end
+  check_list(acc:to_values(), want, '50 accumulations')
+end)
+
+-- ----------------------------------------------- not for this language ----
+
+local NO_ADDRESS = 'Lua 5.1 cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python'
+skip('address/quantize-into-buffer', NO_ADDRESS)
+skip('address/dequantize-into-buffer', NO_ADDRESS)
+skip('address/wrap-source', NO_ADDRESS)
+skip('aliasing/quantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+skip('aliasing/dequantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+skip('aliasing/requantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+skip('binding/throws-piq-error', "lgi returns GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
+
+-- ------------------------------------------------------ not yet ported ----
+
+local PORT = 'not yet ported from test-bindings-python.py'
+todo('dtype/enum-values', PORT)
+todo('dtype/functions', PORT)
+todo('compute-params/mean-std', PORT)
+todo('quantize/stochastic/counter-hash', PORT)
+todo('quantize/stochastic/seed-0-recorded', PORT)
+todo('quantize/stochastic/probability', PORT)
+todo('large/threads-and-simd', PORT)
+todo('formats/msfp16/shared-exponent', PORT)
+todo('formats/nf4/double-quant', PORT)
+todo('immutability/format-construct-only', PORT)
 
 main()

@@ -5,7 +5,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Environment (tests/Makefile.am sets it): VALAC, VAPIDIR (holds
-# piquant-1.0.vapi), PKG_CONFIG_PATH (holds piquant-1.0-uninstalled.pc, which
+# piquant-1.0.vapi and Piq-1.0.gir; the program reads both to check that every
+# function that takes a GError throws Piq.Error in the VAPI), PKG_CONFIG_PATH (holds piquant-1.0-uninstalled.pc, which
 # pkg-config prefers for "piquant-1.0"), LD_LIBRARY_PATH, G_TEST_SRCDIR,
 # G_TEST_BUILDDIR. Compiler output goes to stderr (the .log), never to the TAP
 # stream on stdout.
@@ -50,6 +51,7 @@ fi
 # warnings of a successful compile: to the log only
 cat "$tmp/valac.log" >&2
 
-"$tmp/test-bindings"
+# the program reads $VAPIDIR itself (vala/vapi/throws-piq-error)
+VAPIDIR="$VAPIDIR" "$tmp/test-bindings"
 rc=$?
 exit $rc

@@ -8,7 +8,9 @@
  */
 
 errordomain TestError {
-    FAILED
+    FAILED,
+    SKIPPED,
+    TODO
 }
 
 delegate void TestFunc () throws GLib.Error;
@@ -20,6 +22,11 @@ class TestCase {
     public TestCase (string name, owned TestFunc func) {
         this.name = name;
         this.func = (owned) func;
+    }
+
+    /* a case not written in Vala yet: TAP TODO, an expected failure */
+    public static TestCase todo (string name, string why) {
+        return new TestCase (name, () => { throw new TestError.TODO (why); });
     }
 }
 
@@ -203,10 +210,24 @@ void minmax_params (float[] xs, Piq.Dtype dtype, bool include_zero, out double s
 /* --------------------------------------------------------- tensor glue -- */
 
 /* a float[] as the bytes new_from_data takes: a view, no copy here */
-Piq.Tensor f32_tensor (float[] xs) throws GLib.Error {
+Piq.Tensor f32_tensor (float[] xs) throws Piq.Error {
     unowned uint8[] raw = (uint8[]) xs;
     raw.length = xs.length * (int) sizeof (float);
     return new Piq.Tensor.from_data (Piq.Dtype.F32, xs.length, raw);
+}
+
+/* the same, as a rows × cols matrix (row-major) */
+Piq.Tensor f32_matrix (float[] xs, uint64 rows, uint64 cols) throws Piq.Error {
+    var t = f32_tensor (xs);
+    t.reshape ({ rows, cols });
+    return t;
+}
+
+/* the bytes of any Vala array, as a GBytes copy */
+Bytes array_bytes (void* data, size_t size) {
+    unowned uint8[] raw = (uint8[]) data;
+    raw.length = (int) size;
+    return new Bytes (raw);
 }
 
 int64[] tensor_codes (Piq.Tensor t) {
@@ -341,12 +362,66 @@ double f16_at (uint8[] b, int i) {
     return (h & 0x8000) != 0 ? -v : v;
 }
 
+int32 int32_at (uint8[] b, int i) {
+    int32 v = 0;
+    Memory.copy (&v, &b[i], 4);
+    return v;
+}
+
+/* the affine int8 format with blocks of block_size along the last axis */
+Piq.Format int8_blocks (uint block_size) {
+    return (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.INT8,
+                                    "granularity", Piq.Granularity.BLOCK,
+                                    "block-size", block_size, "symmetric", false);
+}
+
+/* quantize into a fresh destination must fail with code, and write nothing */
+void expect_refused (Piq.Quantizer q, string what, Piq.Format format, Piq.Recipe? recipe, Piq.Tensor src,
+                     int code) throws GLib.Error {
+    Piq.Tensor? dst = null;
+    try {
+        /* the destination's constructor is a call that uses the format: it may refuse first */
+        dst = new Piq.Tensor.quantized (format, src.get_shape ());
+        q.quantize (recipe, src, dst);
+        throw new TestError.FAILED ("accepted: %s".printf (what));
+    } catch (Piq.Error e) {
+        if (e.code != code)
+            throw new TestError.FAILED ("%s: code %d (%s), expected %d".printf (what, e.code, e.message, code));
+    }
+    if (dst != null)
+        check (dst.get_bytes ().compare (new Bytes (new uint8[dst.get_n_bytes ()])) == 0,
+               "%s: the refused call wrote its destination".printf (what));
+}
+
 /* --------------------------------------------------------------- tests -- */
 
 TestCase[] make_tests () {
     TestCase[] tests = {};
     float[] data = make_data ();
     float[] finite = make_finite ();
+
+    /* Piq-1.0.metadata maps every GError of the GIR to Piq.Error, and nothing else */
+    tests += new TestCase ("vala/binding/throws-piq-error", () => {  /* was vapi/throws-piq-error */
+        string? dir = Environment.get_variable ("VAPIDIR");
+        if (dir == null)
+            throw new TestError.SKIPPED ("VAPIDIR is not set");
+        string vapi, gir;
+        try {
+            FileUtils.get_contents (Path.build_filename (dir, "piquant-1.0.vapi"), out vapi);
+            FileUtils.get_contents (Path.build_filename (dir, "Piq-1.0.gir"), out gir);
+        } catch (FileError e) {
+            throw new TestError.SKIPPED (e.message);
+        }
+        int n_glib = vapi.split ("throws GLib.Error").length - 1;
+        int n_piq = vapi.split ("throws Piq.Error").length - 1;
+        int n_gir = gir.split ("throws=\"1\"").length - 1;
+        var glib_lines = new StringBuilder ();
+        foreach (unowned string line in vapi.split ("\n"))
+            if ("throws GLib.Error" in line)
+                glib_lines.append_printf ("\n  %s", line.strip ());
+        check (n_glib == 0, "%d declarations throw GLib.Error; list them in Piq-1.0.metadata:%s".printf (n_glib, glib_lines.str));
+        check (n_piq == n_gir, "%d declarations throw Piq.Error, the GIR has %d that throw: a throws= pattern in Piq-1.0.metadata matches a function without a GError".printf (n_piq, n_gir));
+    });
 
     tests += new TestCase ("vala/quantizer/new-and-default", () => {
         var q = new Piq.Quantizer ();
@@ -372,16 +447,48 @@ TestCase[] make_tests () {
         check (q.simd_level == Piq.SimdLevel.SCALAR, "capped at SCALAR, simd-level is %s".printf (q.simd_level.to_string ()));
     });
 
-    tests += new TestCase ("vala/params/properties", () => {
-        var p = new Piq.Params (Piq.Dtype.UINT8) { scale = 0.5, zero_point = 128 };
-        check (p.dtype == Piq.Dtype.UINT8 && p.scale == 0.5 && p.zero_point == 128, "construction");
-        check (p.round_mode == Piq.RoundMode.NEAREST && p.seed == 0 && p.scale_rule == Piq.ScaleRule.MIN_MAX
-               && p.include_zero, "defaults");
+    /* PiqParams is gone: its storage half is a Piq.Format, its derivation half a Piq.Recipe */
+    tests += new TestCase ("vala/format-recipe/properties", () => {  /* was params/properties */
+        var f = new Piq.Format (Piq.Dtype.UINT8);
+        check (f.dtype == Piq.Dtype.UINT8 && f.granularity == Piq.Granularity.TENSOR && f.axis == 0
+               && !f.get_symmetric () && f.has_zero_points (), "Format (UINT8): per-tensor affine");
+        check (f.scale_dtype == Piq.Dtype.F32 && f.saturate && !f.high_nibble_first && !f.double_quant,
+               "Format defaults");
+        check (f.get_dtype () == Piq.Dtype.UINT8 && f.get_granularity () == Piq.Granularity.TENSOR, "getters");
+        var sym = new Piq.Format.symmetric (Piq.Dtype.INT8);
+        check (sym.dtype == Piq.Dtype.INT8 && sym.get_symmetric () && !sym.has_zero_points (), "Format.symmetric");
+        var ch = new Piq.Format.per_channel (Piq.Dtype.INT8, -1);
+        check (ch.granularity == Piq.Granularity.CHANNEL && ch.axis == -1, "Format.per_channel (INT8, -1)");
+        var blk = new Piq.Format.per_block (Piq.Dtype.INT4, 0, Piq.Dtype.F16);
+        check (blk.granularity == Piq.Granularity.BLOCK && blk.block_size == 64 && blk.scale_dtype == Piq.Dtype.F16,
+               "Format.per_block (INT4, 0, F16): effective block size %u".printf (blk.block_size));
+        var blk_mx = new Piq.Format.per_block (Piq.Dtype.FP4_E2M1, 0, Piq.Dtype.E8M0);
+        check (blk_mx.get_block_size () == 32, "E8M0 scales: default block 32, got %u".printf (blk_mx.get_block_size ()));
+        check (f.validate () && sym.validate () && ch.validate () && blk.validate (), "validate ()");
+        check (f.equal (new Piq.Format (Piq.Dtype.UINT8)) && !f.equal (sym), "equal ()");
+        check (f.to_string () != null && f.to_string ().length > 0, "to_string ()");
+
+        var r = new Piq.Recipe ();
+        check (r.scale_rule == Piq.ScaleRule.DEFAULT && r.include_zero && r.round_mode == Piq.RoundMode.NEAREST
+               && r.seed == 0 && !r.has_scale && !r.has_zero_point, "Recipe defaults");
+        var p = new Piq.Recipe.affine (0.5, 128);
+        check (p.scale == 0.5 && p.zero_point == 128 && p.has_scale && p.has_zero_point, "construction");
         p.seed = 0xFEDCBA9876543210UL;
         check (p.get_seed () == 0xFEDCBA9876543210UL, "64-bit seed");
-        var a = new Piq.Params.affine (Piq.Dtype.UINT4, 0.25, 7);
-        check (a.dtype == Piq.Dtype.UINT4 && a.scale == 0.25 && a.zero_point == 7, "Params.affine");
-        check (a.validate (), "validate ()");
+        var a = new Piq.Recipe.affine (0.25, 7);
+        check (a.scale == 0.25 && a.zero_point == 7, "Recipe.affine");
+        var fx = new Piq.Recipe.fixed (0.125);
+        check (fx.get_scale () == 0.125 && fx.has_scale && !fx.has_zero_point, "Recipe.fixed");
+        var c = a.copy ();
+        c.set_scale (2.0);
+        check (a.scale == 0.25 && c.scale == 2.0 && c.zero_point == 7, "copy () is independent");
+        c.clear_scale ();
+        check (!c.has_scale && !c.has_zero_point, "clear_scale ()");
+        r.scale_rule = Piq.ScaleRule.MIN_MAX;
+        r.include_zero = false;
+        r.round_mode = Piq.RoundMode.STOCHASTIC;
+        check (r.get_scale_rule () == Piq.ScaleRule.MIN_MAX && !r.get_include_zero ()
+               && r.get_round_mode () == Piq.RoundMode.STOCHASTIC, "Recipe setters");
         int64 qmin;
         uint64 qmax;
         check (Piq.Dtype.UINT4.get_range (out qmin, out qmax) && qmin == 0 && qmax == 15, "Dtype.get_range (UINT4)");
@@ -389,15 +496,20 @@ TestCase[] make_tests () {
                "Dtype methods");
     });
 
-    tests += new TestCase ("vala/tensor/from-data-and-values", () => {
+    tests += new TestCase ("vala/tensor/new-from-data", () => {  /* was tensor/from-data-and-values (1/3) */
         var t = f32_tensor (data);
         check (t.get_dtype () == Piq.Dtype.F32 && t.get_n_elements () == data.length
                && t.get_n_bytes () == data.length * 4, "from_data shape");
+        check (t.get_n_dims () == 1 && t.get_dim (0) == data.length && t.get_dim (-1) == data.length
+               && t.is_contiguous () && t.get_format () == null, "from_data is 1-D, packed, without a format");
         check_doubles (t.to_values (), as_doubles (data), "from_data to_values ()");
         unowned uint8[] raw = (uint8[]) data;
         raw.length = data.length * 4;
         var bytes = t.get_bytes ();
         check (bytes.compare (new Bytes (raw)) == 0, "get_bytes () differs from the float[] bytes");
+    });
+
+    tests += new TestCase ("vala/tensor/new-from-values", () => {  /* (2/3) */
         double[] dv = as_doubles (data);
         var t2 = new Piq.Tensor.from_values (Piq.Dtype.F32, dv);
         check_doubles (t2.to_values (), dv, "from_values to_values ()");
@@ -405,27 +517,42 @@ TestCase[] make_tests () {
         check_doubles (t64.to_values (), { 0.1, -2.5, 1e300 }, "F64 to_values ()");
     });
 
+    /* (3/3) of tensor/from-data-and-values, the first part of this case */
+    tests += new TestCase ("vala/shapes/get-shape", () => {
+        var m = new Piq.Tensor.shaped (Piq.Dtype.F32, { 3, 5 });
+        uint64[] shape = m.get_shape ();
+        check (shape.length == 2 && shape[0] == 3 && shape[1] == 5 && m.get_n_elements () == 15,
+               ("shaped [3, 5]: %d dims, %" + uint64.FORMAT + " elements").printf (shape.length, m.get_n_elements ()));
+        check (m.get_row_stride () == 0 && m.is_contiguous (), "a packed tensor has row stride 0");
+        /* rows of 5 floats, 32 bytes apart: a sub-matrix without a copy */
+        var st = new Piq.Tensor.strided (Piq.Dtype.F32, { 3, 5 }, new Bytes (new uint8[3 * 32]), 0, 32);
+        check (st.get_row_stride () == 32 && !st.is_contiguous () && st.get_n_elements () == 15, "strided [3, 5]");
+        m.reshape ({ 5, 3 });
+        check (m.get_dim (0) == 5 && m.get_dim (-1) == 3, "reshape [5, 3]");
+    });
+
     tests += new TestCase ("vala/quantize/f32/uint8/nearest", () => {
         var q = new Piq.Quantizer ();
         var src = f32_tensor (data);
-        var dst = new Piq.Tensor (Piq.Dtype.UINT8, data.length);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var dst = new Piq.Tensor.quantized (format, { data.length });
         double[] scales = { 0.5, 0.1, 7.0 };
         int64[] zps = { 128, 3, 255 };
         for (int k = 0; k < scales.length; k++) {
-            var p = new Piq.Params (Piq.Dtype.UINT8) { scale = scales[k], zero_point = zps[k] };
-            check (q.quantize (p, src, dst), "quantize () returned false");
+            var r = new Piq.Recipe.affine (scales[k], zps[k]);
+            check (q.quantize (r, src, dst), "quantize () returned false");
             int64[] want = quantize_nearest (data, scales[k], zps[k], Piq.Dtype.UINT8);
             check_codes (tensor_codes (dst), want, "codes, scale %g zp %d".printf (scales[k], (int) zps[k]));
             check_codes (unpack (dst.get_bytes ().get_data (), data.length, 8), want, "bytes");
         }
-        unowned Piq.Params? attached = dst.get_params ();
-        check (attached != null && attached.scale == 7.0 && attached.zero_point == 255, "params attached");
+        unowned Piq.Format? owned_format = dst.get_format ();
+        check (owned_format != null && owned_format.equal (format), "the tensor's format");
+        check (dst.get_scale () == 7.0 && dst.get_zero_point () == 255, "scale and zero point on the tensor");
     });
 
     tests += new TestCase ("vala/dequantize/uint8/f32/set-then-add", () => {
         var q = Piq.Quantizer.get_default ();
-        var p = new Piq.Params.affine (Piq.Dtype.UINT8, 0.1, 3);
-        var qt = q.quantize_new (p, f32_tensor (data));
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.1, 3), f32_tensor (data));
         double[] y = dequantize_f32 (quantize_nearest (data, 0.1, 3, Piq.Dtype.UINT8), 0.1, 3);
         var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
         check (q.dequantize (qt, out_t, Piq.ReduceOp.SET), "dequantize (SET)");
@@ -442,8 +569,7 @@ TestCase[] make_tests () {
 
     tests += new TestCase ("vala/quantize/f32/uint4/nearest", () => {
         var q = new Piq.Quantizer ();
-        var p = new Piq.Params (Piq.Dtype.UINT4) { scale = 0.3, zero_point = 6 };
-        var qt = q.quantize_new (p, f32_tensor (data));
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT4), new Piq.Recipe.affine (0.3, 6), f32_tensor (data));
         check (qt.get_n_bytes () == 19, "37 uint4 take %u bytes".printf ((uint) qt.get_n_bytes ()));
         int64[] want = quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4);
         unowned uint8[] raw = qt.get_bytes ().get_data ();
@@ -459,72 +585,114 @@ TestCase[] make_tests () {
         check_doubles (out_t.to_values (), y, "ADD");
     });
 
-    tests += new TestCase ("vala/raw/float-array", () => {
+    tests += new TestCase ("vala/address/quantize-into-buffer", () => {  /* was raw/float-array */
         var q = new Piq.Quantizer ();
-        var p = new Piq.Params (Piq.Dtype.UINT4) { scale = 0.5, zero_point = 7 };
+        var format = new Piq.Format (Piq.Dtype.UINT4);
         var packed = new uint8[(data.length + 1) / 2];
-        check (q.quantize_raw (p, Piq.Dtype.F32, (void*) data, data.length, (void*) packed, packed.length),
+        double used_scale;
+        int64 used_zp;
+        check (q.quantize_raw (format, new Piq.Recipe.affine (0.5, 7), Piq.Dtype.F32, (void*) data, { data.length },
+                               (void*) packed, packed.length, null, 0, null, 0, out used_scale, out used_zp),
                "quantize_raw ()");
+        check (used_scale == 0.5 && used_zp == 7, "quantize_raw () reports %g/%d".printf (used_scale, (int) used_zp));
         int64[] want = quantize_nearest (data, 0.5, 7, Piq.Dtype.UINT4);
         check_codes (unpack (packed, data.length, 4), want, "quantize_raw () codes");
         var y = new float[data.length];
-        check (q.dequantize_raw (p, (void*) packed, packed.length, data.length, Piq.Dtype.F32,
-                                 (void*) y, y.length * sizeof (float), Piq.ReduceOp.SET), "dequantize_raw ()");
+        check (q.dequantize_raw (format, 0.5, 7, (void*) packed, packed.length, { data.length }, null, 0, null, 0,
+                                 Piq.Dtype.F32, (void*) y, y.length * sizeof (float), Piq.ReduceOp.SET),
+               "dequantize_raw ()");
         check_doubles (as_doubles (y), dequantize_f32 (want, 0.5, 7), "dequantize_raw () values");
-        var cp = new Piq.Params (Piq.Dtype.UINT8);
-        check (q.compute_params_raw (cp, Piq.Dtype.F32, (void*) finite, finite.length), "compute_params_raw ()");
+        var cp = new Piq.Recipe ();
+        check (q.compute_params_raw (new Piq.Format (Piq.Dtype.UINT8), cp, Piq.Dtype.F32, (void*) finite, finite.length),
+               "compute_params_raw ()");
         double scale;
         int64 zp;
         minmax_params (finite, Piq.Dtype.UINT8, true, out scale, out zp);
-        check (cp.scale == scale && cp.zero_point == zp,
+        check (cp.has_scale && cp.scale == scale && cp.zero_point == zp,
                "compute_params_raw (): %.9g/%d, expected %.9g/%d".printf (cp.scale, (int) cp.zero_point, scale, (int) zp));
         var small = new uint8[3];
+        var before = small;
         try {
-            q.quantize_raw (p, Piq.Dtype.F32, (void*) data, data.length, (void*) small, small.length);
+            q.quantize_raw (format, new Piq.Recipe.affine (0.5, 7), Piq.Dtype.F32, (void*) data, { data.length },
+                            (void*) small, small.length, null, 0, null, 0, out used_scale, out used_zp);
             throw new TestError.FAILED ("quantize_raw () into 3 bytes did not fail");
         } catch (Piq.Error.SIZE e) {
         }
+        check (Memory.cmp (small, before, 3) == 0, "a failed quantize_raw () wrote its destination");
     });
 
     tests += new TestCase ("vala/compute-params/min-max", () => {
         var q = new Piq.Quantizer ();
         var src = f32_tensor (finite);
         foreach (var dtype in new Piq.Dtype[] { Piq.Dtype.UINT8, Piq.Dtype.UINT4, Piq.Dtype.INT8 }) {
-            var p = new Piq.Params (dtype);
-            check (q.compute_params (p, src), "compute_params ()");
+            var format = new Piq.Format (dtype);
+            var r = new Piq.Recipe ();
+            check (q.compute_params (format, r, src), "compute_params ()");
             double scale;
             int64 zp;
             minmax_params (finite, dtype, true, out scale, out zp);
-            check (p.scale == scale && p.zero_point == zp, "%s: %.9g/%d, expected %.9g/%d".printf (
-                dtype.to_string (), p.scale, (int) p.zero_point, scale, (int) zp));
-            check_codes (tensor_codes (q.quantize_new (p, src)), quantize_nearest (finite, scale, zp, dtype),
-                         "%s codes".printf (dtype.to_string ()));
+            check (r.has_scale && r.scale == scale && r.zero_point == zp, "%s: %.9g/%d, expected %.9g/%d".printf (
+                dtype.to_string (), r.scale, (int) r.zero_point, scale, (int) zp));
+            int64[] want = quantize_nearest (finite, scale, zp, dtype);
+            check_codes (tensor_codes (q.quantize_new (format, r, src)), want, "%s codes".printf (dtype.to_string ()));
+            /* without a given scale quantize derives the same one itself (no silent scale 1) */
+            var derived = q.quantize_new (format, null, src);
+            check (derived.get_scale () == scale && derived.get_zero_point () == zp,
+                   "%s, NULL recipe: %.9g/%d, expected %.9g/%d".printf (dtype.to_string (), derived.get_scale (),
+                                                                      (int) derived.get_zero_point (), scale, (int) zp));
+            check_codes (tensor_codes (derived), want, "%s codes, NULL recipe".printf (dtype.to_string ()));
         }
     });
 
-    tests += new TestCase ("vala/quantize/stochastic", () => {
+    tests += new TestCase ("vala/quantize/stochastic/floor-or-ceil", () => {  /* was quantize/stochastic (1/4) */
         var q = new Piq.Quantizer ();
         var src = f32_tensor (finite);
-        var p = new Piq.Params (Piq.Dtype.UINT8) {
-            scale = 0.37, zero_point = 100, round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345
-        };
-        int64[] got = tensor_codes (q.quantize_new (p, src));
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
+        var first = q.quantize_new (format, p, src);
+        int64[] got = tensor_codes (first);
         for (int i = 0; i < finite.length; i++) {
             float v = scaled_f32 (finite[i], 0.37);
             int64 lo = clamp_code (Math.floor (v), 100, 0, 255);
             int64 hi = clamp_code (Math.ceil (v), 100, 0, 255);
             check (got[i] == lo || got[i] == hi, "[%d] %d is neither floor nor ceil".printf (i, (int) got[i]));
         }
-        check_codes (tensor_codes (q.quantize_new (p, src)), got, "the same seed twice");
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/same-seed-identical", () => {  /* (2/4) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
+        var first = q.quantize_new (format, p, src);
+        int64[] got = tensor_codes (first);
+        check (first.get_seed () == 12345, ("the tensor records seed %" + uint64.FORMAT).printf (first.get_seed ()));
+        check_codes (tensor_codes (q.quantize_new (format, p, src)), got, "the same seed twice");
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/counter-hash", () => {  /* (3/4) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
+        int64[] got = tensor_codes (q.quantize_new (format, p, src));
         check_codes (got, quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 12345), "counter hash, seed 12345");
         p.seed = 0xFEDCBA9876543210UL;
-        check_codes (tensor_codes (q.quantize_new (p, src)),
+        check_codes (tensor_codes (q.quantize_new (format, p, src)),
                      quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 0xFEDCBA9876543210UL),
                      "counter hash, 64-bit seed");
+    });
+
+    tests += new TestCase ("vala/quantize/stochastic/seed-0-recorded", () => {  /* (4/4) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var format = new Piq.Format (Piq.Dtype.UINT8);
+        var p = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 12345 };
         p.seed = 0;
-        var r = q.quantize_new (p, src);
-        uint64 used = r.get_params ().seed;
+        var r = q.quantize_new (format, p, src);
+        uint64 used = r.get_seed ();
         check (used != 0, "seed 0 recorded as 0");
+        check (p.seed == 0, "quantize () wrote the drawn seed into the recipe");
         check_codes (tensor_codes (r), quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, used),
                      "counter hash, recorded seed");
     });
@@ -532,8 +700,8 @@ TestCase[] make_tests () {
     tests += new TestCase ("vala/error/size", () => {
         var q = new Piq.Quantizer ();
         var src = f32_tensor (data);
-        var p = new Piq.Params.affine (Piq.Dtype.UINT8, 0.5, 128);
-        var small = new Piq.Tensor (Piq.Dtype.UINT8, data.length - 1);
+        var p = new Piq.Recipe.affine (0.5, 128);
+        var small = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { data.length - 1 });
         try {
             q.quantize (p, src, small);
             throw new TestError.FAILED ("quantize () into a tensor one element short did not fail");
@@ -550,60 +718,102 @@ TestCase[] make_tests () {
     tests += new TestCase ("vala/error/invalid-scale", () => {
         var q = new Piq.Quantizer ();
         var src = f32_tensor (data);
-        var dst = new Piq.Tensor (Piq.Dtype.UINT8, data.length);
+        var dst = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { data.length });
         foreach (double bad in new double[] { 0.0, -0.5, double.INFINITY, double.NAN, 1e-50, 1e39 }) {
-            var p = new Piq.Params (Piq.Dtype.UINT8) { zero_point = 128 };
-            p.set_scale (bad);
-            try {
-                q.quantize (p, src, dst);
-                throw new TestError.FAILED ("scale %g accepted".printf (bad));
-            } catch (Piq.Error.INVALID_SCALE e) {
+            /* every route: set_scale (), the GObject property, the constructor */
+            Piq.Recipe[] routes = { new Piq.Recipe.affine (1.0, 128), new Piq.Recipe.affine (1.0, 128),
+                                    new Piq.Recipe.affine (bad, 128) };
+            routes[0].set_scale (bad);
+            routes[1].set_property ("scale", bad);
+            for (int k = 0; k < routes.length; k++) {
+                try {
+                    q.quantize (routes[k], src, dst);
+                    throw new TestError.FAILED ("scale %g accepted (route %d)".printf (bad, k));
+                } catch (Piq.Error.INVALID_SCALE e) {
+                }
             }
         }
+        /* was: Params.affine (UINT8, 0.0, 128).validate (); a recipe is checked at the call */
         try {
-            new Piq.Params.affine (Piq.Dtype.UINT8, 0.0, 128).validate ();
-            throw new TestError.FAILED ("validate () accepted scale 0");
+            q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.0, 128), src);
+            throw new TestError.FAILED ("quantize_new () accepted scale 0");
         } catch (Piq.Error.INVALID_SCALE e) {
         }
     });
 
-    tests += new TestCase ("vala/error/other-codes", () => {
+    tests += new TestCase ("vala/error/invalid-zero-point", () => {  /* was error/other-codes (1/6) */
         var q = new Piq.Quantizer ();
         var src = f32_tensor (data);
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
         try {
-            q.quantize (new Piq.Params.affine (Piq.Dtype.UINT8, 1.0, 256), src, new Piq.Tensor (Piq.Dtype.UINT8, data.length));
+            q.quantize (new Piq.Recipe.affine (1.0, 256), src, new Piq.Tensor.quantized (u8, { data.length }));
             throw new TestError.FAILED ("zero point 256 accepted");
         } catch (Piq.Error.INVALID_ZERO_POINT e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/unsupported", () => {  /* (2/6) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
         try {
-            q.quantize (new Piq.Params.affine (Piq.Dtype.F32, 1.0, 0), src, new Piq.Tensor (Piq.Dtype.F32, data.length));
+            q.quantize_new (new Piq.Format (Piq.Dtype.F32), new Piq.Recipe.fixed (1.0), src);
             throw new TestError.FAILED ("quantize to F32 accepted");
         } catch (Piq.Error.UNSUPPORTED e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/no-format", () => {  /* (3/6) */
+        var q = new Piq.Quantizer ();
         try {
             q.dequantize (new Piq.Tensor (Piq.Dtype.UINT8, 4), new Piq.Tensor (Piq.Dtype.F32, 4), Piq.ReduceOp.SET);
-            throw new TestError.FAILED ("dequantize without params accepted");
-        } catch (Piq.Error.NO_PARAMS e) {
+            throw new TestError.FAILED ("dequantize without a format accepted");
+        } catch (Piq.Error.NO_FORMAT e) {
         }
+    });
+
+    tests += new TestCase ("vala/error/non-finite", () => {  /* (4/6) */
+        var q = new Piq.Quantizer ();
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
         try {
-            q.compute_params (new Piq.Params (Piq.Dtype.UINT8), f32_tensor ({ 1.0f, float.NAN }));
+            q.compute_params (u8, new Piq.Recipe (), f32_tensor ({ 1.0f, float.NAN }));
             throw new TestError.FAILED ("compute_params () accepted NaN");
         } catch (Piq.Error.NON_FINITE e) {
         }
+        /* a failed compute_params () leaves its recipe unchanged */
+        var kept = new Piq.Recipe ();
         try {
-            q.compute_params (new Piq.Params (Piq.Dtype.UINT8), new Piq.Tensor (Piq.Dtype.F32, 0));
+            q.compute_params (u8, kept, f32_tensor ({ 1.0f, float.INFINITY }));
+            throw new TestError.FAILED ("compute_params () accepted Inf");
+        } catch (Piq.Error.NON_FINITE e) {
+        }
+        check (!kept.has_scale && !kept.has_zero_point, "a failed compute_params () changed the recipe");
+    });
+
+    tests += new TestCase ("vala/error/empty", () => {  /* (5/6) */
+        var q = new Piq.Quantizer ();
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        try {
+            q.compute_params (u8, new Piq.Recipe (), new Piq.Tensor (Piq.Dtype.F32, 0));
             throw new TestError.FAILED ("compute_params () accepted an empty tensor");
         } catch (Piq.Error.EMPTY e) {
         }
-        var ro = new Piq.Tensor.from_bytes (Piq.Dtype.UINT8, data.length, new Bytes (new uint8[data.length]));
-        check (!ro.is_writable (), "a tensor from GBytes is writable");
+    });
+
+    tests += new TestCase ("vala/error/read-only", () => {  /* (6/6) */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        var ro_plain = new Piq.Tensor.from_bytes (Piq.Dtype.UINT8, data.length, new Bytes (new uint8[data.length]));
+        check (!ro_plain.is_writable (), "a tensor from GBytes is writable");
+        var ro = new Piq.Tensor.quantized_from_bytes (u8, { data.length }, new Bytes (new uint8[data.length]),
+                                                      null, null, 1.0, 0);
+        check (!ro.is_writable (), "a tensor from quantized_from_bytes () is writable");
         try {
-            q.quantize (new Piq.Params.affine (Piq.Dtype.UINT8, 1.0, 0), src, ro);
+            q.quantize (new Piq.Recipe.affine (1.0, 0), src, ro);
             throw new TestError.FAILED ("quantize into a read-only tensor accepted");
         } catch (Piq.Error.READ_ONLY e) {
         }
     });
-
 
     tests += new TestCase ("vala/formats/fp8-e4m3/cast-saturate-nan", () => {
         var q = new Piq.Quantizer ();
@@ -616,10 +826,14 @@ TestCase[] make_tests () {
         uint[] fixed_c = { 0x38, 0x7E, 0x01, 0x7E, 0xFE, 0x7E, 0x7E, 0x80, 0x7F, 0x02, 0x78, 0x00, 0x7E, 0xFE };
         for (int k = 0; k < fixed_i.length; k++)
             check (minifloat_encode (xs[fixed_i[k]], fmt_e4m3 (), true) == fixed_c[k], "oracle code of %g".printf (xs[fixed_i[k]]));
+        /* scale 1 is the plain cast; it is given, as quantize would otherwise derive one */
+        var cast = new Piq.Recipe.fixed (1.0);
         foreach (bool saturate in new bool[] { true, false }) {
-            var p = new Piq.Params (Piq.Dtype.FP8_E4M3) { scale = 1.0, saturate = saturate };
-            var t = q.quantize_new (p, src);
+            var p = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.FP8_E4M3, "saturate", saturate);
+            check (p.saturate == saturate && p.granularity == Piq.Granularity.TENSOR, "fp8 format");
+            var t = q.quantize_new (p, cast, src);
             check (t.get_n_bytes () == xs.length && t.get_scales () == null, "one byte per element, no scales");
+            check (t.get_scale () == 1.0, "scale %g on the tensor".printf (t.get_scale ()));
             var want = new int64[xs.length];
             var want_y = new double[xs.length];
             for (int i = 0; i < xs.length; i++) {
@@ -629,18 +843,23 @@ TestCase[] make_tests () {
             check_codes (unpack (t.get_bytes ().get_data (), xs.length, 8), want, "fp8 codes, saturate=%s".printf (saturate.to_string ()));
             check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), want_y, "decoded values");
         }
-        unowned uint8[] ns = q.quantize_new (new Piq.Params (Piq.Dtype.FP8_E4M3) { saturate = false }, src).get_bytes ().get_data ();
+        var nonsat = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.FP8_E4M3, "saturate", false);
+        unowned uint8[] ns = q.quantize_new (nonsat, cast, src).get_bytes ().get_data ();
         check (ns[3] == 0x7F && ns[4] == 0xFF && ns[5] == 0x7E && ns[6] == 0x7F,
                "non-saturating: 1000, -1000, 464, 465 -> %02x %02x %02x %02x".printf (ns[3], ns[4], ns[5], ns[6]));
+        var preset = new Piq.Format.preset ("fp8_e4m3");
+        check (preset.dtype == Piq.Dtype.FP8_E4M3 && preset.granularity == Piq.Granularity.TENSOR && preset.saturate,
+               "fp8_e4m3 preset");
     });
 
     tests += new TestCase ("vala/formats/mxfp4/e8m0-scales", () => {
         var q = new Piq.Quantizer ();
         int n = 70; /* blocks of 32, 32 and a ragged 6 */
         float[] xs = gen_a (n);
-        var p = new Piq.Params.preset ("mxfp4");
-        check (p.dtype == Piq.Dtype.FP4_E2M1 && p.block_size == 32 && p.scale_dtype == Piq.Dtype.E8M0, "mxfp4 preset");
-        var t = q.quantize_new (p, f32_tensor (xs));
+        var p = new Piq.Format.preset ("mxfp4");
+        check (p.dtype == Piq.Dtype.FP4_E2M1 && p.granularity == Piq.Granularity.BLOCK && p.block_size == 32
+               && p.scale_dtype == Piq.Dtype.E8M0, "mxfp4 preset");
+        var t = q.quantize_new (p, null, f32_tensor (xs));
         check (t.get_n_bytes () == 35, "70 fp4 take %u bytes".printf ((uint) t.get_n_bytes ()));
         uint8[] scales = t.get_scales ().get_data ();
         int64[] codes = nibbles (t.get_bytes ().get_data (), n, false);
@@ -674,9 +893,9 @@ TestCase[] make_tests () {
         int n = 201; /* blocks of 64 and a ragged 9; an odd count ends in half a byte */
         float[] xs = gen_a (n);
         var src = f32_tensor (xs);
-        var p = new Piq.Params.preset ("nf4");
+        var p = new Piq.Format.preset ("nf4");
         check (p.dtype == Piq.Dtype.NF4 && p.block_size == 64 && p.high_nibble_first, "nf4 preset is bitsandbytes' layout");
-        var t = q.quantize_new (p, src);
+        var t = q.quantize_new (p, null, src);
         check (t.get_n_bytes () == 101, "201 nf4 take %u bytes".printf ((uint) t.get_n_bytes ()));
         uint8[] sc = t.get_scales ().get_data ();
         for (int b = 0; b < 4; b++) {
@@ -692,9 +911,12 @@ TestCase[] make_tests () {
             if (Math.fabs (xs[i]) == a)
                 check (y[i] == xs[i], "[%d] the block's absmax came back as %g".printf (i, y[i]));
         }
-        var p_lo = new Piq.Params.preset ("nf4");
-        p_lo.high_nibble_first = false;
-        uint8[] lo = q.quantize_new (p_lo, src).get_bytes ().get_data ();
+        /* formats are immutable: the other nibble order is another format */
+        var p_lo = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.NF4,
+                                            "granularity", Piq.Granularity.BLOCK, "block-size", 64,
+                                            "high-nibble-first", false);
+        check (!p_lo.high_nibble_first && !p_lo.equal (p), "nf4, low nibble first");
+        uint8[] lo = q.quantize_new (p_lo, null, src).get_bytes ().get_data ();
         uint8[] hi = t.get_bytes ().get_data ();
         for (int k = 0; k < hi.length; k++)
             check (hi[k] == (uint8) (((lo[k] & 0xF) << 4) | (lo[k] >> 4)), "byte %d: bnb %02x, piquant %02x".printf (k, hi[k], lo[k]));
@@ -715,21 +937,24 @@ TestCase[] make_tests () {
         check_doubles (acc.to_values (), twice, "ADD twice");
     });
 
-    tests += new TestCase ("vala/formats/int8-block/raw-and-wrapped", () => {
+    tests += new TestCase ("vala/formats/int8-block/wrap-scales-and-zero-points", () => {  /* was formats/int8-block/raw-and-wrapped */
         var q = new Piq.Quantizer ();
         int n = 70, block = 16;
         float[] xs = gen_a (n);
-        var p = new Piq.Params (Piq.Dtype.INT8) { granularity = Piq.Granularity.BLOCK, block_size = block,
-                                                  scale_rule = Piq.ScaleRule.MIN_MAX };
-        size_t scales_size, zps_size;
-        p.get_scales_size (n, out scales_size, out zps_size);
-        check (scales_size == 20 && zps_size == 20, "sizes %u %u".printf ((uint) scales_size, (uint) zps_size));
+        var p = int8_blocks (block);
+        var recipe = new Piq.Recipe () { scale_rule = Piq.ScaleRule.MIN_MAX };
+        size_t codes_size, scales_size, zps_size;
+        p.get_sizes ({ n }, out codes_size, out scales_size, out zps_size);
+        check (codes_size == 70 && scales_size == 20 && zps_size == 20,
+               "sizes %u %u %u".printf ((uint) codes_size, (uint) scales_size, (uint) zps_size));
         /* the raw form, into Vala arrays */
         var codes = new int8[n];
         var scales = new float[5];
         var zps = new int32[5];
-        q.quantize_blocks_raw (p, Piq.Dtype.F32, (void*) xs, n, (void*) codes, n, (void*) scales, scales_size,
-                               (void*) zps, zps_size);
+        double unused_scale;
+        int64 unused_zp;
+        q.quantize_raw (p, recipe, Piq.Dtype.F32, (void*) xs, { n }, (void*) codes, n, (void*) scales, scales_size,
+                        (void*) zps, zps_size, out unused_scale, out unused_zp);
         var want_y = new double[n];
         for (int b = 0; b < 5; b++) {
             float[] blk = xs[b * block:int.min ((b + 1) * block, n)];
@@ -746,26 +971,24 @@ TestCase[] make_tests () {
             for (int i = 0; i < blk.length; i++)
                 want_y[b * block + i] = y[i];
         }
+        /* the same bytes through quantize_new (), DEFAULT rule: min/max for affine integers */
+        var t = q.quantize_new (p, null, f32_tensor (xs));
+        check (t.get_bytes ().compare (array_bytes (codes, n)) == 0
+               && t.get_scales ().compare (array_bytes (scales, 20)) == 0
+               && t.get_zero_points ().compare (array_bytes (zps, 20)) == 0, "quantize_new () bytes differ from quantize_raw ()");
         var y_raw = new float[n];
-        q.dequantize_blocks_raw (p, (void*) codes, n, n, (void*) scales, scales_size, (void*) zps, zps_size,
-                                 Piq.Dtype.F32, (void*) y_raw, n * sizeof (float), Piq.ReduceOp.SET);
-        check_doubles (as_doubles (y_raw), want_y, "dequantize_blocks_raw ()");
+        q.dequantize_raw (p, 0.0, 0, (void*) codes, n, { n }, (void*) scales, scales_size, (void*) zps, zps_size,
+                          Piq.Dtype.F32, (void*) y_raw, n * sizeof (float), Piq.ReduceOp.SET);
+        check_doubles (as_doubles (y_raw), want_y, "dequantize_raw ()");
         /* the same bytes wrapped in a tensor, as data quantized elsewhere */
-        unowned uint8[] code_bytes = (uint8[]) codes;
-        code_bytes.length = n;
-        unowned uint8[] scale_bytes = (uint8[]) scales;
-        scale_bytes.length = 20;
-        unowned uint8[] zp_bytes = (uint8[]) zps;
-        zp_bytes.length = 20;
-        var w = new Piq.Tensor.from_data (Piq.Dtype.INT8, n, code_bytes);
-        w.set_params (p);
-        w.set_scales (new Bytes (scale_bytes));
-        w.set_zero_points (new Bytes (zp_bytes));
-        check (w.get_scales ().compare (new Bytes (scale_bytes)) == 0, "get_scales () after set_scales ()");
+        var w = new Piq.Tensor.quantized_from_bytes (p, { n }, array_bytes (codes, n), array_bytes (scales, 20),
+                                                     array_bytes (zps, 20), 0.0, 0);
+        check (w.get_scales ().compare (array_bytes (scales, 20)) == 0, "get_scales () of wrapped bytes");
+        check (w.get_zero_points ().compare (array_bytes (zps, 20)) == 0, "get_zero_points () of wrapped bytes");
         check_doubles (q.dequantize_new (w, Piq.Dtype.F32).to_values (), want_y, "dequantized from wrapped bytes");
-        var bare = new Piq.Tensor.from_data (Piq.Dtype.INT8, n, code_bytes);
-        bare.set_params (p);
+        /* codes without their scales: refused when wrapped (or, at the latest, at dequantize) */
         try {
+            var bare = new Piq.Tensor.quantized_from_bytes (p, { n }, array_bytes (codes, n), null, null, 0.0, 0);
             q.dequantize_new (bare, Piq.Dtype.F32);
             throw new TestError.FAILED ("dequantize without scales did not fail");
         } catch (Piq.Error.SIZE e) {
@@ -775,13 +998,13 @@ TestCase[] make_tests () {
     tests += new TestCase ("vala/formats/binary/dot", () => {
         var q = new Piq.Quantizer ();
         int n = 300; /* blocks of 128, 128 and 44 */
-        var p = new Piq.Params.preset ("binary");
+        var p = new Piq.Format.preset ("binary");
         check (p.dtype == Piq.Dtype.BINARY && p.block_size == 128, "binary preset");
         Piq.Tensor[] ts = {};
         double[] ya = {}, yb = {};
         for (int k = 0; k < 2; k++) {
             float[] xs = k == 0 ? gen_a (n) : gen_b (n);
-            var t = q.quantize_new (p, f32_tensor (xs));
+            var t = q.quantize_new (p, null, f32_tensor (xs));
             check (t.get_n_bytes () == 38, "300 bits take %u bytes".printf ((uint) t.get_n_bytes ()));
             uint8[] bits = t.get_bytes ().get_data ();
             uint8[] sc = t.get_scales ().get_data ();
@@ -825,7 +1048,7 @@ TestCase[] make_tests () {
         var q = new Piq.Quantizer ();
         int n = 70; /* 3 blocks, the last holds 6 values and 26 zeros */
         float[] xs = gen_a (n);
-        var t = q.quantize_new (new Piq.Params.preset ("q8_0"), f32_tensor (xs));
+        var t = q.quantize_new (new Piq.Format.preset ("q8_0"), null, f32_tensor (xs));
         uint8[] raw = t.get_bytes ().get_data ();
         check (raw.length == 3 * 34 && t.get_scales () == null, "3 blocks of 34 bytes, scales inside");
         var want_y = new double[n];
@@ -860,28 +1083,478 @@ TestCase[] make_tests () {
     tests += new TestCase ("vala/formats/errors", () => {
         var q = new Piq.Quantizer ();
         var src = f32_tensor (gen_a (70));
+        /* was: CHANNEL with rows of block-size 16 over 70 elements; rows are now a shape */
         try {
-            q.quantize_new (new Piq.Params (Piq.Dtype.INT8) { granularity = Piq.Granularity.CHANNEL, block_size = 16 }, src);
+            f32_tensor (gen_a (70)).reshape ({ 5, 16 });
             throw new TestError.FAILED ("70 elements as rows of 16 accepted");
         } catch (Piq.Error.SIZE e) {
         }
-        var nf4 = new Piq.Params.preset ("nf4");
-        nf4.scale_dtype = Piq.Dtype.E8M0;
+        var ch16 = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.INT8,
+                                            "granularity", Piq.Granularity.CHANNEL, "block-size", 16);
         try {
-            q.quantize_new (nf4, src);
+            q.quantize_new (ch16, null, f32_matrix (gen_a (70), 5, 14));
+            throw new TestError.FAILED ("a block size on a per-channel format accepted");
+        } catch (Piq.Error.UNSUPPORTED e) {
+        }
+        var nf4 = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.NF4,
+                                           "granularity", Piq.Granularity.BLOCK, "scale-dtype", Piq.Dtype.E8M0);
+        try {
+            nf4.validate ();
+            throw new TestError.FAILED ("validate () accepted NF4 with E8M0 scales");
+        } catch (Piq.Error.UNSUPPORTED e) {
+        }
+        try {
+            q.quantize_new (nf4, null, src);
             throw new TestError.FAILED ("NF4 with E8M0 scales accepted");
         } catch (Piq.Error.UNSUPPORTED e) {
         }
         try {
-            new Piq.Params.preset ("no-such-format");
+            new Piq.Format.preset ("no-such-format");
             throw new TestError.FAILED ("an unknown preset accepted");
         } catch (Piq.Error.UNSUPPORTED e) {
         }
         bool found = false;
-        foreach (unowned string name in Piq.Params.list_presets ())
+        foreach (unowned string name in Piq.Format.list_presets ())
             found = found || name == "mxfp4";
         check (found, "list_presets () lacks mxfp4");
     });
+
+    /* ------------------------------------------------- new in the data model -- */
+
+    tests += new TestCase ("vala/shapes/per-channel/axis-0", () => {
+        var q = new Piq.Quantizer ();
+        int rows = 5, cols = 14;
+        float[] xs = gen_a (rows * cols);
+        var f = new Piq.Format.per_channel (Piq.Dtype.INT8, 0);
+        check (f.granularity == Piq.Granularity.CHANNEL && f.axis == 0 && !f.get_symmetric () && f.has_zero_points (),
+               "per_channel (INT8, 0) is affine");
+        var t = q.quantize_new (f, null, f32_matrix (xs, rows, cols));
+        uint64[] shape = t.get_shape ();
+        check (shape.length == 2 && shape[0] == rows && shape[1] == cols, "the quantized tensor keeps [5, 14]");
+        uint8[] sc = t.get_scales ().get_data ();
+        uint8[] zp = t.get_zero_points ().get_data ();
+        check (sc.length == 4 * rows && zp.length == 4 * rows, "one f32 scale and one int32 zero point per row");
+        uint8[] codes = t.get_bytes ().get_data ();
+        var want_y = new double[rows * cols];
+        for (int r = 0; r < rows; r++) {
+            float[] row = xs[r * cols:(r + 1) * cols];
+            double s;
+            int64 z;
+            minmax_params (row, Piq.Dtype.INT8, true, out s, out z);
+            check (f32_at (sc, 4 * r) == s && int32_at (zp, 4 * r) == z,
+                   "row %d: %g/%d, expected %g/%d".printf (r, f32_at (sc, 4 * r), int32_at (zp, 4 * r), s, (int) z));
+            int64[] want = quantize_nearest (row, s, z, Piq.Dtype.INT8);
+            var got = new int64[cols];
+            for (int c = 0; c < cols; c++)
+                got[c] = (int8) codes[r * cols + c];
+            check_codes (got, want, "row %d codes".printf (r));
+            double[] y = dequantize_f32 (want, s, z);
+            for (int c = 0; c < cols; c++)
+                want_y[r * cols + c] = y[c];
+        }
+        var y_t = q.dequantize_new (t, Piq.Dtype.F32);
+        check (y_t.get_n_dims () == 2 && y_t.get_dim (0) == rows && y_t.get_dim (1) == cols, "dequantized shape");
+        check_doubles (y_t.to_values (), want_y, "dequantized");
+        /* the old CHANNEL layout: blocks of one row over the flat data, the same bytes */
+        var flat = q.quantize_new (int8_blocks (cols), null, f32_tensor (xs));
+        check (flat.get_bytes ().compare (t.get_bytes ()) == 0 && flat.get_scales ().compare (t.get_scales ()) == 0
+               && flat.get_zero_points ().compare (t.get_zero_points ()) == 0, "rows as blocks of 14 differ");
+        /* axis -2 is axis 0 of a matrix */
+        var neg = q.quantize_new (new Piq.Format.per_channel (Piq.Dtype.INT8, -2), null, f32_matrix (xs, rows, cols));
+        check (neg.get_bytes ().compare (t.get_bytes ()) == 0 && neg.get_scales ().compare (t.get_scales ()) == 0,
+               "axis -2 differs from axis 0");
+    });
+
+    tests += new TestCase ("vala/shapes/per-channel/axis-1", () => {
+        var q = new Piq.Quantizer ();
+        int rows = 5, cols = 14;
+        float[] xs = gen_b (rows * cols);
+        var f = new Piq.Format.per_channel (Piq.Dtype.INT8, 1);
+        var t = q.quantize_new (f, null, f32_matrix (xs, rows, cols));
+        uint8[] sc = t.get_scales ().get_data ();
+        uint8[] zp = t.get_zero_points ().get_data ();
+        check (sc.length == 4 * cols && zp.length == 4 * cols, "one scale and zero point per column: %d, %d bytes".printf (sc.length, zp.length));
+        size_t codes_size, scales_size, zps_size;
+        f.get_sizes ({ rows, cols }, out codes_size, out scales_size, out zps_size);
+        check (codes_size == rows * cols && scales_size == 4 * cols && zps_size == 4 * cols, "get_sizes ()");
+        uint8[] codes = t.get_bytes ().get_data ();
+        var want_y = new double[rows * cols];
+        for (int c = 0; c < cols; c++) {
+            var col = new float[rows];
+            for (int r = 0; r < rows; r++)
+                col[r] = xs[r * cols + c];
+            double s;
+            int64 z;
+            minmax_params (col, Piq.Dtype.INT8, true, out s, out z);
+            check (f32_at (sc, 4 * c) == s && int32_at (zp, 4 * c) == z,
+                   "column %d: %g/%d, expected %g/%d".printf (c, f32_at (sc, 4 * c), int32_at (zp, 4 * c), s, (int) z));
+            int64[] want = quantize_nearest (col, s, z, Piq.Dtype.INT8);
+            var got = new int64[rows];
+            for (int r = 0; r < rows; r++)
+                got[r] = (int8) codes[r * cols + c];
+            check_codes (got, want, "column %d codes (row-major storage)".printf (c));
+            double[] y = dequantize_f32 (want, s, z);
+            for (int r = 0; r < rows; r++)
+                want_y[r * cols + c] = y[r];
+        }
+        check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), want_y, "dequantized");
+        var neg = q.quantize_new (new Piq.Format.per_channel (Piq.Dtype.INT8, -1), null, f32_matrix (xs, rows, cols));
+        check (neg.get_bytes ().compare (t.get_bytes ()) == 0 && neg.get_scales ().compare (t.get_scales ()) == 0,
+               "axis -1 differs from axis 1");
+    });
+
+    tests += new TestCase ("vala/shapes/per-block/ragged-rows", () => {
+        var q = new Piq.Quantizer ();
+        int rows = 3, cols = 70, block = 32; /* each row: blocks of 32, 32 and 6, never spanning rows */
+        float[] xs = gen_a (rows * cols);
+        var f = int8_blocks (block);
+        size_t codes_size, scales_size, zps_size;
+        f.get_sizes ({ rows, cols }, out codes_size, out scales_size, out zps_size);
+        check (codes_size == 210 && scales_size == 4 * 9 && zps_size == 4 * 9,
+               "[3, 70] in blocks of 32: %u %u %u".printf ((uint) codes_size, (uint) scales_size, (uint) zps_size));
+        f.get_sizes ({ rows * cols }, out codes_size, out scales_size, out zps_size);
+        check (scales_size == 4 * 7, "[210] in blocks of 32: %u scale bytes".printf ((uint) scales_size));
+        var t = q.quantize_new (f, null, f32_matrix (xs, rows, cols));
+        uint8[] sc = t.get_scales ().get_data ();
+        uint8[] zp = t.get_zero_points ().get_data ();
+        uint8[] codes = t.get_bytes ().get_data ();
+        check (sc.length == 36 && zp.length == 36, "9 blocks");
+        var want_y = new double[rows * cols];
+        int k = 0;
+        for (int r = 0; r < rows; r++) {
+            for (int b0 = 0; b0 < cols; b0 += block, k++) {
+                int lo = r * cols + b0, hi = r * cols + int.min (b0 + block, cols);
+                float[] blk = xs[lo:hi];
+                double s;
+                int64 z;
+                minmax_params (blk, Piq.Dtype.INT8, true, out s, out z);
+                check (f32_at (sc, 4 * k) == s && int32_at (zp, 4 * k) == z,
+                       "row %d block %d: %g/%d, expected %g/%d".printf (r, b0 / block, f32_at (sc, 4 * k),
+                                                                       int32_at (zp, 4 * k), s, (int) z));
+                int64[] want = quantize_nearest (blk, s, z, Piq.Dtype.INT8);
+                var got = new int64[blk.length];
+                for (int i = 0; i < blk.length; i++)
+                    got[i] = (int8) codes[lo + i];
+                check_codes (got, want, "row %d block %d codes".printf (r, b0 / block));
+                double[] y = dequantize_f32 (want, s, z);
+                for (int i = 0; i < blk.length; i++)
+                    want_y[lo + i] = y[i];
+            }
+        }
+        check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), want_y, "dequantized");
+        /* a reusable destination of the same format and shape gives the same bytes */
+        var dst = new Piq.Tensor.quantized (f, { rows, cols });
+        q.quantize (null, f32_matrix (xs, rows, cols), dst);
+        check (dst.get_bytes ().compare (t.get_bytes ()) == 0 && dst.get_scales ().compare (t.get_scales ()) == 0,
+               "quantize () into new_quantized () differs from quantize_new ()");
+    });
+
+    tests += new TestCase ("vala/immutability/format-construct-only", () => {  /* was format/immutable */
+        var q = new Piq.Quantizer ();
+        var f = new Piq.Format (Piq.Dtype.UINT8);
+        /* every property is set at construction only */
+        int n_construct_only = 0;
+        foreach (unowned ParamSpec ps in f.get_class ().list_properties ()) {
+            if ((ps.flags & ParamFlags.WRITABLE) != 0)
+                check ((ps.flags & ParamFlags.CONSTRUCT_ONLY) != 0, "Piq.Format:%s is writable after construction".printf (ps.name));
+            if ((ps.flags & ParamFlags.CONSTRUCT_ONLY) != 0)
+                n_construct_only++;
+        }
+        /* dtype, granularity, axis, block-size, scale-dtype, symmetric, saturate, high-nibble-first, double-quant */
+        check (n_construct_only >= 9, "%d construct-only properties".printf (n_construct_only));
+        var src = f32_tensor (finite);
+        var r = new Piq.Recipe ();
+        q.compute_params (f, r, src);
+        double s0 = r.scale;
+        int64 z0 = r.zero_point;
+        var t = q.quantize_new (f, r, src);
+        double[] y0 = q.dequantize_new (t, Piq.Dtype.F32).to_values ();
+        unowned Piq.Format? tf = t.get_format ();
+        check (tf != null && tf.equal (f) && tf.dtype == Piq.Dtype.UINT8, "the tensor's format");
+        /* nothing done to the recipe afterwards changes the tensor */
+        r.scale = 3.0;
+        r.zero_point = 1;
+        r.round_mode = Piq.RoundMode.STOCHASTIC;
+        check (t.get_scale () == s0 && t.get_zero_point () == z0, "the tensor's scale followed its recipe");
+        check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), y0, "decoding after the recipe changed");
+        r.clear_scale ();
+        check (t.get_scale () == s0 && t.get_zero_point () == z0, "clear_scale () reached the tensor");
+        /* reusing the recipe for another tensor leaves the first alone */
+        var t2 = q.quantize_new (f, new Piq.Recipe.affine (0.5, 7), src);
+        check (t2.get_scale () == 0.5 && t.get_scale () == s0, "scales of two tensors");
+        check_doubles (q.dequantize_new (t, Piq.Dtype.F32).to_values (), y0, "decoding after another quantize");
+        /* a quantized tensor's shape is part of its meaning */
+        try {
+            t.reshape ({ 7, 43 });
+            throw new TestError.FAILED ("reshape () of a quantized tensor accepted");
+        } catch (Piq.Error e) {
+        }
+        check (t.get_n_dims () == 1 && t.get_dim (0) == finite.length, "reshape () changed a quantized tensor");
+    });
+
+    tests += new TestCase ("vala/error/no-silent-default", () => {
+        var q = new Piq.Quantizer ();
+        float[] xs = gen_a (64);
+        var src = f32_tensor (xs);
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        var i8s = new Piq.Format.symmetric (Piq.Dtype.INT8);
+        var nf4 = new Piq.Format.preset ("nf4");
+        var fp8 = new Piq.Format (Piq.Dtype.FP8_E4M3);
+
+        /* each: what once had a silent meaning, and the error it is now */
+        var rule_minmax = new Piq.Recipe () { scale_rule = Piq.ScaleRule.MIN_MAX };
+        var seed_nearest = new Piq.Recipe () { seed = 7 };
+        var no_zero = new Piq.Recipe () { include_zero = false };
+        var scale_and_rule = new Piq.Recipe.affine (0.5, 128) { scale_rule = Piq.ScaleRule.MIN_MAX };
+        expect_refused (q, "MIN_MAX on a code format (was mapped to its rule)", nf4, rule_minmax, src,
+                        Piq.Error.UNSUPPORTED);
+        expect_refused (q, "a seed with nearest rounding (was ignored)", u8, seed_nearest, src, Piq.Error.UNSUPPORTED);
+        expect_refused (q, "include-zero FALSE with the abs-max rule (was ignored)", i8s, no_zero, src,
+                        Piq.Error.UNSUPPORTED);
+        expect_refused (q, "a zero point on a symmetric format", i8s, new Piq.Recipe.affine (0.5, 0), src,
+                        Piq.Error.INVALID_ZERO_POINT);
+        expect_refused (q, "a zero point on a code format", fp8, new Piq.Recipe.affine (1.0, 0), src,
+                        Piq.Error.INVALID_ZERO_POINT);
+        expect_refused (q, "an affine scale without a zero point (was zero point 0)", u8, new Piq.Recipe.fixed (0.5),
+                        src, Piq.Error.INVALID_ZERO_POINT);
+        expect_refused (q, "a given scale on a per-channel format", new Piq.Format.per_channel (Piq.Dtype.INT8, 0),
+                        new Piq.Recipe.affine (0.5, 0), src, Piq.Error.UNSUPPORTED);
+        expect_refused (q, "a given scale on a per-block format", nf4, new Piq.Recipe.fixed (0.5), src,
+                        Piq.Error.UNSUPPORTED);
+        expect_refused (q, "a given scale with a non-DEFAULT rule", u8, scale_and_rule, src, Piq.Error.UNSUPPORTED);
+        /* reading closest to overview.md: quantize derives as compute_params does, which refuses NaN/Inf */
+        expect_refused (q, "NaN/Inf data with no given scale (was scale 1)", fp8, null,
+                        f32_tensor ({ 1.0f, float.INFINITY, 2.0f, float.NAN }), Piq.Error.NON_FINITE);
+        /* options that do not apply: refused at the first call, and by validate () before it */
+        Piq.Format[] inapplicable = {
+            (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.UINT8, "block-size", 64),
+            (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.UINT8, "high-nibble-first", true),
+            (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.INT8, "axis", 1),
+            (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.INT8, "saturate", false),
+        };
+        string[] inapplicable_what = {
+            "a block size on a per-tensor format (was ignored)", "high-nibble-first on 8-bit codes (was ignored)",
+            "an axis without per-channel granularity", "saturate FALSE on an integer format (was ignored)"
+        };
+        for (int k = 0; k < inapplicable.length; k++) {
+            expect_refused (q, inapplicable_what[k], inapplicable[k], null, src, Piq.Error.UNSUPPORTED);
+            try {
+                inapplicable[k].validate ();
+                throw new TestError.FAILED ("validate () accepted %s".printf (inapplicable_what[k]));
+            } catch (Piq.Error.UNSUPPORTED e) {
+            }
+        }
+        /* and no silent scale 1: a NULL recipe derives the scale from the data */
+        double s;
+        int64 z;
+        minmax_params (xs, Piq.Dtype.UINT8, true, out s, out z);
+        var t = q.quantize_new (u8, null, src);
+        check (t.get_scale () == s && t.get_zero_point () == z,
+               "NULL recipe: %g/%d, expected %g/%d".printf (t.get_scale (), (int) t.get_zero_point (), s, (int) z));
+    });
+
+    tests += new TestCase ("vala/aliasing/requantize/in-place", () => {  /* was requantize/in-place */
+        var q = new Piq.Quantizer ();
+        int n = finite.length;
+        var f = new Piq.Format (Piq.Dtype.UINT8);
+        var r = new Piq.Recipe.affine (0.37, 100);
+        double[] want = dequantize_f32 (quantize_nearest (finite, 0.37, 100, Piq.Dtype.UINT8), 0.37, 100);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, n);
+        q.requantize (f, r, f32_tensor (finite), out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), want, "requantize () out of place");
+        /* exact in place, SET then ADD: element-wise, allowed */
+        var t = f32_tensor (finite);
+        check (q.requantize (f, r, t, t, Piq.ReduceOp.SET), "in-place requantize (SET)");
+        check_doubles (t.to_values (), want, "requantize () in place");
+        var t_add = f32_tensor (finite);
+        q.requantize (f, r, t_add, t_add, Piq.ReduceOp.ADD);
+        var want_add = new double[n];
+        for (int i = 0; i < n; i++) {
+            float v = finite[i] + (float) want[i];
+            want_add[i] = v;
+        }
+        check_doubles (t_add.to_values (), want_add, "requantize () in place, ADD");
+        /* the raw form, in place on a Vala array */
+        float[] buf = finite[0:n];
+        check (q.requantize_raw (f, r, Piq.Dtype.F32, (void*) buf, { n }, (void*) buf, n * sizeof (float),
+                                 Piq.ReduceOp.SET), "requantize_raw () in place");
+        check_doubles (as_doubles (buf), want, "requantize_raw () in place");
+        /* a partial overlap is refused and writes nothing */
+        float[] mem = new float[n + 1];
+        for (int i = 0; i < n; i++)
+            mem[i] = finite[i];
+        float[] before = mem[0:n + 1];
+        var a = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, (uintptr) mem, n * sizeof (float), 0, true);
+        var b = new Piq.Tensor.for_address (Piq.Dtype.F32, { n }, (uintptr) mem + sizeof (float), n * sizeof (float), 0, true);
+        try {
+            q.requantize (f, r, a, b, Piq.ReduceOp.SET);
+            throw new TestError.FAILED ("requantize () into a shifted overlap accepted");
+        } catch (Piq.Error.OVERLAP e) {
+        }
+        try {
+            q.requantize_raw (f, r, Piq.Dtype.F32, (void*) mem, { n }, (void*) ((float*) mem + 1), n * sizeof (float),
+                              Piq.ReduceOp.SET);
+            throw new TestError.FAILED ("requantize_raw () into a shifted overlap accepted");
+        } catch (Piq.Error.OVERLAP e) {
+        }
+        /* quantized codes over their own source */
+        double us;
+        int64 uz;
+        try {
+            q.quantize_raw (f, r, Piq.Dtype.F32, (void*) mem, { n }, (void*) mem, n, null, 0, null, 0, out us, out uz);
+            throw new TestError.FAILED ("quantize_raw () over its source accepted");
+        } catch (Piq.Error.OVERLAP e) {
+        }
+        check (Memory.cmp (mem, before, (n + 1) * sizeof (float)) == 0, "a refused overlap wrote memory");
+    });
+
+    /* ---------------------------------- ported from the Python and GJS suites -- */
+
+    tests += new TestCase ("vala/quantize/f32/uint8/params-attached", () => {
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        var src = f32_tensor (data);
+        var dst = new Piq.Tensor.quantized (u8, { data.length });
+        Piq.Quantizer.get_default ().quantize (new Piq.Recipe.affine (0.5, 100), src, dst);
+        unowned Piq.Format? f = dst.get_format ();
+        check (f != null, "the quantized tensor carries no format");
+        check (f.dtype == Piq.Dtype.UINT8 && f.equal (u8), "attached format %s".printf (f.to_string ()));
+        check (dst.get_scale () == 0.5 && dst.get_zero_point () == 100, "the tensor's scale and zero point");
+        check (dst.get_scales () == null && dst.get_zero_points () == null, "a per-tensor format has scale arrays");
+    });
+
+    tests += new TestCase ("vala/dequantize/uint4/f32/set-then-add", () => {
+        var q = new Piq.Quantizer ();
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT4), new Piq.Recipe.affine (0.3, 6), f32_tensor (data));
+        check (qt.get_dtype () == Piq.Dtype.UINT4 && qt.get_n_elements () == data.length, "quantize_new () tensor");
+        int64[] codes = quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4);
+        check_codes (unpack (qt.get_bytes ().get_data (), data.length, 4), codes, "quantize_new () bytes");
+        double[] y = dequantize_f32 (codes, 0.3, 6);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        q.dequantize (qt, out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), y, "SET");
+        q.dequantize (qt, out_t, Piq.ReduceOp.ADD);
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i] * 2;
+            y2[i] = v;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+        var made = q.dequantize_new (qt, Piq.Dtype.F32);
+        check (made.get_dtype () == Piq.Dtype.F32, "dequantize_new () dtype");
+        check_doubles (made.to_values (), y, "dequantize_new ()");
+    });
+
+    tests += new TestCase ("vala/quantize/int8/nearest", () => {
+        var q = new Piq.Quantizer ();
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.INT8), new Piq.Recipe.affine (0.5, -3), f32_tensor (data));
+        int64[] codes = quantize_nearest (data, 0.5, -3, Piq.Dtype.INT8);
+        unowned uint8[] raw = qt.get_bytes ().get_data ();
+        var got = new int64[raw.length];
+        for (int i = 0; i < raw.length; i++)
+            got[i] = (int8) raw[i];
+        check_codes (got, codes, "int8 codes");
+        check_doubles (q.dequantize_new (qt, Piq.Dtype.F32).to_values (), dequantize_f32 (codes, 0.5, -3),
+                       "int8 dequantized");
+    });
+
+    tests += new TestCase ("vala/quantize/f64/uint8/nearest", () => {
+        /* an f64 source is computed in binary64: inv = 1.0 / scale */
+        var q = new Piq.Quantizer ();
+        double[] dv = as_doubles (data);
+        var src = new Piq.Tensor.from_values (Piq.Dtype.F64, dv);
+        var qt = q.quantize_new (new Piq.Format (Piq.Dtype.UINT8), new Piq.Recipe.affine (0.1, 3), src);
+        var codes = new int64[dv.length];
+        var y = new double[dv.length];
+        for (int i = 0; i < dv.length; i++) {
+            codes[i] = clamp_code (round_half_even (dv[i] * (1.0 / 0.1)), 3, 0, 255);
+            y[i] = (double) (codes[i] - 3) * 0.1;
+        }
+        check_codes (unpack (qt.get_bytes ().get_data (), dv.length, 8), codes, "codes");
+        var out_t = new Piq.Tensor (Piq.Dtype.F64, dv.length);
+        q.dequantize (qt, out_t, Piq.ReduceOp.SET);
+        check_doubles (out_t.to_values (), y, "dequantized to f64");
+        unowned uint8[] raw = out_t.get_bytes ().get_data ();
+        var from_bytes = new double[dv.length];
+        Memory.copy (from_bytes, raw, dv.length * sizeof (double));
+        check_doubles (from_bytes, y, "f64 bytes");
+    });
+
+    tests += new TestCase ("vala/requantize/f32", () => {
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (data);
+        var f4 = new Piq.Format (Piq.Dtype.UINT4);
+        var p = new Piq.Recipe.affine (0.3, 6);
+        double[] y = dequantize_f32 (quantize_nearest (data, 0.3, 6, Piq.Dtype.UINT4), 0.3, 6);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, data.length);
+        check (q.requantize (f4, p, src, out_t, Piq.ReduceOp.SET), "requantize (SET) returned false");
+        check_doubles (out_t.to_values (), y, "SET");
+        q.requantize (f4, p, src, out_t, Piq.ReduceOp.ADD);
+        var y2 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = (float) y[i] * 2;
+            y2[i] = v;
+        }
+        check_doubles (out_t.to_values (), y2, "SET then ADD");
+        var inplace = f32_tensor (data);
+        q.requantize (f4, p, inplace, inplace, Piq.ReduceOp.SET);
+        check_doubles (inplace.to_values (), y, "in place");
+        /* ADD in place (the GJS suite's assertion) */
+        var inplace_add = f32_tensor (data);
+        q.requantize (f4, p, inplace_add, inplace_add, Piq.ReduceOp.ADD);
+        var y3 = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float v = data[i] + (float) y[i];
+            y3[i] = v;
+        }
+        check_doubles (inplace_add.to_values (), y3, "ADD in place");
+        /* stochastic: the same grid points as quantize + dequantize with the seed */
+        var sp = new Piq.Recipe.affine (0.37, 100) { round_mode = Piq.RoundMode.STOCHASTIC, seed = 31337 };
+        var fout = new Piq.Tensor (Piq.Dtype.F32, finite.length);
+        q.requantize (new Piq.Format (Piq.Dtype.UINT8), sp, f32_tensor (finite), fout, Piq.ReduceOp.SET);
+        check_doubles (fout.to_values (),
+                       dequantize_f32 (quantize_stochastic (finite, 0.37, 100, Piq.Dtype.UINT8, 31337), 0.37, 100),
+                       "stochastic requantize vs the counter hash");
+    });
+
+    tests += new TestCase ("vala/reuse/output-tensors", () => {
+        /* output tensors allocated once and reused */
+        var q = new Piq.Quantizer ();
+        var src = f32_tensor (finite);
+        var qt = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { finite.length });
+        var acc = new Piq.Tensor (Piq.Dtype.F32, finite.length);
+        acc.fill (0);
+        var p = new Piq.Recipe.affine (0.05, 90);
+        for (int k = 0; k < 50; k++) {
+            q.quantize (p, src, qt);
+            q.dequantize (qt, acc, Piq.ReduceOp.ADD);
+        }
+        double[] y = dequantize_f32 (quantize_nearest (finite, 0.05, 90, Piq.Dtype.UINT8), 0.05, 90);
+        var want = new double[y.length];
+        for (int i = 0; i < y.length; i++) {
+            float sum = 0;
+            for (int k = 0; k < 50; k++)
+                sum = sum + (float) y[i];
+            want[i] = sum;
+        }
+        check_doubles (acc.to_values (), want, "50 accumulations");
+    });
+
+    /* ------------------------------------------------------ not yet ported -- */
+    const string PORT = "not yet ported from test-bindings-python.py";
+    tests += TestCase.todo ("vala/dtype/enum-values", PORT);
+    tests += TestCase.todo ("vala/dtype/functions", PORT);
+    tests += TestCase.todo ("vala/compute-params/abs-max", PORT);
+    tests += TestCase.todo ("vala/compute-params/mean-std", PORT);
+    tests += TestCase.todo ("vala/quantize/stochastic/probability", PORT);
+    tests += TestCase.todo ("vala/address/dequantize-into-buffer", PORT);
+    tests += TestCase.todo ("vala/address/wrap-source", PORT);
+    tests += TestCase.todo ("vala/large/threads-and-simd", PORT);
+    tests += TestCase.todo ("vala/formats/msfp16/shared-exponent", PORT);
+    tests += TestCase.todo ("vala/formats/nf4/double-quant", PORT);
+    tests += TestCase.todo ("vala/immutability/recipe-after-quantize", PORT);
+    tests += TestCase.todo ("vala/aliasing/quantize/overlap", PORT);
+    tests += TestCase.todo ("vala/aliasing/dequantize/overlap", PORT);
+    tests += TestCase.todo ("vala/aliasing/requantize/overlap", PORT);
 
     return tests;
 }
@@ -894,6 +1567,10 @@ int main (string[] args) {
         try {
             tests[i].func ();
             print ("ok %d - %s\n", i + 1, tests[i].name);
+        } catch (TestError.SKIPPED e) {
+            print ("ok %d - %s # SKIP %s\n", i + 1, tests[i].name, e.message);
+        } catch (TestError.TODO e) {
+            print ("not ok %d - %s # TODO %s\n", i + 1, tests[i].name, e.message);
         } catch (GLib.Error e) {
             failed++;
             print ("not ok %d - %s\n", i + 1, tests[i].name);

@@ -146,13 +146,13 @@ assert_guard (const guint8 *buf, gsize size)
     g_assert_cmphex (buf[size + i], ==, GUARD_BYTE);
 }
 
-static PiqParams *
-params_for (PiqDtype dtype, float scale, gint64 zp, PiqRoundMode mode)
+static PiqRecipe *
+recipe_for (float scale, gint64 zp, PiqRoundMode mode)
 {
-  PiqParams *p = piq_params_new_affine (dtype, scale, zp);
+  PiqRecipe *r = piq_recipe_new_affine (scale, zp);
 
-  piq_params_set_round_mode (p, mode);
-  return p;
+  piq_recipe_set_round_mode (r, mode);
+  return r;
 }
 
 /* ---- quantize / dequantize against piquant's API ---- */
@@ -175,10 +175,13 @@ test_quantize (gconstpointer data)
   g_autofree guint8 *want = guarded (out_size, 0xEE);
   g_autofree guint8 *got1 = guarded (out_size, 0xEE);
   g_autofree guint8 *got4 = guarded (out_size, 0xEE);
-  g_autoptr(PiqParams) params = params_for (c->q->piq, c->scale, c->zp, PIQ_ROUND_NEAREST);
+  g_autoptr(PiqFormat) format = piq_format_new (c->q->piq);
+  g_autoptr(PiqRecipe) recipe = recipe_for (c->scale, c->zp, PIQ_ROUND_NEAREST);
   g_autoptr(GError) error = NULL;
+  guint64 shape[1] = { c->n };
 
-  piq_quantizer_quantize_raw (reference, params, c->f->piq, in, c->n, want, out_size, &error);
+  piq_quantizer_quantize_raw (reference, format, recipe, c->f->piq, in, shape, 1, want, out_size,
+                              NULL, 0, NULL, 0, NULL, NULL, &error);
   g_assert_no_error (error);
 
   piquant_quantize (ctx1, in, c->f->dtype, got1, c->q->dtype, c->n, c->scale, c->zp,
@@ -201,8 +204,9 @@ test_dequantize (gconstpointer data)
   g_autofree guint8 *want = guarded (out_size, 0);
   g_autofree guint8 *got1 = guarded (out_size, 0);
   g_autofree guint8 *got4 = guarded (out_size, 0);
-  g_autoptr(PiqParams) params = params_for (c->q->piq, c->scale, c->zp, PIQ_ROUND_NEAREST);
+  g_autoptr(PiqFormat) format = piq_format_new (c->q->piq);
   g_autoptr(GError) error = NULL;
+  guint64 shape[1] = { c->n };
   guint64 s = 0xBF58476D1CE4E5B9u + c->n;
 
   for (gsize i = 0; i < in_size; i++)
@@ -213,7 +217,8 @@ test_dequantize (gconstpointer data)
   memcpy (got1, init, out_size);
   memcpy (got4, init, out_size);
 
-  piq_quantizer_dequantize_raw (reference, params, in, in_size, c->n, c->f->piq, want, out_size,
+  piq_quantizer_dequantize_raw (reference, format, c->scale, c->zp, in, in_size, shape, 1,
+                                NULL, 0, NULL, 0, c->f->piq, want, out_size,
                                 c->add ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET, &error);
   g_assert_no_error (error);
 

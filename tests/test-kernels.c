@@ -22,6 +22,7 @@
 #include "piq-convert-private.h"
 #include "piq-cpu-private.h"
 #include "piq-formats-private.h"
+#include "piq-engine-private.h"
 
 static const size_t lengths[] = { 0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129, 1023, 4099 };
 #define MAX_N 4099
@@ -605,6 +606,22 @@ main (void)
   printf ("%s %d - /kernels/merge/scalar-cap\n",
           merged.level == 0 && merged.quantize[0][4][0] == piq_kernels_scalar.quantize[0][4][0] ? "ok" : "not ok",
           n_test);
+
+  /* The format table has a row for every code of the kernel layer's list, at its
+   * PiqDtype value, with the same storage bits and a description. */
+  {
+    int ok = 1;
+    for (int c = 0; c < PIQ_N_CODE && ok; c++)
+      {
+        const PiqDtypeInfo *info = piq_dtype_info (32 + c);
+        ok = info != NULL && info->kind == PIQ_KIND_CODE && info->kernel_index == c &&
+             info->bits == piq_code_bits[c] && info->description != NULL &&
+             (piq_code_family[c] == PIQ_FAMILY_GGML) == (info->bits == 0);
+        if (!ok)
+          snprintf (diag, sizeof diag, "code %d has no matching row in the format table", c);
+      }
+    report (ok, "table", "format-table/codes", NULL);
+  }
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

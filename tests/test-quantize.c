@@ -10,6 +10,11 @@
  * seeded), and hand-written vectors (torch semantics, exact 64-bit clamping,
  * bf16/f16 rounding of dequantized values).
  *
+ * The cases use an affine per-tensor PiqFormat and a PiqRecipe that gives the
+ * scale and zero point (piq_recipe_new_affine) with the case's rounding mode
+ * and seed; quantized destinations are made by piq_tensor_new_quantized and
+ * own their format, scale, zero point and seed.
+ *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <math.h>
@@ -23,6 +28,14 @@
 static const guint64 lengths[] = {
   0, 1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 1023, BIG_LEN,
 };
+
+/* memcmp () for buffers that may be NULL when empty (an empty tensor has no
+ * data pointer; memcmp (NULL, p, 0) is undefined behaviour). */
+static gboolean
+mem_equal (gconstpointer a, gconstpointer b, gsize size)
+{
+  return size == 0 || memcmp (a, b, size) == 0;
+}
 
 /* ---- the kernel levels this CPU runs ---- */
 
@@ -227,12 +240,13 @@ align_name (const Case *c)
 
 /* ---- tensors over test buffers ---- */
 
-/* An input tensor holding a copy of `data`: library-owned (aligned) or a
- * read-only view of a misaligned caller buffer. */
+/* An input float tensor holding a copy of `data`: library-owned (aligned)
+ * or a read-only view of a misaligned caller buffer. */
 static PiqTensor *
 tensor_in (PiqDtype dtype, guint64 n, const guint8 *data, gsize offset, OBuf *buf)
 {
   gsize size = o_dtype_nbytes (dtype, n);
+  guint64 shape[1] = { n };
   GError *error = NULL;
   PiqTensor *t;
 
@@ -242,9 +256,38 @@ tensor_in (PiqDtype dtype, guint64 n, const guint8 *data, gsize offset, OBuf *bu
   else
     {
       o_buf_init (buf, size, offset, 0x5A);
-      memcpy (o_buf_data (buf), data, size);
-      t = piq_tensor_new_for_address (dtype, n, (guintptr) o_buf_data (buf), size, FALSE, &error);
+      if (size > 0)
+        memcpy (o_buf_data (buf), data, size);
+      t = piq_tensor_new_for_address (dtype, shape, 1, (guintptr) o_buf_data (buf), size, 0, FALSE, &error);
     }
+  g_assert_no_error (error);
+  g_assert_nonnull (t);
+  return t;
+}
+
+/* An input quantized tensor holding `codes` with a per-tensor scale and zero
+ * point: over a copy (aligned), or over a misaligned caller buffer. */
+static PiqTensor *
+quantized_in (PiqFormat *format, guint64 n, const guint8 *codes, double scale, gint64 zp,
+              gsize offset, OBuf *buf)
+{
+  gsize size = o_dtype_nbytes (piq_format_get_dtype (format), n);
+  guint64 shape[1] = { n };
+  g_autoptr (GBytes) bytes = NULL;
+  GError *error = NULL;
+  PiqTensor *t;
+
+  buf->base = NULL;
+  if (offset == 0)
+    bytes = g_bytes_new (codes, size);
+  else
+    {
+      o_buf_init (buf, size, offset, 0x5A);
+      if (size > 0)
+        memcpy (o_buf_data (buf), codes, size);
+      bytes = g_bytes_new_static (o_buf_data (buf), size);
+    }
+  t = piq_tensor_new_quantized_from_bytes (format, shape, 1, bytes, NULL, NULL, scale, zp, &error);
   g_assert_no_error (error);
   g_assert_nonnull (t);
   return t;
@@ -279,13 +322,38 @@ tensor_out (PiqDtype dtype, guint64 n, const guint8 *init, gsize offset, OBuf *b
     }
   else
     {
+      guint64 shape[1] = { n };
       o_buf_init (buf, size, offset, 0xA5);
-      if (init != NULL)
+      if (init != NULL && size > 0)
         memcpy (o_buf_data (buf), init, size);
-      t = piq_tensor_new_for_address (dtype, n, (guintptr) o_buf_data (buf), size, TRUE, &error);
+      t = piq_tensor_new_for_address (dtype, shape, 1, (guintptr) o_buf_data (buf), size, 0, TRUE, &error);
     }
   g_assert_no_error (error);
   g_assert_nonnull (t);
+  return t;
+}
+
+/* A quantized destination for `format` whose codes start as 0xA5 sentinels
+ * (quantize must overwrite every byte, the unused bits included). */
+static PiqTensor *
+quantized_out (PiqFormat *format, guint64 n)
+{
+  gsize size = o_dtype_nbytes (piq_format_get_dtype (format), n), got = 0;
+  guint64 shape[1] = { n };
+  GError *error = NULL;
+  PiqTensor *t = piq_tensor_new_quantized (format, shape, 1, &error);
+  guint8 *data;
+
+  g_assert_no_error (error);
+  g_assert_nonnull (t);
+  g_assert_true (piq_format_equal (piq_tensor_get_format (t), format));
+  data = piq_tensor_get_writable_data (t, &got);
+  g_assert_cmpuint (got, ==, size);
+  if (size > 0)
+    {
+      g_assert_nonnull (data);
+      memset (data, 0xA5, size);
+    }
   return t;
 }
 
@@ -306,13 +374,21 @@ tensor_free (PiqTensor *t, OBuf *buf)
     o_buf_clear (buf);
 }
 
-static PiqParams *
-case_params (const Case *c, double scale, gint64 zp, guint64 seed)
+/* Old PiqParams (dtype, scale, zero point, round mode, seed) = an affine
+ * per-tensor format + a recipe that gives the scale and zero point. */
+static PiqFormat *
+case_format (const Case *c)
 {
-  PiqParams *params = piq_params_new_affine (c->qdtype, scale, zp);
-  piq_params_set_round_mode (params, c->mode);
-  piq_params_set_seed (params, seed);
-  return params;
+  return piq_format_new (c->qdtype);
+}
+
+static PiqRecipe *
+case_recipe (const Case *c, double scale, gint64 zp, guint64 seed)
+{
+  PiqRecipe *recipe = piq_recipe_new_affine (scale, zp);
+  piq_recipe_set_round_mode (recipe, c->mode);
+  piq_recipe_set_seed (recipe, seed);
+  return recipe;
 }
 
 /* ---- reporting ---- */
@@ -333,7 +409,7 @@ check_packed (const char *what, const Case *c, const char *level,
 {
   gsize size = o_dtype_nbytes (c->qdtype, c->n);
 
-  if (memcmp (expected, got, size) == 0)
+  if (mem_equal (expected, got, size))
     return TRUE;
   for (guint64 i = 0; i < c->n; i++)
     {
@@ -483,27 +559,33 @@ succeeded (const char *what, const char *level, gboolean ok, GError *error)
   return FALSE;
 }
 
+/* The quantized output owns what its bytes mean: its format (the affine
+ * per-tensor format of the case), the scale and zero point used and, for
+ * stochastic rounding, the seed. (The rounding mode is part of the recipe,
+ * not of the bytes' meaning, and is no longer recorded.) */
 static gboolean
-check_attached_params (PiqTensor *dt, const char *level, PiqDtype qdtype, double scale, gint64 zp,
-                       PiqRoundMode mode, guint64 seed)
+check_owned_meaning (PiqTensor *dt, const char *level, PiqFormat *format, double scale, gint64 zp,
+                     PiqRoundMode mode, guint64 seed)
 {
-  PiqParams *p = piq_tensor_get_params (dt);
+  PiqFormat *f = piq_tensor_get_format (dt);
 
-  if (p == NULL)
+  if (f == NULL)
     {
-      g_test_fail_printf ("quantize [%s]: no params attached to the output", level);
+      g_test_fail_printf ("quantize [%s]: the output has no format", level);
       return FALSE;
     }
-  if (piq_params_get_dtype (p) != qdtype || piq_params_get_scale (p) != scale ||
-      piq_params_get_zero_point (p) != zp || piq_params_get_round_mode (p) != mode ||
-      (mode == PIQ_ROUND_STOCHASTIC && piq_params_get_seed (p) != seed))
+  if (!piq_format_equal (f, format) || piq_format_get_dtype (f) != piq_format_get_dtype (format) ||
+      piq_format_get_granularity (f) != PIQ_GRANULARITY_TENSOR || piq_format_get_symmetric (f) ||
+      piq_tensor_get_dtype (dt) != piq_format_get_dtype (format) ||
+      piq_tensor_get_scale (dt) != scale || piq_tensor_get_zero_point (dt) != zp ||
+      (mode == PIQ_ROUND_STOCHASTIC && piq_tensor_get_seed (dt) != seed))
     {
-      g_test_fail_printf ("quantize [%s]: attached params are %s scale %g zp %" G_GINT64_FORMAT
-                          " mode %d seed %" G_GUINT64_FORMAT ", expected %s %g %" G_GINT64_FORMAT
-                          " %d %" G_GUINT64_FORMAT, level,
-                          o_dtype_name (piq_params_get_dtype (p)), piq_params_get_scale (p),
-                          piq_params_get_zero_point (p), piq_params_get_round_mode (p),
-                          piq_params_get_seed (p), o_dtype_name (qdtype), scale, zp, mode, seed);
+      g_test_fail_printf ("quantize [%s]: the output holds %s scale %g zp %" G_GINT64_FORMAT
+                          " seed %" G_GUINT64_FORMAT ", expected %s %g %" G_GINT64_FORMAT
+                          " mode %d seed %" G_GUINT64_FORMAT, level,
+                          o_dtype_name (piq_format_get_dtype (f)), piq_tensor_get_scale (dt),
+                          piq_tensor_get_zero_point (dt), piq_tensor_get_seed (dt),
+                          o_dtype_name (piq_format_get_dtype (format)), scale, zp, mode, seed);
       return FALSE;
     }
   return TRUE;
@@ -521,7 +603,9 @@ test_quantize (gconstpointer data)
   g_autofree guint8 *src = g_malloc (src_size + 1);
   g_autofree guint8 *expected = g_malloc0 (q_size + 1);
   g_autofree guint8 *raw = g_malloc (q_size + 1);
-  g_autoptr (PiqParams) params = case_params (c, scale, zp, seed);
+  g_autoptr (PiqFormat) format = case_format (c);
+  g_autoptr (PiqRecipe) recipe = case_recipe (c, scale, zp, seed);
+  guint64 shape[1] = { c->n };
   OQuant o;
 
   o_quant_init (&o, c->qdtype, scale, zp, c->mode, seed);
@@ -534,15 +618,17 @@ test_quantize (gconstpointer data)
       GError *error = NULL;
       OBuf sbuf, dbuf;
       PiqTensor *st = tensor_in (c->fdtype, c->n, src, src_offset (c), &sbuf);
-      PiqTensor *dt = tensor_out (c->qdtype, c->n, NULL, dst_offset (c), &dbuf);
+      PiqTensor *dt = quantized_out (format, c->n);
+      double scale_out = 0;
+      gint64 zp_out = 0;
+      guint8 *rdst;
       gboolean ok;
 
-      ok = piq_quantizer_quantize (levels[k].q, params, st, dt, &error);
+      ok = piq_quantizer_quantize (levels[k].q, recipe, st, dt, &error);
       ok = succeeded ("quantize", levels[k].name, ok, error) &&
            check_packed ("quantize", c, levels[k].name, src, expected, tensor_bytes (dt, q_size)) &&
-           check_guards ("quantize", levels[k].name, &dbuf) &&
-           check_attached_params (dt, levels[k].name, c->qdtype, scale, zp, c->mode, seed);
-      if (ok && memcmp (tensor_bytes (st, src_size), src, src_size) != 0)
+           check_owned_meaning (dt, levels[k].name, format, scale, zp, c->mode, seed);
+      if (ok && !mem_equal (tensor_bytes (st, src_size), src, src_size))
         {
           g_test_fail_printf ("quantize [%s] modified its source", levels[k].name);
           ok = FALSE;
@@ -551,22 +637,45 @@ test_quantize (gconstpointer data)
         ok = check_quantize_properties (c, &o, src, tensor_bytes (dt, q_size), dt);
       g_clear_error (&error);
       tensor_free (st, &sbuf);
-      tensor_free (dt, &dbuf);
+      g_object_unref (dt);
       if (!ok)
         return;
 
       if (!with_raw (c))
         continue;
 
-      /* raw form, same bytes */
-      memset (raw, 0xA5, q_size + 1);
-      ok = piq_quantizer_quantize_raw (levels[k].q, params, c->fdtype, src, c->n, raw, q_size, &error);
+      /* raw form, same bytes; a quantized tensor is always library-owned, so
+       * the misaligned destination of an unaligned case is tested here */
+      if (dst_offset (c) != 0)
+        {
+          o_buf_init (&dbuf, q_size, dst_offset (c), 0xA5);
+          rdst = o_buf_data (&dbuf);
+        }
+      else
+        {
+          dbuf.base = NULL;
+          memset (raw, 0xA5, q_size + 1);
+          rdst = raw;
+        }
+      ok = piq_quantizer_quantize_raw (levels[k].q, format, recipe, c->fdtype, src, shape, 1, rdst, q_size,
+                                       NULL, 0, NULL, 0, &scale_out, &zp_out, &error);
       ok = succeeded ("quantize_raw", levels[k].name, ok, error) &&
-           check_packed ("quantize_raw", c, levels[k].name, src, expected, raw);
+           check_packed ("quantize_raw", c, levels[k].name, src, expected, rdst) &&
+           check_guards ("quantize_raw", levels[k].name, &dbuf);
+      if (ok && (scale_out != scale || zp_out != zp))
+        {
+          g_test_fail_printf ("quantize_raw [%s]: returned scale %g zp %" G_GINT64_FORMAT
+                              ", the recipe gave %g %" G_GINT64_FORMAT, levels[k].name, scale_out, zp_out,
+                              scale, zp);
+          ok = FALSE;
+        }
       g_clear_error (&error);
+      if (dbuf.base != NULL)
+        o_buf_clear (&dbuf);
       if (!ok)
         return;
-      g_assert_cmpuint (raw[q_size], ==, 0xA5);
+      if (rdst == raw)
+        g_assert_cmpuint (raw[q_size], ==, 0xA5);
     }
 }
 
@@ -614,14 +723,16 @@ test_dequantize (gconstpointer data)
   g_autofree guint8 *prior = g_malloc (f_size + 1);
   g_autofree guint8 *expected = g_malloc (f_size + 1);
   g_autofree guint8 *raw = g_malloc (f_size + 1);
-  g_autoptr (PiqParams) params = piq_params_new_affine (c->qdtype, scale, zp);
+  g_autoptr (PiqFormat) format = case_format (c);
+  guint64 shape[1] = { c->n };
 
   gen_quantized (c->qdtype, qbytes, c->n, zp, case_seed (c, 3));
   if (c->op == PIQ_REDUCE_ADD)
     o_gen_prefill (c->fdtype, prior, c->n, case_seed (c, 4), 4.0);
   else
     memset (prior, 0xA5, f_size);
-  memcpy (expected, prior, f_size);
+  if (f_size > 0)
+    memcpy (expected, prior, f_size);
   for (guint64 i = 0; i < c->n; i++)
     o_dequantize_elem (c->fdtype, expected, i, o_unpack (c->qdtype, qbytes, i), zp, scale, c->op);
 
@@ -629,11 +740,10 @@ test_dequantize (gconstpointer data)
     {
       GError *error = NULL;
       OBuf sbuf, dbuf;
-      PiqTensor *qt = tensor_in (c->qdtype, c->n, qbytes, src_offset (c), &sbuf);
+      PiqTensor *qt = quantized_in (format, c->n, qbytes, scale, zp, src_offset (c), &sbuf);
       PiqTensor *dt = tensor_out (c->fdtype, c->n, prior, dst_offset (c), &dbuf);
       gboolean ok;
 
-      piq_tensor_set_params (qt, params);
       ok = piq_quantizer_dequantize (levels[k].q, qt, dt, c->op, &error);
       ok = succeeded ("dequantize", levels[k].name, ok, error) && check_floats ("dequantize", c->fdtype, c->n, levels[k].name, expected,
                          tensor_bytes (dt, f_size), c->op == PIQ_REDUCE_ADD ? prior : NULL,
@@ -647,10 +757,11 @@ test_dequantize (gconstpointer data)
 
       if (!with_raw (c))
         continue;
-      memcpy (raw, prior, f_size);
+      if (f_size > 0)
+        memcpy (raw, prior, f_size);
       raw[f_size] = 0xA5;
-      ok = piq_quantizer_dequantize_raw (levels[k].q, params, qbytes, q_size, c->n, c->fdtype,
-                                         raw, f_size, c->op, &error);
+      ok = piq_quantizer_dequantize_raw (levels[k].q, format, scale, zp, qbytes, q_size, shape, 1,
+                                         NULL, 0, NULL, 0, c->fdtype, raw, f_size, c->op, &error);
       ok = succeeded ("dequantize_raw", levels[k].name, ok, error) &&
            check_floats ("dequantize_raw", c->fdtype, c->n, levels[k].name, expected, raw,
                          c->op == PIQ_REDUCE_ADD ? prior : NULL, c->qdtype, qbytes);
@@ -676,13 +787,16 @@ test_requantize (gconstpointer data)
   g_autofree guint8 *exp_set = g_malloc (f_size + 1);
   g_autofree guint8 *exp_add = g_malloc (f_size + 1);
   g_autofree guint8 *raw = g_malloc (f_size + 1);
-  g_autoptr (PiqParams) params = case_params (c, scale, zp, seed);
+  g_autoptr (PiqFormat) format = case_format (c);
+  g_autoptr (PiqRecipe) recipe = case_recipe (c, scale, zp, seed);
+  guint64 shape[1] = { c->n };
   OQuant o;
 
   o_quant_init (&o, c->qdtype, scale, zp, c->mode, seed);
   o_gen_source (c->fdtype, src, c->n, case_seed (c, 6), &o);
   o_gen_prefill (c->fdtype, prior, c->n, case_seed (c, 7), 4.0);
-  memcpy (exp_add, prior, f_size);
+  if (f_size > 0)
+    memcpy (exp_add, prior, f_size);
   for (guint64 i = 0; i < c->n; i++)
     {
       OInt q = o_quantize_elem (&o, c->fdtype, src, i);
@@ -703,11 +817,11 @@ test_requantize (gconstpointer data)
                                       dst_offset (c), &dbuf);
           gboolean ok;
 
-          ok = piq_quantizer_requantize (levels[k].q, params, st, dt, op, &error);
+          ok = piq_quantizer_requantize (levels[k].q, format, recipe, st, dt, op, &error);
           ok = succeeded (what, levels[k].name, ok, error) && check_floats (what, c->fdtype, c->n, levels[k].name, expected, tensor_bytes (dt, f_size),
                              op == PIQ_REDUCE_ADD ? prior : NULL, c->fdtype, src) &&
                check_guards (what, levels[k].name, &dbuf);
-          if (ok && memcmp (tensor_bytes (st, f_size), src, f_size) != 0)
+          if (ok && !mem_equal (tensor_bytes (st, f_size), src, f_size))
             {
               g_test_fail_printf ("%s [%s] modified its source", what, levels[k].name);
               ok = FALSE;
@@ -720,12 +834,13 @@ test_requantize (gconstpointer data)
 
           if (!with_raw (c))
             continue;
-          if (op == PIQ_REDUCE_ADD)
+          if (op == PIQ_REDUCE_ADD && f_size > 0)
             memcpy (raw, prior, f_size);
           else
             memset (raw, 0xA5, f_size);
           raw[f_size] = 0xA5;
-          ok = piq_quantizer_requantize_raw (levels[k].q, params, c->fdtype, src, c->n, raw, f_size, op, &error);
+          ok = piq_quantizer_requantize_raw (levels[k].q, format, recipe, c->fdtype, src, shape, 1, raw, f_size,
+                                             op, &error);
           ok = succeeded ("requantize_raw", levels[k].name, ok, error) &&
                check_floats ("requantize_raw", c->fdtype, c->n, levels[k].name, expected, raw,
                              op == PIQ_REDUCE_ADD ? prior : NULL, c->fdtype, src);
@@ -744,7 +859,8 @@ test_quantize_new (void)
 {
   static const double x[] = { -3.0, -0.5, 0.0, 0.25, 0.5, 1.5, 2.5, 7.0, 1e9 };
   g_autoptr (PiqQuantizer) q = piq_quantizer_new ();
-  g_autoptr (PiqParams) params = piq_params_new_affine (PIQ_DTYPE_UINT4, 0.5, 3);
+  g_autoptr (PiqFormat) format = piq_format_new (PIQ_DTYPE_UINT4);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (0.5, 3);
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) src = piq_tensor_new_from_values (PIQ_DTYPE_F32, x, G_N_ELEMENTS (x), &error);
   g_autoptr (PiqTensor) qt = NULL;
@@ -758,16 +874,20 @@ test_quantize_new (void)
   gsize n_values = 0;
 
   g_assert_no_error (error);
-  qt = piq_quantizer_quantize_new (q, params, src, &error);
+  qt = piq_quantizer_quantize_new (q, format, recipe, src, &error);
   g_assert_no_error (error);
   g_assert_nonnull (qt);
   g_assert_cmpint (piq_tensor_get_dtype (qt), ==, PIQ_DTYPE_UINT4);
   g_assert_cmpuint (piq_tensor_get_n_elements (qt), ==, G_N_ELEMENTS (x));
   g_assert_cmpmem (tensor_bytes (qt, sizeof expected_bytes), sizeof expected_bytes,
                    expected_bytes, sizeof expected_bytes);
-  values = piq_tensor_to_values (qt, &n_values);
+  values = piq_tensor_to_values (qt, &n_values, &error);
+  g_assert_no_error (error);
   g_assert_cmpmem (values, n_values * sizeof (double), expected_q, sizeof expected_q);
-  g_assert_nonnull (piq_tensor_get_params (qt));
+  g_assert_nonnull (piq_tensor_get_format (qt));
+  g_assert_true (piq_format_equal (piq_tensor_get_format (qt), format));
+  g_assert_cmpfloat (piq_tensor_get_scale (qt), ==, 0.5);
+  g_assert_cmpint (piq_tensor_get_zero_point (qt), ==, 3);
 
   back = piq_quantizer_dequantize_new (q, qt, PIQ_DTYPE_F64, &error);
   g_assert_no_error (error);
@@ -865,7 +985,9 @@ static void
 test_hand_quant (gconstpointer data)
 {
   const HandQuant *h = data;
-  g_autoptr (PiqParams) params = piq_params_new_affine (h->qdtype, h->scale, h->zp);
+  g_autoptr (PiqFormat) format = piq_format_new (h->qdtype);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (h->scale, h->zp);
+  guint64 shape[1] = { h->n };
   g_autoptr (GError) error = NULL;
   g_autofree guint8 *src = g_malloc0 (o_dtype_nbytes (h->src, h->n));
   g_autoptr (PiqTensor) st = NULL;
@@ -887,9 +1009,9 @@ test_hand_quant (gconstpointer data)
   for (guint k = 0; k < n_levels; k++)
     {
       g_clear_object (&dt);
-      dt = piq_tensor_new (h->qdtype, h->n, &error);
+      dt = piq_tensor_new_quantized (format, shape, 1, &error);
       g_assert_no_error (error);
-      g_assert_true (piq_quantizer_quantize (levels[k].q, params, st, dt, &error));
+      g_assert_true (piq_quantizer_quantize (levels[k].q, recipe, st, dt, &error));
       g_assert_no_error (error);
       got = tensor_bytes (dt, o_dtype_nbytes (h->qdtype, h->n));
       for (guint i = 0; i < h->n; i++)
@@ -932,11 +1054,13 @@ test_hand_packing (void)
 
   for (gsize c = 0; c < G_N_ELEMENTS (cases); c++)
     {
-      g_autoptr (PiqParams) params = piq_params_new_affine (cases[c].dtype, 1.0, 0);
+      g_autoptr (PiqFormat) format = piq_format_new (cases[c].dtype);
+      g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (1.0, 0);
+      guint64 shape[1] = { cases[c].n };
       g_autoptr (PiqTensor) st = piq_tensor_new_from_values (PIQ_DTYPE_F32, cases[c].x, cases[c].n, &error);
-      g_autoptr (PiqTensor) dt = piq_tensor_new (cases[c].dtype, cases[c].n, &error);
+      g_autoptr (PiqTensor) dt = piq_tensor_new_quantized (format, shape, 1, &error);
       g_assert_no_error (error);
-      g_assert_true (piq_quantizer_quantize (q, params, st, dt, &error));
+      g_assert_true (piq_quantizer_quantize (q, recipe, st, dt, &error));
       g_assert_no_error (error);
       g_test_message ("%s", o_dtype_name (cases[c].dtype));
       g_assert_cmpmem (tensor_bytes (dt, cases[c].n_bytes), cases[c].n_bytes, cases[c].bytes, cases[c].n_bytes);
@@ -993,7 +1117,8 @@ static void
 test_hand_dequant (gconstpointer data)
 {
   const HandDequant *h = data;
-  g_autoptr (PiqParams) params = piq_params_new_affine (h->qdtype, h->scale, h->zp);
+  g_autoptr (PiqFormat) format = piq_format_new (h->qdtype);
+  guint64 shape[1] = { h->n };
   gsize q_size = o_dtype_nbytes (h->qdtype, h->n);
   gsize f_size = o_dtype_nbytes (h->dst, h->n);
   g_autofree guint8 *qbytes = g_malloc0 (q_size);
@@ -1006,7 +1131,8 @@ test_hand_dequant (gconstpointer data)
     {
       g_autoptr (GError) error = NULL;
       memset (out, 0xA5, f_size);
-      g_assert_true (piq_quantizer_dequantize_raw (levels[k].q, params, qbytes, q_size, h->n, h->dst,
+      g_assert_true (piq_quantizer_dequantize_raw (levels[k].q, format, h->scale, h->zp, qbytes, q_size,
+                                                   shape, 1, NULL, 0, NULL, 0, h->dst,
                                                    out, f_size, PIQ_REDUCE_SET, &error));
       g_assert_no_error (error);
       for (guint i = 0; i < h->n; i++)
@@ -1048,10 +1174,12 @@ test_hand_dequant_add (void)
 
   for (gsize c = 0; c < G_N_ELEMENTS (cases); c++)
     {
-      g_autoptr (PiqParams) params = piq_params_new_affine (PIQ_DTYPE_UINT8, cases[c].scale, 0);
+      g_autoptr (PiqFormat) format = piq_format_new (PIQ_DTYPE_UINT8);
+      guint64 shape[1] = { 1 };
       guint8 out[8] = { 0 };
       o_write_float_bits (cases[c].dst, out, 0, cases[c].prior);
-      g_assert_true (piq_quantizer_dequantize_raw (q, params, &cases[c].qv, 1, 1, cases[c].dst,
+      g_assert_true (piq_quantizer_dequantize_raw (q, format, cases[c].scale, 0, &cases[c].qv, 1, shape, 1,
+                                                   NULL, 0, NULL, 0, cases[c].dst,
                                                    out, o_dtype_nbytes (cases[c].dst, 1), PIQ_REDUCE_ADD, &error));
       g_assert_no_error (error);
       g_test_message ("case %" G_GSIZE_FORMAT, c);
@@ -1095,14 +1223,16 @@ static PiqTensor *
 quantize_with_seed (PiqQuantizer *q, PiqDtype src_dtype, PiqDtype qdtype, PiqTensor *src,
                     double scale, gint64 zp, guint64 seed)
 {
-  g_autoptr (PiqParams) params = piq_params_new_affine (qdtype, scale, zp);
+  g_autoptr (PiqFormat) format = piq_format_new (qdtype);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (scale, zp);
+  guint64 shape[1] = { piq_tensor_get_n_elements (src) };
   g_autoptr (GError) error = NULL;
-  PiqTensor *dst = piq_tensor_new (qdtype, piq_tensor_get_n_elements (src), &error);
+  PiqTensor *dst = piq_tensor_new_quantized (format, shape, 1, &error);
 
   g_assert_no_error (error);
-  piq_params_set_round_mode (params, PIQ_ROUND_STOCHASTIC);
-  piq_params_set_seed (params, seed);
-  g_assert_true (piq_quantizer_quantize (q, params, src, dst, &error));
+  piq_recipe_set_round_mode (recipe, PIQ_ROUND_STOCHASTIC);
+  piq_recipe_set_seed (recipe, seed);
+  g_assert_true (piq_quantizer_quantize (q, recipe, src, dst, &error));
   g_assert_no_error (error);
   return dst;
 }
@@ -1213,7 +1343,7 @@ tensors_equal (PiqTensor *a, PiqTensor *b)
 {
   gsize sa = 0, sb = 0;
   gconstpointer da = piq_tensor_get_data (a, &sa), db = piq_tensor_get_data (b, &sb);
-  return sa == sb && memcmp (da, db, sa) == 0;
+  return sa == sb && mem_equal (da, db, sa);
 }
 
 static void
@@ -1250,10 +1380,10 @@ test_stochastic_different_seeds (gconstpointer data)
 }
 
 /* Seed 0: each call draws a fresh non-zero seed and records it in the
- * parameters attached to the output; the oracle with that seed gives the same
- * bytes, and so does a new call with it. Two seed-0 calls with the same
- * params object differ (a library that stored the drawn seed into the
- * caller's params would repeat itself). */
+ * quantized output (piq_tensor_get_seed); the oracle with that seed gives the
+ * same bytes, and so does a new call with it. Two seed-0 calls with the same
+ * recipe differ (a library that stored the drawn seed into the caller's
+ * recipe would repeat itself), and the recipe's seed stays 0. */
 static void
 test_stochastic_seed_zero (gconstpointer data)
 {
@@ -1262,10 +1392,12 @@ test_stochastic_seed_zero (gconstpointer data)
   gint64 zp = case_zero_point (p->qdtype);
   guint64 n = 100003;
   g_autoptr (PiqTensor) st = stat_source (p->src, p->qdtype, n, scale, zp);
-  g_autoptr (PiqParams) params = piq_params_new_affine (p->qdtype, scale, zp);
+  g_autoptr (PiqFormat) format = piq_format_new (p->qdtype);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (scale, zp);
+  guint64 shape[1] = { n };
   g_autoptr (GError) error = NULL;
-  g_autoptr (PiqTensor) a = piq_tensor_new (p->qdtype, n, &error);
-  g_autoptr (PiqTensor) b = piq_tensor_new (p->qdtype, n, &error);
+  g_autoptr (PiqTensor) a = piq_tensor_new_quantized (format, shape, 1, &error);
+  g_autoptr (PiqTensor) b = piq_tensor_new_quantized (format, shape, 1, &error);
   g_autoptr (PiqTensor) again = NULL;
   g_autofree guint8 *expected = g_malloc0 (o_dtype_nbytes (p->qdtype, n));
   const guint8 *src = tensor_bytes (st, o_dtype_nbytes (p->src, n));
@@ -1273,15 +1405,16 @@ test_stochastic_seed_zero (gconstpointer data)
   OQuant o;
 
   g_assert_no_error (error);
-  piq_params_set_round_mode (params, PIQ_ROUND_STOCHASTIC);
-  piq_params_set_seed (params, 0);
-  g_assert_true (piq_quantizer_quantize (levels[n_levels - 1].q, params, st, a, &error));
+  piq_recipe_set_round_mode (recipe, PIQ_ROUND_STOCHASTIC);
+  piq_recipe_set_seed (recipe, 0);
+  g_assert_true (piq_quantizer_quantize (levels[n_levels - 1].q, recipe, st, a, &error));
   g_assert_no_error (error);
-  g_assert_true (piq_quantizer_quantize (levels[n_levels - 1].q, params, st, b, &error));
+  g_assert_true (piq_quantizer_quantize (levels[n_levels - 1].q, recipe, st, b, &error));
   g_assert_no_error (error);
+  g_assert_cmpuint (piq_recipe_get_seed (recipe), ==, 0);
 
-  seed_a = piq_params_get_seed (piq_tensor_get_params (a));
-  seed_b = piq_params_get_seed (piq_tensor_get_params (b));
+  seed_a = piq_tensor_get_seed (a);
+  seed_b = piq_tensor_get_seed (b);
   g_test_message ("drawn seeds %" G_GINT64_MODIFIER "x %" G_GINT64_MODIFIER "x", seed_a, seed_b);
   g_assert_cmpuint (seed_a, !=, 0);
   g_assert_cmpuint (seed_b, !=, 0);
@@ -1304,17 +1437,18 @@ test_stochastic_requantize_seed_zero (void)
 {
   guint64 n = 4099;
   g_autoptr (PiqTensor) st = stat_source (PIQ_DTYPE_F32, PIQ_DTYPE_INT8, n, 0.03, 0);
-  g_autoptr (PiqParams) params = piq_params_new_affine (PIQ_DTYPE_INT8, 0.03, 0);
+  g_autoptr (PiqFormat) format = piq_format_new (PIQ_DTYPE_INT8);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (0.03, 0);
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) a = piq_tensor_new (PIQ_DTYPE_F32, n, &error);
   g_autoptr (PiqTensor) b = piq_tensor_new (PIQ_DTYPE_F32, n, &error);
 
-  piq_params_set_round_mode (params, PIQ_ROUND_STOCHASTIC);
-  g_assert_true (piq_quantizer_requantize (levels[n_levels - 1].q, params, st, a, PIQ_REDUCE_SET, &error));
-  g_assert_true (piq_quantizer_requantize (levels[n_levels - 1].q, params, st, b, PIQ_REDUCE_SET, &error));
+  piq_recipe_set_round_mode (recipe, PIQ_ROUND_STOCHASTIC);
+  g_assert_true (piq_quantizer_requantize (levels[n_levels - 1].q, format, recipe, st, a, PIQ_REDUCE_SET, &error));
+  g_assert_true (piq_quantizer_requantize (levels[n_levels - 1].q, format, recipe, st, b, PIQ_REDUCE_SET, &error));
   g_assert_no_error (error);
   g_assert_false (tensors_equal (a, b));
-  g_assert_cmpuint (piq_params_get_seed (params), ==, 0);
+  g_assert_cmpuint (piq_recipe_get_seed (recipe), ==, 0);
 }
 
 /* ---- registration ---- */

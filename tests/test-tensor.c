@@ -35,7 +35,12 @@ test_new (gconstpointer data)
   g_assert_cmpuint (piq_tensor_get_n_elements (t), ==, c->n);
   g_assert_cmpuint (piq_tensor_get_n_bytes (t), ==, expected);
   g_assert_true (piq_tensor_is_writable (t));
-  g_assert_null (piq_tensor_get_params (t));
+  g_assert_null (piq_tensor_get_format (t));        /* a raw tensor carries no format */
+  /* piq_tensor_new is 1-D and packed */
+  g_assert_cmpuint (piq_tensor_get_n_dims (t), ==, 1);
+  g_assert_cmpuint (piq_tensor_get_dim (t, 0), ==, c->n);
+  g_assert_cmpuint (piq_tensor_get_dim (t, -1), ==, c->n);
+  g_assert_true (piq_tensor_is_contiguous (t));
   d = piq_tensor_get_data (t, &size);
   g_assert_cmpuint (size, ==, expected);
   if (c->n == 0)
@@ -107,7 +112,8 @@ test_to_values (gconstpointer data)
   gsize n_values = 12345;
 
   g_assert_no_error (error);
-  values = piq_tensor_to_values (t, &n_values);
+  values = piq_tensor_to_values (t, &n_values, &error);
+  g_assert_no_error (error);
   g_assert_cmpuint (n_values, ==, c->n);
   for (guint64 i = 0; i < c->n; i++)
     {
@@ -146,7 +152,8 @@ test_to_values_literals (void)
       gsize n = 0;
 
       g_assert_no_error (error);
-      v = piq_tensor_to_values (t, &n);
+      v = piq_tensor_to_values (t, &n, &error);
+      g_assert_no_error (error);
       g_test_message ("%s", o_dtype_name (cases[k].d));
       g_assert_cmpmem (v, n * sizeof (double), cases[k].v, cases[k].n * sizeof (double));
     }
@@ -279,11 +286,13 @@ test_for_address (gconstpointer data)
   g_autofree guint8 *mem = g_malloc0 (size + 8);
   g_autoptr (GError) error = NULL;
   guint8 *addr = mem + 3;         /* misaligned on purpose */
+  guint64 shape[1] = { c->n };
 
   memset (mem, 0x11, size + 8);
   for (int writable = 0; writable <= 1; writable++)
     {
-      g_autoptr (PiqTensor) t = piq_tensor_new_for_address (c->dtype, c->n, (guintptr) addr, size, writable, &error);
+      g_autoptr (PiqTensor) t = piq_tensor_new_for_address (c->dtype, shape, 1, (guintptr) addr, size, 0, writable,
+                                                            &error);
       g_assert_no_error (error);
       g_assert_cmpint (piq_tensor_is_writable (t), ==, writable);
       if (size > 0)
@@ -297,13 +306,15 @@ test_for_address (gconstpointer data)
     }
   /* more room than needed is fine, less is an error */
   {
-    g_autoptr (PiqTensor) t = piq_tensor_new_for_address (c->dtype, c->n, (guintptr) addr, size + 4, TRUE, &error);
+    g_autoptr (PiqTensor) t = piq_tensor_new_for_address (c->dtype, shape, 1, (guintptr) addr, size + 4, 0, TRUE,
+                                                          &error);
     g_assert_no_error (error);
     g_assert_cmpuint (piq_tensor_get_n_bytes (t), ==, size);
   }
   if (size > 0)
     {
-      g_autoptr (PiqTensor) t = piq_tensor_new_for_address (c->dtype, c->n, (guintptr) addr, size - 1, TRUE, &error);
+      g_autoptr (PiqTensor) t = piq_tensor_new_for_address (c->dtype, shape, 1, (guintptr) addr, size - 1, 0, TRUE,
+                                                            &error);
       g_assert_null (t);
       g_assert_error (error, PIQ_ERROR, PIQ_ERROR_SIZE);
     }
@@ -380,7 +391,8 @@ test_from_values (gconstpointer data)
   t = piq_tensor_new_from_values (c->dtype, v, c->n, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (piq_tensor_get_n_elements (t), ==, c->n);
-  back = piq_tensor_to_values (t, &n);
+  back = piq_tensor_to_values (t, &n, &error);
+  g_assert_no_error (error);
   g_assert_cmpuint (n, ==, c->n);
   for (guint64 i = 0; i < c->n; i++)
     {
@@ -497,23 +509,48 @@ test_fill (gconstpointer data)
     }
 }
 
-/* A quantized tensor keeps a reference to its params, not a copy. */
+/* A quantized tensor keeps a reference to its format, not a copy (the
+ * format is immutable, so sharing it cannot change what the bytes mean), and
+ * carries its per-tensor scale and zero point. The old settable params are
+ * gone: a raw tensor of a quantized dtype has no format, and dequantizing it
+ * fails with PIQ_ERROR_NO_FORMAT (it used to be PIQ_ERROR_NO_PARAMS). */
 static void
-test_params (void)
+test_format (void)
 {
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) t = piq_tensor_new (PIQ_DTYPE_INT4, 9, &error);
-  g_autoptr (PiqParams) p = piq_params_new_affine (PIQ_DTYPE_INT4, 0.5, 1);
-  PiqParams *got = NULL;
+  g_autoptr (PiqFormat) f = piq_format_new (PIQ_DTYPE_INT4);
+  static const guint8 codes[5] = { 0x21, 0x43, 0x65, 0x87, 0x09 };
+  g_autoptr (GBytes) bytes = g_bytes_new (codes, sizeof codes);
+  guint64 shape[1] = { 9 };
+  g_autoptr (PiqTensor) qt = NULL;
+  g_autoptr (PiqTensor) dst = NULL;
+  g_autoptr (PiqTensor) out = piq_tensor_new (PIQ_DTYPE_F32, 9, NULL);
+  PiqFormat *got = NULL;
 
-  g_assert_null (piq_tensor_get_params (t));
-  piq_tensor_set_params (t, p);
-  g_assert_true (piq_tensor_get_params (t) == p);
-  g_object_get (t, "params", &got, NULL);
-  g_assert_true (got == p);
+  g_assert_no_error (error);
+  g_assert_null (piq_tensor_get_format (t));
+  g_assert_false (piq_quantizer_dequantize (piq_quantizer_get_default (), t, out, PIQ_REDUCE_SET, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_NO_FORMAT);
+  g_clear_error (&error);
+
+  qt = piq_tensor_new_quantized_from_bytes (f, shape, 1, bytes, NULL, NULL, 0.5, 1, &error);
+  g_assert_no_error (error);
+  g_assert_true (piq_tensor_get_format (qt) == f);
+  g_object_get (qt, "format", &got, NULL);
+  g_assert_true (got == f);
   g_object_unref (got);
-  piq_tensor_set_params (t, NULL);
-  g_assert_null (piq_tensor_get_params (t));
+  g_assert_cmpint (piq_tensor_get_dtype (qt), ==, PIQ_DTYPE_INT4);
+  g_assert_cmpuint (piq_tensor_get_n_elements (qt), ==, 9);
+  g_assert_cmpfloat (piq_tensor_get_scale (qt), ==, 0.5);
+  g_assert_cmpint (piq_tensor_get_zero_point (qt), ==, 1);
+  g_assert_cmpmem (piq_tensor_get_data (qt, NULL), piq_tensor_get_n_bytes (qt), codes, sizeof codes);
+
+  dst = piq_tensor_new_quantized (f, shape, 1, &error);
+  g_assert_no_error (error);
+  g_assert_true (piq_tensor_get_format (dst) == f);
+  g_assert_true (piq_tensor_is_writable (dst));
+  g_assert_cmpuint (piq_tensor_get_n_bytes (dst), ==, sizeof codes);
 }
 
 int
@@ -552,7 +589,7 @@ main (int argc, char **argv)
       }
   g_test_add_func ("/tensor/to-values/literals", test_to_values_literals);
   g_test_add_func ("/tensor/new-from-values/rounding", test_from_values_rounding);
-  g_test_add_func ("/tensor/params", test_params);
+  g_test_add_func ("/tensor/format", test_format);
 
   ret = g_test_run ();
   g_ptr_array_unref (all_cases);

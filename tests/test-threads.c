@@ -62,13 +62,42 @@ seed_for (const Case *c)
   return G_GUINT64_CONSTANT (0xF00D0000) + c->n * 3 + c->qdtype;
 }
 
-static PiqParams *
-case_params (const Case *c)
+/* The old affine PiqParams = an affine per-tensor format + a recipe that
+ * gives the scale and zero point. */
+static PiqFormat *
+case_format (const Case *c)
 {
-  PiqParams *p = piq_params_new_affine (c->qdtype, scale_for (c->qdtype), zp_for (c->qdtype));
-  piq_params_set_round_mode (p, c->mode);
-  piq_params_set_seed (p, c->mode == PIQ_ROUND_STOCHASTIC ? seed_for (c) : 0);
-  return p;
+  return piq_format_new (c->qdtype);
+}
+
+static PiqRecipe *
+case_recipe (const Case *c)
+{
+  PiqRecipe *r = piq_recipe_new_affine (scale_for (c->qdtype), zp_for (c->qdtype));
+  piq_recipe_set_round_mode (r, c->mode);
+  piq_recipe_set_seed (r, c->mode == PIQ_ROUND_STOCHASTIC ? seed_for (c) : 0);
+  return r;
+}
+
+static PiqTensor *
+quantized_copy_of (PiqFormat *format, guint64 n, const guint8 *codes, double scale, gint64 zp)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (GBytes) bytes = g_bytes_new (codes, o_dtype_nbytes (piq_format_get_dtype (format), n));
+  guint64 shape[1] = { n };
+  PiqTensor *t = piq_tensor_new_quantized_from_bytes (format, shape, 1, bytes, NULL, NULL, scale, zp, &error);
+  g_assert_no_error (error);
+  return t;
+}
+
+static PiqTensor *
+quantized_dst (PiqFormat *format, guint64 n)
+{
+  g_autoptr (GError) error = NULL;
+  guint64 shape[1] = { n };
+  PiqTensor *t = piq_tensor_new_quantized (format, shape, 1, &error);
+  g_assert_no_error (error);
+  return t;
 }
 
 static PiqTensor *
@@ -126,15 +155,17 @@ test_quantize (gconstpointer data)
 {
   const Case *c = data;
   g_autoptr (PiqQuantizer) q = piq_quantizer_new ();
-  g_autoptr (PiqParams) params = case_params (c);
+  g_autoptr (PiqFormat) format = case_format (c);
+  g_autoptr (PiqRecipe) recipe = case_recipe (c);
   gsize fsize = o_dtype_nbytes (c->fdtype, c->n), qsize = o_dtype_nbytes (c->qdtype, c->n);
   g_autofree guint8 *src = g_malloc (fsize);
   g_autofree guint8 *expected = g_malloc0 (qsize);
   g_autoptr (PiqTensor) st = NULL;
+  guint64 shape[1] = { c->n };
   OQuant o;
 
   o_quant_init (&o, c->qdtype, scale_for (c->qdtype), zp_for (c->qdtype), c->mode,
-                piq_params_get_seed (params));
+                piq_recipe_get_seed (recipe));
   o_gen_source (c->fdtype, src, c->n, c->n ^ 0xABC, &o);
   for (guint64 i = 0; i < c->n; i++)
     o_pack (c->qdtype, expected, i, o_quantize_elem (&o, c->fdtype, src, i));
@@ -143,16 +174,17 @@ test_quantize (gconstpointer data)
   for (gsize t = 0; t < G_N_ELEMENTS (thread_counts); t++)
     {
       g_autoptr (GError) error = NULL;
-      g_autoptr (PiqTensor) dt = piq_tensor_new (c->qdtype, c->n, &error);
+      g_autoptr (PiqTensor) dt = quantized_dst (format, c->n);
       g_autofree guint8 *raw = g_malloc (qsize);
 
       piq_quantizer_set_n_threads (q, thread_counts[t]);
       g_assert_cmpuint (piq_quantizer_get_n_threads (q), ==, thread_counts[t]);
-      g_assert_true (piq_quantizer_quantize (q, params, st, dt, &error));
+      g_assert_true (piq_quantizer_quantize (q, recipe, st, dt, &error));
       g_assert_no_error (error);
       if (!same_bytes ("quantize", thread_counts[t], c->qdtype, expected, bytes_of (dt, qsize), c->n))
         return;
-      g_assert_true (piq_quantizer_quantize_raw (q, params, c->fdtype, src, c->n, raw, qsize, &error));
+      g_assert_true (piq_quantizer_quantize_raw (q, format, recipe, c->fdtype, src, shape, 1, raw, qsize,
+                                                 NULL, 0, NULL, 0, NULL, NULL, &error));
       g_assert_no_error (error);
       if (!same_bytes ("quantize_raw", thread_counts[t], c->qdtype, expected, raw, c->n))
         return;
@@ -164,7 +196,7 @@ test_dequantize (gconstpointer data)
 {
   const Case *c = data;
   g_autoptr (PiqQuantizer) q = piq_quantizer_new ();
-  g_autoptr (PiqParams) params = case_params (c);
+  g_autoptr (PiqFormat) format = case_format (c);
   gsize fsize = o_dtype_nbytes (c->fdtype, c->n), qsize = o_dtype_nbytes (c->qdtype, c->n);
   g_autofree guint8 *qbytes = g_malloc0 (qsize);
   g_autofree guint8 *prior = g_malloc (fsize);
@@ -180,8 +212,7 @@ test_dequantize (gconstpointer data)
   for (guint64 i = 0; i < c->n; i++)
     o_dequantize_elem (c->fdtype, expected, i, o_unpack (c->qdtype, qbytes, i), zp_for (c->qdtype),
                        scale_for (c->qdtype), c->op);
-  qt = tensor_copy_of (c->qdtype, c->n, qbytes);
-  piq_tensor_set_params (qt, params);
+  qt = quantized_copy_of (format, c->n, qbytes, scale_for (c->qdtype), zp_for (c->qdtype));
 
   for (gsize t = 0; t < G_N_ELEMENTS (thread_counts); t++)
     {
@@ -201,7 +232,8 @@ test_requantize (gconstpointer data)
 {
   const Case *c = data;
   g_autoptr (PiqQuantizer) q = piq_quantizer_new ();
-  g_autoptr (PiqParams) params = case_params (c);
+  g_autoptr (PiqFormat) format = case_format (c);
+  g_autoptr (PiqRecipe) recipe = case_recipe (c);
   gsize fsize = o_dtype_nbytes (c->fdtype, c->n);
   g_autofree guint8 *src = g_malloc (fsize);
   g_autofree guint8 *prior = g_malloc (fsize);
@@ -210,7 +242,7 @@ test_requantize (gconstpointer data)
   OQuant o;
 
   o_quant_init (&o, c->qdtype, scale_for (c->qdtype), zp_for (c->qdtype), c->mode,
-                piq_params_get_seed (params));
+                piq_recipe_get_seed (recipe));
   o_gen_source (c->fdtype, src, c->n, c->n ^ 0xDEF, &o);
   o_gen_prefill (c->fdtype, prior, c->n, c->n + 2, 3.0);
   memcpy (expected, prior, fsize);
@@ -226,7 +258,7 @@ test_requantize (gconstpointer data)
       g_autoptr (PiqTensor) in_place = tensor_copy_of (c->fdtype, c->n, src);
 
       piq_quantizer_set_n_threads (q, thread_counts[t]);
-      g_assert_true (piq_quantizer_requantize (q, params, st, dt, c->op, &error));
+      g_assert_true (piq_quantizer_requantize (q, format, recipe, st, dt, c->op, &error));
       g_assert_no_error (error);
       if (!same_bytes ("requantize", thread_counts[t], c->fdtype, expected, bytes_of (dt, fsize), c->n))
         return;
@@ -234,7 +266,7 @@ test_requantize (gconstpointer data)
        * the same as writing elsewhere */
       if (c->op == PIQ_REDUCE_SET)
         {
-          g_assert_true (piq_quantizer_requantize (q, params, in_place, in_place, c->op, &error));
+          g_assert_true (piq_quantizer_requantize (q, format, recipe, in_place, in_place, c->op, &error));
           g_assert_no_error (error);
           if (!same_bytes ("requantize in place", thread_counts[t], c->fdtype, expected,
                            bytes_of (in_place, fsize), c->n))
@@ -244,7 +276,11 @@ test_requantize (gconstpointer data)
 }
 
 /* min/max and abs-max do not depend on the order of the reduction: checked
- * against the binary32 formulas; mean/σ against the first thread count. */
+ * against the binary32 formulas; mean/σ against the first thread count.
+ * min/max and mean/σ run on an affine int8 format, abs-max on a symmetric
+ * one (the old ABS_MAX rule on integers), each rule named in the recipe.
+ * compute_params stores the scale (and, affine, the zero point) into the
+ * recipe. */
 static void
 test_compute (gconstpointer data)
 {
@@ -287,22 +323,29 @@ test_compute (gconstpointer data)
   for (gsize t = 0; t < G_N_ELEMENTS (thread_counts); t++)
     {
       g_autoptr (GError) error = NULL;
-      g_autoptr (PiqParams) params = piq_params_new (c->qdtype);
+      gboolean symmetric = c->rule == PIQ_SCALE_RULE_ABS_MAX;
+      g_autoptr (PiqFormat) format = symmetric ? piq_format_new_symmetric (c->qdtype) : piq_format_new (c->qdtype);
+      g_autoptr (PiqRecipe) recipe = piq_recipe_new ();
 
-      piq_params_set_scale_rule (params, c->rule);
+      piq_recipe_set_scale_rule (recipe, c->rule);
       piq_quantizer_set_n_threads (q, thread_counts[t]);
-      g_assert_true (piq_quantizer_compute_params (q, params, st, &error));
+      g_assert_true (piq_quantizer_compute_params (q, format, recipe, st, &error));
       g_assert_no_error (error);
+      g_assert_true (piq_recipe_has_scale (recipe));
+      /* a symmetric format has no zero point: none is stored (it would make
+       * the next call fail with PIQ_ERROR_INVALID_ZERO_POINT), and the
+       * recipe's zero point reads as the symmetric int8 one, 0 */
+      g_assert_cmpint (piq_recipe_has_zero_point (recipe), ==, !symmetric);
       if (c->rule == PIQ_SCALE_RULE_MEAN_STD && t == 0)
         {
-          exp_scale = piq_params_get_scale (params);
-          exp_zp = piq_params_get_zero_point (params);
+          exp_scale = piq_recipe_get_scale (recipe);
+          exp_zp = piq_recipe_get_zero_point (recipe);
           continue;
         }
-      if (piq_params_get_scale (params) != exp_scale || piq_params_get_zero_point (params) != exp_zp)
+      if (piq_recipe_get_scale (recipe) != exp_scale || piq_recipe_get_zero_point (recipe) != exp_zp)
         {
           g_test_fail_printf ("n-threads %u: scale %.17g zp %" G_GINT64_FORMAT ", expected %.17g %" G_GINT64_FORMAT,
-                              thread_counts[t], piq_params_get_scale (params), piq_params_get_zero_point (params),
+                              thread_counts[t], piq_recipe_get_scale (recipe), piq_recipe_get_zero_point (recipe),
                               exp_scale, exp_zp);
           return;
         }
@@ -320,7 +363,8 @@ static void
 test_fork (void)
 {
   g_autoptr (PiqQuantizer) q = piq_quantizer_new ();
-  g_autoptr (PiqParams) params = piq_params_new_affine (PIQ_DTYPE_UINT4, 0.25, 8);
+  g_autoptr (PiqFormat) format = piq_format_new (PIQ_DTYPE_UINT4);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (0.25, 8);
   g_autofree float *x = g_new (float, FORK_N);
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) src = NULL;
@@ -338,10 +382,10 @@ test_fork (void)
   g_assert_no_error (error);
 
   piq_quantizer_set_n_threads (q, 1);
-  serial = piq_quantizer_quantize_new (q, params, src, &error);
+  serial = piq_quantizer_quantize_new (q, format, recipe, src, &error);
   g_assert_no_error (error);
   piq_quantizer_set_n_threads (q, 4);
-  first = piq_quantizer_quantize_new (q, params, src, &error);   /* a parallel region ran */
+  first = piq_quantizer_quantize_new (q, format, recipe, src, &error);   /* a parallel region ran */
   g_assert_no_error (error);
   expected = bytes_of (serial, qsize);
   g_assert_cmpmem (bytes_of (first, qsize), qsize, expected, qsize);
@@ -352,7 +396,7 @@ test_fork (void)
     {
       /* child: another parallel call, then report through the exit status */
       GError *child_error = NULL;
-      PiqTensor *again = piq_quantizer_quantize_new (q, params, src, &child_error);
+      PiqTensor *again = piq_quantizer_quantize_new (q, format, recipe, src, &child_error);
       gsize size = 0;
       const guint8 *got;
 
@@ -384,7 +428,7 @@ test_fork (void)
 
   /* and the parent still works in parallel */
   {
-    g_autoptr (PiqTensor) after = piq_quantizer_quantize_new (q, params, src, &error);
+    g_autoptr (PiqTensor) after = piq_quantizer_quantize_new (q, format, recipe, src, &error);
     g_assert_no_error (error);
     g_assert_cmpmem (bytes_of (after, qsize), qsize, expected, qsize);
   }
@@ -413,23 +457,25 @@ worker_run (gpointer data)
   Worker *w = data;
   g_autoptr (PiqQuantizer) own = w->q == NULL ? piq_quantizer_new () : NULL;
   PiqQuantizer *q = w->q != NULL ? w->q : own;
-  g_autoptr (PiqParams) params = piq_params_new_affine (w->qdtype, scale_for (w->qdtype), zp_for (w->qdtype));
+  g_autoptr (PiqFormat) format = piq_format_new (w->qdtype);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new_affine (scale_for (w->qdtype), zp_for (w->qdtype));
   gsize qsize = o_dtype_nbytes (w->qdtype, CONC_N), fsize = o_dtype_nbytes (w->fdtype, CONC_N);
+  guint64 shape[1] = { CONC_N };
 
   if (own != NULL)
     piq_quantizer_set_n_threads (own, 2);
-  piq_params_set_round_mode (params, PIQ_ROUND_STOCHASTIC);
-  piq_params_set_seed (params, 1000 + w->qdtype);
+  piq_recipe_set_round_mode (recipe, PIQ_ROUND_STOCHASTIC);
+  piq_recipe_set_seed (recipe, 1000 + w->qdtype);
   w->ok = TRUE;
   for (guint r = 0; r < CONC_ROUNDS && w->ok; r++)
     {
       GError *error = NULL;
-      PiqTensor *dt = piq_tensor_new (w->qdtype, CONC_N, &error);
+      PiqTensor *dt = piq_tensor_new_quantized (format, shape, 1, &error);
       PiqTensor *rt = piq_tensor_new (w->fdtype, CONC_N, &error);
       gsize size = 0;
 
-      if (!piq_quantizer_quantize (q, params, w->src, dt, &error) ||
-          !piq_quantizer_requantize (q, params, w->src, rt, PIQ_REDUCE_SET, &error))
+      if (!piq_quantizer_quantize (q, recipe, w->src, dt, &error) ||
+          !piq_quantizer_requantize (q, format, recipe, w->src, rt, PIQ_REDUCE_SET, &error))
         {
           w->failure = g_strdup_printf ("round %u: %s", r, error != NULL ? error->message : "failed");
           w->ok = FALSE;

@@ -114,8 +114,8 @@ done
 check "help/help-quantize-same-text" cmp "$tmp/help1" "$tmp/help2"
 missing=
 for option in --dtype --preset --input-dtype --input-format --rounding --seed --scale-rule \
-              --no-include-zero --scale --zero-point --granularity --block-size --scale-dtype \
-              --double-quant --threads --no-progress; do
+              --no-include-zero --scale --zero-point --granularity --axis --symmetric --block-size \
+              --scale-dtype --double-quant --threads --no-progress; do
   grep -q -e "$option" "$tmp/help1" || missing="$missing $option"
 done
 "$tool" dequantize --help > "$tmp/help1" 2>&1
@@ -210,15 +210,31 @@ check_exit "usage/quantize/scale-dtype-unknown" 2 "scale-dtype must be f32, f16 
   "$tool" quantize -i f32 -g block --scale-dtype bf16 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/scale-dtype-per-tensor" 2 'scale-dtype applies to --granularity channel or block' \
   "$tool" quantize -i f32 --scale-dtype f16 "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/double-quant-per-tensor" 2 'per-tensor scale has nothing to compress' \
+check_exit "usage/quantize/double-quant-per-tensor" 2 'double quantization applies to the f32 per-block or per-channel scales' \
   "$tool" quantize -i f32 --double-quant "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/pow2-rule-f32-scales" 2 'need E8M0' \
+check_exit "usage/quantize/pow2-rule-f32-scales" 2 'power-of-two rules need MX elements with e8m0 scales' \
   "$tool" quantize -i f32 -d int8 -g block --scale-rule pow2-floor "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/channel-rows" 2 'not whole rows of 1000' \
+# Channels are an axis of the input's shape now, no longer rows of --block-size.
+check_exit "usage/quantize/channel-block-size" 2 'block-size applies to --granularity block' \
   "$tool" quantize -i f32 -d int8 -g channel -b 1000 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/axis-per-tensor" 2 'axis applies to --granularity channel' \
+  "$tool" quantize -i f32 -d int8 --axis 1 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/axis-range" 2 'axis needs a whole number from -8 to 7' \
+  "$tool" quantize -i f32 -d int8 -g channel --axis 8 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/axis-not-in-input" 2 'zeros.f32: .*axis' \
+  "$tool" quantize -i f32 -d int8 -g channel --axis 1 "$tmp/zeros.f32" "$tmp/a.piqt"
+# A rule that does not apply to the format is refused, never recorded unapplied.
+check_exit "usage/quantize/rule-not-for-format" 2 'min-max' \
+  "$tool" quantize -i f32 -p mxfp4 --scale-rule min-max "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/rule-not-for-symmetric" 2 'min-max' \
+  "$tool" quantize -i f32 -d int8 --symmetric --scale-rule min-max "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/seed-with-nearest" 2 'seed applies to --rounding stochastic' \
+  "$tool" quantize -i f32 --seed 5 "$tmp/zeros.f32" "$tmp/a.piqt"
+check_exit "usage/quantize/zero-point-code-format" 2 'zero point' \
+  "$tool" quantize -i f32 -d fp8_e4m3 --scale 1 --zero-point 0 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/granularity-unknown" 2 'must be tensor, channel or block' \
   "$tool" quantize -i f32 --granularity row "$tmp/zeros.f32" "$tmp/a.piqt"
-check_exit "usage/quantize/block-size-per-tensor" 2 'block-size applies to --granularity channel or block' \
+check_exit "usage/quantize/block-size-per-tensor" 2 'block-size applies to --granularity block' \
   "$tool" quantize -i f32 --block-size 64 "$tmp/zeros.f32" "$tmp/a.piqt"
 check_exit "usage/quantize/dtype-float" 2 'dtype must be one of uint2' \
   "$tool" quantize -i f32 --dtype f32 "$tmp/zeros.f32" "$tmp/a.piqt"
@@ -291,9 +307,9 @@ check_exit "file/dequantize/short-header" 1 'ends inside the container header' \
   "$tool" dequantize "$tmp/short.piqt" "$tmp/x.npy"
 { cat "$tmp/zeros.piqt"; printf 'x'; } > "$tmp/long.piqt"
 check_exit "file/dequantize/trailing-bytes" 1 'the file has' "$tool" dequantize "$tmp/long.piqt" "$tmp/x.npy"
-{ printf 'PIQT\002'; tail -c +6 "$tmp/zeros.piqt"; } > "$tmp/v2.piqt"
-check_exit "file/dequantize/version-2" 1 'version 2 is not supported' \
-  "$tool" dequantize "$tmp/v2.piqt" "$tmp/x.npy"
+{ printf 'PIQT\003'; tail -c +6 "$tmp/zeros.piqt"; } > "$tmp/v3.piqt"
+check_exit "file/dequantize/version-3" 1 'version 3 is not supported' \
+  "$tool" dequantize "$tmp/v3.piqt" "$tmp/x.npy"
 LC_ALL=C sed 's/^granularity=tensor$/granularity=row   /' "$tmp/zeros.piqt" > "$tmp/row.piqt"
 check_exit "file/dequantize/granularity-unknown" 1 "granularity 'row' is not supported" \
   "$tool" dequantize "$tmp/row.piqt" "$tmp/x.npy"
@@ -420,7 +436,7 @@ def read_container(path):
         fail("%s: no PIQT magic" % path)
     version = int.from_bytes(blob[4:8], "little")
     text_len = int.from_bytes(blob[8:12], "little")
-    if version != 1:
+    if version != 2:
         fail("%s: version %d" % (path, version))
     if (12 + text_len) % 64 != 0:
         fail("%s: data offset %d is not a multiple of 64" % (path, 12 + text_len))
@@ -700,6 +716,8 @@ for src in f32 f64 f16 bf16; do
   round_trip "$src/int16/stochastic" "$src" 4097 -d int16 --rounding stochastic --seed 12345
   round_trip "$src/uint8/stochastic" "$src" 70001 -r stochastic --seed 99 --threads 3
 done
+round_trip "f32/uint8/symmetric" f32 1000 --symmetric
+round_trip "f64/int4/symmetric" f64 77 -d int4 --symmetric
 round_trip "f32/int32/explicit" f32 513 -d int32 --scale 0.001 --zero-point -7
 round_trip "f64/uint64/explicit" f64 64 -d uint64 --scale 0.25 --zero-point 1000
 round_trip "f32/int2/explicit" f32 10 -d int2 --scale 1.5
@@ -824,9 +842,10 @@ fi
 # Each case quantizes an f32 .npy, dequantizes it twice (the same bytes both
 # times, and quantizing again gives the same container), and checks with
 # numpy: the container's keys and sizes (scales and zero points after the
-# data, ending the file), the round-trip error against a bound derived from
-# the format (below, per element, with a the absmax of its block, A the
-# tensor's), and for mxfp4, q8_0 and int8 per channel that the output is
+# data, ending the file) and its shape, the round-trip error against a bound
+# derived from the format (below, per element, with a the absmax of its block,
+# A the tensor's; blocks run along the last axis and never span two rows), and
+# for mxfp4, q8_0 and int8 per channel (axis 0 and 1) that the output is
 # exactly what an independent decoder of the documented layout gives.
 cat > "$tmp/formats.py" << 'PY'
 import sys
@@ -857,20 +876,30 @@ def read_piqt(path):
             blob[off + nd + ns:off + nd + ns + nz])
 
 
-def block_absmax(x, b):
-    n = x.size
-    pad = np.zeros(-n % b, np.float64)
-    blocks = np.abs(np.concatenate([x, pad])).reshape(-1, b).max(axis=1)
-    return np.repeat(blocks, b)[:n]
+def block_absmax(x2, b):
+    """Each element's block absmax: blocks of b along each row of x2."""
+    out = np.empty_like(x2)
+    for start in range(0, x2.shape[1], b):
+        out[:, start:start + b] = np.abs(x2[:, start:start + b]).max(axis=1, keepdims=True)
+    return out.ravel()
+
+
+def per_block(values, b, cols):
+    """One value per block of each row, repeated over the block's elements."""
+    v = np.asarray(values).reshape(-1, (cols + b - 1) // b)
+    return np.repeat(v, b, axis=1)[:, :cols].ravel()
 
 
 FP4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float32)
 
 
 def main(case, src, piqt, out, want):
-    x = np.load(src).astype(np.float64).ravel()
+    a = np.load(src)
+    x = a.astype(np.float64).ravel()
+    x2 = a.astype(np.float64).reshape(-1, a.shape[-1])
+    cols = a.shape[-1]
     y = np.load(out)
-    if y.shape != np.load(src).shape or y.dtype != np.float32:
+    if y.shape != a.shape or y.dtype != np.float32:
         fail("output %s %s" % (y.shape, y.dtype))
     y = y.astype(np.float64).ravel()
     keys, data, scales, zps = read_piqt(piqt)
@@ -878,47 +907,55 @@ def main(case, src, piqt, out, want):
         k, v = kv.split("=")
         if keys.get(k) != v:
             fail("%s=%s, want %s" % (k, keys.get(k), v))
+    if keys.get("shape") != ",".join(str(e) for e in a.shape):
+        fail("shape=%s, the input's is %r" % (keys.get("shape"), a.shape))
     err = np.abs(y - x)
     A = np.abs(x).max()
     eps = 1e-6 * A
     if case == "mxfp4":
         # E8M0 scale s = 2^(floor(log2 a) - 2): |x|/s < 8, the codes reach 6
         # with steps of 2 at the top: error <= 2s <= a/2.
-        bound = 0.5 * block_absmax(x, 32)
+        bound = 0.5 * block_absmax(x2, 32)
         e = np.frombuffer(scales, np.uint8).astype(np.float64)
         c = np.frombuffer(data, np.uint8)
         codes = np.stack([c & 15, c >> 4], axis=1).ravel()[:x.size]
-        ref = np.where(codes & 8, -1, 1) * FP4[codes & 7] * np.repeat(2.0 ** (e - 127), 32)[:x.size]
+        ref = np.where(codes & 8, -1, 1) * FP4[codes & 7] * per_block(2.0 ** (e - 127), 32, cols)
     elif case in ("nf4", "nf4-per-tensor"):
         # the widest gap of the NF4 table is 1 - 0.6962 = 0.3038: half of it
-        b = 64 if case == "nf4" else x.size
-        bound = 0.1520 * block_absmax(x, b)
+        bound = 0.1520 * (block_absmax(x2, 64) if case == "nf4" else np.full(x.size, A))
     elif case == "nf4-dq":
         # as nf4, plus the scale's error: half a step of the dynamic map near
         # 1 (0.9/64/2 < 0.0071) times the chunk maximum (<= A)
-        bound = 0.1520 * block_absmax(x, 64) + 0.0071 * A
+        bound = 0.1520 * block_absmax(x2, 64) + 0.0071 * A
     elif case == "q8_0":
         # d = a/127 stored as f16: half a step, plus 127 times d's rounding
-        d_bound = block_absmax(x, 32) / 127
+        d_bound = block_absmax(x2, 32) / 127
         bound = d_bound / 2 + 127 * d_bound * 2.0 ** -11
         blocks = np.frombuffer(data, np.uint8).reshape(-1, 34)
         d = blocks[:, :2].copy().view(np.float16).astype(np.float32).ravel()
         q = blocks[:, 2:].copy().view(np.int8).astype(np.float32)
-        ref = (q * d[:, None]).ravel()
+        nb = (cols + 31) // 32
+        ref = (q * d[:, None]).reshape(-1, nb * 32)[:, :cols].ravel()
     elif case == "msfp16":
         # 7-bit magnitudes under a box exponent E with every |x| < 2^(E-127)
         # <= 4a: half a step of 2^(E-127-7) <= a/64
-        bound = block_absmax(x, 16) / 64
+        bound = block_absmax(x2, 16) / 64
     elif case == "int8-channel":
-        # affine per row: scale = range/255 (0 included); the rounded zero
-        # point may shift the grid by half a step: error <= one step
-        rows = np.load(src).reshape(-1, np.load(src).shape[-1]).astype(np.float64)
-        rng = np.maximum(rows.max(axis=1), 0) - np.minimum(rows.min(axis=1), 0)
-        bound = np.repeat(rng / 255, rows.shape[1])
+        # affine per index of the axis: scale = range/255 (0 included); the
+        # rounded zero point may shift the grid by half a step: error <= one
+        # step
+        axis = int(keys["axis"]) % a.ndim
+        chans = np.moveaxis(a.astype(np.float64), axis, 0).reshape(a.shape[axis], -1)
+        rng = np.maximum(chans.max(axis=1), 0) - np.minimum(chans.min(axis=1), 0)
+        along = [1] * a.ndim
+        along[axis] = a.shape[axis]
+        bound = np.broadcast_to((rng / 255).reshape(along), a.shape).ravel()
         s = np.frombuffer(scales, np.float32)
         z = np.frombuffer(zps, np.int32)
-        q = np.frombuffer(data, np.int8).reshape(rows.shape).astype(np.int64)
-        ref = ((q - z[:, None]).astype(np.float32) * s[:, None]).ravel()
+        if s.size != a.shape[axis] or z.size != a.shape[axis]:
+            fail("%d scales and %d zero points for %d channels" % (s.size, z.size, a.shape[axis]))
+        q = np.frombuffer(data, np.int8).reshape(a.shape).astype(np.int64)
+        ref = ((q - z.reshape(along)).astype(np.float32) * s.reshape(along)).ravel()
     elif case == "fp8":
         # per tensor, scale A/448: 3 mantissa bits (half a step is |x|/16 at
         # most) or a subnormal step of 2^-9 scale
@@ -937,7 +974,49 @@ def main(case, src, piqt, out, want):
                  % (i, np.load(out).ravel()[i], ref[i]))
 
 
-if sys.argv[1] == "make":
+def to_v1(src, dst):
+    """Rewrites a version 2 container whose bytes version 1 lays out alike
+    (per tensor; per channel on axis 0 of a 2-D array; per block with no
+    block across rows) as version 1: channels as rows of block_size, the
+    symmetric key gone (the rule told), per tensor no saturate, double_quant
+    or sizes, and high_nibble_first only when true."""
+    blob = open(src, "rb").read()
+    h = int.from_bytes(blob[8:12], "little")
+    pairs = [line.strip().split("=", 1) for line in blob[12:12 + h].decode().split("\n")
+             if line.strip()]
+    keys = dict(pairs)
+    g = keys["granularity"]
+    shape = keys["shape"].split(",")
+    out = []
+    for k, v in pairs:
+        if k in ("axis", "symmetric"):
+            continue
+        if g == "tensor" and k in ("saturate", "double_quant", "scales_bytes",
+                                   "zero_points_bytes"):
+            continue
+        if g == "tensor" and k == "high_nibble_first" and v == "false":
+            continue
+        out.append((k, v))
+    if g == "channel":
+        if keys["axis"] != "0" or len(shape) != 2:
+            fail("%s: version 1 has channels on axis 0 of 2-D arrays only" % src)
+        out.append(("block_size", shape[1]))
+    if g == "block" and len(shape) > 1 and int(shape[-1]) % int(keys["block_size"]):
+        fail("%s: blocks of version 1 would span rows" % src)
+    if g != "tensor" and "include_zero" not in keys:
+        out.append(("include_zero", "true"))
+    text = "".join("%s=%s\n" % kv for kv in out)
+    pad = -(12 + len(text)) % 64
+    if pad:
+        text += " " * (pad - 1) + "\n"
+    with open(dst, "wb") as f:
+        f.write(b"PIQT" + (1).to_bytes(4, "little") + len(text).to_bytes(4, "little"))
+        f.write(text.encode() + blob[12 + h:])
+
+
+if sys.argv[1] == "to-v1":
+    to_v1(sys.argv[2], sys.argv[3])
+elif sys.argv[1] == "make":
     rng = np.random.default_rng(11)
     x = rng.standard_normal((6, 96)) * np.exp(rng.uniform(-3, 3, (6, 1)))
     x[2, 5] = 40.0          # an outlier: its block's scale, not the others'
@@ -969,22 +1048,35 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   format_case mxfp4 mxfp4 "$tmp/w.npy" \
     granularity=block,dtype=fp4_e2m1,block_size=32,scale_dtype=e8m0,scale_rule=pow2-floor,scales_bytes=18,zero_points_bytes=0 \
     --preset mxfp4
-  format_case mxfp4-ragged mxfp4 "$tmp/v.npy" granularity=block,scales_bytes=16 -p mxfp4
+  # 5 rows of 100: four blocks per row (32, 32, 32, 4), none across rows
+  format_case mxfp4-ragged mxfp4 "$tmp/v.npy" granularity=block,scales_bytes=20 -p mxfp4
+  # rows of 96: blocks of 64 and 32, two scales per row
   format_case nf4 nf4 "$tmp/w.npy" \
-    granularity=block,dtype=nf4,block_size=64,scale_dtype=f32,high_nibble_first=true,double_quant=false,scales_bytes=36 \
+    granularity=block,dtype=nf4,block_size=64,scale_dtype=f32,high_nibble_first=true,double_quant=false,scales_bytes=48 \
     --preset nf4
   format_case nf4-double-quant nf4-dq "$tmp/w.npy" double_quant=true,high_nibble_first=true \
     --preset nf4 --double-quant
   format_case nf4-per-tensor nf4-per-tensor "$tmp/w.npy" granularity=tensor,dtype=nf4 -d nf4
   format_case q8_0 q8_0 "$tmp/w.npy" dtype=q8_0,data_bytes=612,scales_bytes=0,zero_points_bytes=0 \
     --preset q8_0
+  # the ggml types exist per block only: -d alone quantizes per block
+  format_case q8_0-dtype q8_0 "$tmp/w.npy" dtype=q8_0,granularity=block,block_size=32,data_bytes=612 \
+    -d q8_0
   format_case msfp16 msfp16 "$tmp/w.npy" dtype=bfp7,block_size=16,scale_dtype=e8m0,scales_bytes=36 \
     --preset msfp16
   format_case int8-channel int8-channel "$tmp/w.npy" \
-    granularity=channel,block_size=96,scale_rule=min-max,scales_bytes=24,zero_points_bytes=24 \
+    granularity=channel,axis=0,symmetric=false,scale_rule=min-max,scales_bytes=24,zero_points_bytes=24 \
     -d int8 -g channel
-  format_case int8-channel-ragged-rows int8-channel "$tmp/v.npy" block_size=100,zero_points_bytes=20 \
+  format_case int8-channel-ragged-rows int8-channel "$tmp/v.npy" axis=0,zero_points_bytes=20 \
     -d int8 --granularity channel
+  # 2-D per channel: axis 0 (the default, one scale per row) and axis 1 (one
+  # per column), from the same .npy
+  format_case int8-channel-axis-0 int8-channel "$tmp/w.npy" \
+    granularity=channel,axis=0,scales_bytes=24,zero_points_bytes=24 -d int8 -g channel --axis 0
+  format_case int8-channel-axis-1 int8-channel "$tmp/w.npy" \
+    granularity=channel,axis=1,scales_bytes=384,zero_points_bytes=384 -d int8 -g channel --axis 1
+  format_case int8-channel-axis-minus-1 int8-channel "$tmp/v.npy" \
+    granularity=channel,axis=-1,scales_bytes=400,zero_points_bytes=400 -d int8 -g channel -a -1
   format_case fp8_e4m3 fp8 "$tmp/w.npy" granularity=tensor,dtype=fp8_e4m3,scale_rule=abs-max \
     -d fp8_e4m3 --scale-rule abs-max
   format_case fp8_e4m3-preset fp8 "$tmp/w.npy" granularity=tensor,dtype=fp8_e4m3 -p fp8_e4m3
@@ -1002,10 +1094,10 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   piqt=$tmp/fmt-nf4.piqt
   size=$(wc -c < "$piqt")
   head -c $((size - 4)) "$piqt" > "$tmp/cut.piqt"
-  check_exit "formats/dequantize/scales-cut" 1 '36 of scales' \
+  check_exit "formats/dequantize/scales-cut" 1 '48 of scales' \
     "$tool" dequantize "$tmp/cut.piqt" "$tmp/x.npy"
   LC_ALL=C sed 's/^block_size=64$/block_size=32/' "$piqt" > "$tmp/bs.piqt"
-  check_exit "formats/dequantize/sizes-disagree" 1 'scales_bytes is 36 .* take 72 and 0' \
+  check_exit "formats/dequantize/sizes-disagree" 1 'scales_bytes is 48 .* take 72 and 0' \
     "$tool" dequantize "$tmp/bs.piqt" "$tmp/x.npy"
   LC_ALL=C sed 's/^scale_dtype=f32$/scale_dtype=xyz/' "$piqt" > "$tmp/sd.piqt"
   check_exit "formats/dequantize/scale-dtype" 1 "scale_dtype 'xyz' is not f32, f16 or e8m0" \
@@ -1013,6 +1105,27 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   LC_ALL=C sed 's/^saturate=true$/saturate=maybe/' "$piqt" > "$tmp/sat.piqt"
   check_exit "formats/dequantize/bool" 1 "saturate 'maybe' is not true or false" \
     "$tool" dequantize "$tmp/sat.piqt" "$tmp/x.npy"
+  LC_ALL=C sed 's/^symmetric=/xymmetric=/' "$piqt" > "$tmp/nosym.piqt"
+  check_exit "formats/dequantize/format-key-missing" 1 "has no 'symmetric'" \
+    "$tool" dequantize "$tmp/nosym.piqt" "$tmp/x.npy"
+
+  # Version 1 containers (piquant before shaped tensors) are still read:
+  # rewritten from version 2 files whose bytes version 1 lays out alike, they
+  # dequantize to the same floats. Per tensor, per channel (rows), per block
+  # with E8M0 scales, and symmetric integer blocks (the abs-max rule of
+  # version 1) of a raw file.
+  "$tool" quantize -i f32 -p int8_block "$tmp/raw-f32.bin" "$tmp/int8-block-1d.piqt" > /dev/null 2>&1
+  for name in f32/uint8/min-max fmt-mxfp4 fmt-int8-channel int8-block-1d; do
+    v2=$tmp/$name.piqt v1=$tmp/$name.v1.piqt
+    if err=$("$numpy_python" "$tmp/formats.py" to-v1 "$v2" "$v1" 2>&1) &&
+       err=$("$tool" dequantize "$v2" "$v2.npy" 2>&1) &&
+       err=$("$tool" dequantize "$v1" "$v1.npy" 2>&1) &&
+       err=$(cmp "$v2.npy" "$v1.npy" 2>&1); then
+      ok "container/version-1/$name"
+    else
+      not_ok "container/version-1/$name" "$err"
+    fi
+  done
 else
   skip "formats/round-trips" "no python3 with numpy"
 fi

@@ -18,8 +18,9 @@ _piquant_options()
     case $1 in
         quantize)
             echo "--help --dtype --preset --input-dtype --input-format --rounding --seed" \
-                 "--scale-rule --no-include-zero --scale --zero-point --granularity" \
-                 "--block-size --scale-dtype --double-quant --threads --no-progress" ;;
+                 "--scale-rule --no-include-zero --scale --zero-point --granularity --axis" \
+                 "--symmetric --block-size --scale-dtype --double-quant --threads" \
+                 "--no-progress" ;;
         dequantize)
             echo "--help --output-dtype --format --threads --no-progress" ;;
         demo)
@@ -101,8 +102,8 @@ _piquant()
             COMPREPLY=($(compgen -W "$("${words[0]}" info --presets 2> /dev/null)" -- "$cur"))
             return ;;
         quantize:--scale-rule)
-            COMPREPLY=($(compgen -W "min-max abs-max mean-std pow2-floor pow2-ceil pow2-even
-                                     pow2-rceil" -- "$cur")); return ;;
+            COMPREPLY=($(compgen -W "default min-max abs-max mean-std pow2-floor pow2-ceil
+                                     pow2-even pow2-rceil" -- "$cur")); return ;;
         quantize:--granularity | quantize:-g)
             COMPREPLY=($(compgen -W "tensor channel block" -- "$cur")); return ;;
         quantize:--scale-dtype)
@@ -111,7 +112,8 @@ _piquant()
             COMPREPLY=($(compgen -W "scalar sse4-2 avx2 avx512 avx512-bf16 avx512-fp16 neon" \
                                  -- "$cur")); return ;;
         quantize:--seed | quantize:-s | quantize:--scale | quantize:--zero-point | quantize:-z | \
-        quantize:--block-size | quantize:-b | quantize:--threads | quantize:-t | \
+        quantize:--block-size | quantize:-b | quantize:--axis | quantize:-a | \
+        quantize:--threads | quantize:-t | \
         dequantize:--threads | dequantize:-t | \
         demo:--elements | demo:-n | demo:--seed | demo:-s | demo:--threads | demo:-t | \
         bench:--elements | bench:-n | bench:--threads | bench:-t | bench:--repeat | bench:-r | \
@@ -133,7 +135,8 @@ _piquant()
         word=${words[i]}
         case $word in
             --*=*) ;;
-            --no-include-zero | --double-quant | --no-progress | --json | --no-overhead | \
+            --no-include-zero | --symmetric | --double-quant | --no-progress | --json | \
+            --no-overhead | \
             --presets | --help | -h) ;;
             -*) ((i++)) ;;
             *) ((n_args++)) ;;

@@ -264,7 +264,7 @@ cmd_info (const Command *command, int argc, char **argv)
     return EXIT_USAGE;
   if (presets)
     {
-      g_autofree const char **names = piq_params_list_presets ();
+      g_autofree const char **names = piq_format_list_presets ();
 
       for (const char **name = names; *name != NULL; name++)
         g_print ("%s\n", *name);
@@ -495,7 +495,7 @@ static const Column demo_columns[] = {
   { NULL,         "SQNR dB",     7 },
 };
 
-/* The formats table: one row per preset (piq_params_list_presets()). B/elem
+/* The formats table: one row per preset (piq_format_list_presets()). B/elem
  * counts the codes and the scales and zero points stored beside them. */
 static const Column format_columns[] = {
   { NULL,         "preset",    -10 },
@@ -633,7 +633,8 @@ print_demo_row (const DemoRow *row, guint64 n_elements)
 /* One row of the formats table. */
 typedef struct {
   const char  *preset;
-  PiqParams   *params;
+  PiqFormat   *format;
+  PiqRoundMode round_mode;
   double       bytes_per_element;   /* codes, scales and zero points */
   Timing       quantize;
   Timing       dequantize;
@@ -647,22 +648,22 @@ print_format_row (const FormatRow *row, guint64 n_elements)
 {
   const Timing *timings[] = { &row->quantize, &row->dequantize };
   char *cells[G_N_ELEMENTS (format_columns)];
-  PiqParams *params = row->params;
+  PiqFormat *format = row->format;
   guint c = 0;
 
   cells[c++] = g_strdup (row->preset);
-  cells[c++] = g_strdup (piq_dtype_get_name (piq_params_get_dtype (params)));
-  if (piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR)
+  cells[c++] = g_strdup (piq_dtype_get_name (piq_format_get_dtype (format)));
+  if (piq_format_get_granularity (format) == PIQ_GRANULARITY_TENSOR)
     {
       cells[c++] = g_strdup ("tensor");
       cells[c++] = g_strdup ("f32");
     }
   else
     {
-      cells[c++] = g_strdup_printf ("%u", piq_params_get_block_size (params));
-      cells[c++] = g_strdup (piq_dtype_get_name (piq_params_get_scale_dtype (params)));
+      cells[c++] = g_strdup_printf ("%u", piq_format_get_block_size (format));
+      cells[c++] = g_strdup (piq_dtype_get_name (piq_format_get_scale_dtype (format)));
     }
-  cells[c++] = g_strdup (enum_nick (PIQ_TYPE_ROUND_MODE, piq_params_get_round_mode (params)));
+  cells[c++] = g_strdup (enum_nick (PIQ_TYPE_ROUND_MODE, row->round_mode));
   cells[c++] = g_strdup_printf ("%.4f", row->bytes_per_element);
   c = timing_cells (cells, c, timings, G_N_ELEMENTS (timings), n_elements);
   cells[c++] = g_strdup_printf ("%.3e", row->mae);
@@ -676,12 +677,12 @@ bytes_size (GBytes *bytes)
   return bytes != NULL ? g_bytes_get_size (bytes) : 0;
 }
 
-/* Quantizes the input into @packed with @params and dequantizes it back into the
- * f32 output, timing both calls, and measures the round trip's squared error:
- * what the integer and the format tables share. */
+/* Quantizes the input into @packed (whose format decides how) with @recipe and
+ * dequantizes it back into the f32 output, timing both calls, and measures the
+ * round trip's squared error: what the integer and the format tables share. */
 static gboolean
 time_round_trip (const Demo  *demo,
-                 PiqParams   *params,
+                 PiqRecipe   *recipe,
                  PiqTensor   *packed,
                  Timing      *quantize,
                  Timing      *dequantize,
@@ -694,7 +695,7 @@ time_round_trip (const Demo  *demo,
   gint64 start;
 
   start = g_get_monotonic_time ();
-  if (!piq_quantizer_quantize (demo->quantizer, params, demo->input, packed, error))
+  if (!piq_quantizer_quantize (demo->quantizer, recipe, demo->input, packed, error))
     return FALSE;
   quantize->usec = g_get_monotonic_time () - start;
 
@@ -710,12 +711,20 @@ time_round_trip (const Demo  *demo,
   return TRUE;
 }
 
+/* A seed goes with stochastic rounding only: nearest rounding takes none. */
+static void
+set_demo_rounding (const Demo *demo, PiqRecipe *recipe, PiqRoundMode mode)
+{
+  piq_recipe_set_round_mode (recipe, mode);
+  piq_recipe_set_seed (recipe, mode == PIQ_ROUND_STOCHASTIC ? demo->options->seed : 0);
+}
+
 /* The round trip of one preset: quantize (which derives the block scales)
  * and dequantize, both timed; per-tensor presets get their scale from the
- * data first, untimed, by the preset's abs-max rule. */
+ * data first, untimed, by the format's own rule (abs-max). */
 static gboolean
 measure_format (const Demo   *demo,
-                PiqParams    *params,
+                PiqRecipe    *recipe,
                 PiqTensor    *packed,
                 FormatRow    *row,
                 GError      **error)
@@ -725,7 +734,7 @@ measure_format (const Demo   *demo,
   g_autoptr(GBytes) zero_points = NULL;
   gsize stored;
 
-  if (!time_round_trip (demo, params, packed, &row->quantize, &row->dequantize, &row->rmse,
+  if (!time_round_trip (demo, recipe, packed, &row->quantize, &row->dequantize, &row->rmse,
                         &row->sqnr_db, error))
     return FALSE;
 
@@ -745,28 +754,29 @@ static gboolean
 demo_preset (const Demo *demo, const char *name, GError **error)
 {
   g_autoptr(GEnumClass) round_modes = g_type_class_ref (PIQ_TYPE_ROUND_MODE);
-  g_autoptr(PiqParams) params = piq_params_new_preset (name, error);
+  g_autoptr(PiqFormat) format = piq_format_new_preset (name, error);
+  g_autoptr(PiqRecipe) recipe = piq_recipe_new ();
   g_autoptr(PiqTensor) packed = NULL;
+  guint64 shape[1] = { demo->options->n_elements };
 
-  if (params == NULL)
+  if (format == NULL)
     return FALSE;
-  piq_params_set_seed (params, demo->options->seed);
-  if (piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR &&
-      !piq_quantizer_compute_params (demo->quantizer, params, demo->input, error))
+  if (piq_format_get_granularity (format) == PIQ_GRANULARITY_TENSOR &&
+      !piq_quantizer_compute_params (demo->quantizer, format, recipe, demo->input, error))
     return FALSE;
-  packed = piq_tensor_new (piq_params_get_dtype (params), demo->options->n_elements, error);
+  packed = piq_tensor_new_quantized (format, shape, 1, error);
   if (packed == NULL)
     return FALSE;
 
   for (guint i = 0; i < round_modes->n_values; i++)
     {
       PiqRoundMode mode = round_modes->values[i].value;
-      FormatRow row = { .preset = name, .params = params };
+      FormatRow row = { .preset = name, .format = format, .round_mode = mode };
 
       if ((demo->options->round_modes & (1u << mode)) == 0)
         continue;
-      piq_params_set_round_mode (params, mode);
-      if (!measure_format (demo, params, packed, &row, error))
+      set_demo_rounding (demo, recipe, mode);
+      if (!measure_format (demo, recipe, packed, &row, error))
         return FALSE;
       print_format_row (&row, demo->options->n_elements);
       fflush (stdout);
@@ -774,43 +784,44 @@ demo_preset (const Demo *demo, const char *name, GError **error)
   return TRUE;
 }
 
-/* Quantizes the input into @packed with @params, dequantizes it back into
+/* Quantizes the input into @packed with @recipe, dequantizes it back into
  * the f32 output and measures both calls and the round-trip error. */
 static gboolean
 measure_round_trip (const Demo  *demo,
-                    PiqParams   *params,
+                    PiqRecipe   *recipe,
                     PiqTensor   *packed,
                     DemoRow     *row,
                     GError     **error)
 {
   gsize traffic = piq_tensor_get_n_bytes (demo->input) + piq_tensor_get_n_bytes (packed);
 
-  row->dtype = piq_params_get_dtype (params);
-  row->round_mode = piq_params_get_round_mode (params);
-  row->scale = piq_params_get_scale (params);
-  row->zero_point = piq_params_get_zero_point (params);
+  row->dtype = piq_tensor_get_dtype (packed);
+  row->round_mode = piq_recipe_get_round_mode (recipe);
+  row->scale = piq_recipe_get_scale (recipe);
+  row->zero_point = piq_recipe_get_zero_point (recipe);
 
   row->quantize.bytes = row->dequantize.bytes = traffic;
-  return time_round_trip (demo, params, packed, &row->quantize, &row->dequantize, &row->rmse,
+  return time_round_trip (demo, recipe, packed, &row->quantize, &row->dequantize, &row->rmse,
                           &row->sqnr_db, error);
 }
 
-/* One row per selected rounding mode for @dtype. The parameters do not
- * depend on the rounding mode, so they are computed once. */
+/* One row per selected rounding mode for @dtype, in its affine format (whose
+ * own rule is min/max). The scale and zero point do not depend on the
+ * rounding mode, so they are computed once, into the recipe. */
 static gboolean
 demo_dtype (const Demo *demo, PiqDtype dtype, GError **error)
 {
   g_autoptr(GEnumClass) round_modes = g_type_class_ref (PIQ_TYPE_ROUND_MODE);
-  g_autoptr(PiqParams) params = piq_params_new (dtype);
+  g_autoptr(PiqFormat) format = piq_format_new (dtype);
+  g_autoptr(PiqRecipe) recipe = piq_recipe_new ();
   g_autoptr(PiqTensor) packed = NULL;
+  guint64 shape[1] = { demo->options->n_elements };
 
-  piq_params_set_scale_rule (params, PIQ_SCALE_RULE_MIN_MAX);
-  piq_params_set_seed (params, demo->options->seed);
-  if (!piq_quantizer_compute_params (demo->quantizer, params, demo->input, error))
+  if (!piq_quantizer_compute_params (demo->quantizer, format, recipe, demo->input, error))
     return FALSE;
 
-  /* piq_tensor_new() zero-fills: its page faults are not timed as quantize. */
-  packed = piq_tensor_new (dtype, demo->options->n_elements, error);
+  /* Allocated before the rows: its page faults are not timed as quantize. */
+  packed = piq_tensor_new_quantized (format, shape, 1, error);
   if (packed == NULL)
     return FALSE;
 
@@ -821,8 +832,8 @@ demo_dtype (const Demo *demo, PiqDtype dtype, GError **error)
 
       if ((demo->options->round_modes & (1u << mode)) == 0)
         continue;
-      piq_params_set_round_mode (params, mode);
-      if (!measure_round_trip (demo, params, packed, &row, error))
+      set_demo_rounding (demo, recipe, mode);
+      if (!measure_round_trip (demo, recipe, packed, &row, error))
         return FALSE;
       print_demo_row (&row, demo->options->n_elements);
       /* rows arrive a second or so apart: show each at once, also in a pipe */
@@ -859,9 +870,10 @@ print_demo_footer (void)
 static gboolean
 warm_up (const Demo *demo, GError **error)
 {
-  g_autoptr(PiqParams) params = piq_params_new_affine (PIQ_DTYPE_UINT8, 1.0, 0);
+  g_autoptr(PiqFormat) format = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqRecipe) recipe = piq_recipe_new_affine (1.0, 0);
 
-  return piq_quantizer_requantize (demo->quantizer, params, demo->input, demo->output,
+  return piq_quantizer_requantize (demo->quantizer, format, recipe, demo->input, demo->output,
                                    PIQ_REDUCE_SET, error);
 }
 
@@ -919,7 +931,7 @@ run_demo (const DemoOptions *options, GError **error)
   g_print ("\nformats: the presets, scales derived by each (per block, or abs-max per tensor); "
            "B/elem includes the scales\n\n");
   print_table_header (format_columns, G_N_ELEMENTS (format_columns));
-  presets = piq_params_list_presets ();
+  presets = piq_format_list_presets ();
   for (guint i = 0; presets[i] != NULL; i++)
     if (!demo_preset (&demo, presets[i], error))
       return FALSE;
@@ -960,7 +972,8 @@ typedef struct {
 
 typedef struct {
   PiqQuantizer *quantizer;
-  PiqParams    *params;
+  PiqFormat    *format;
+  PiqRecipe    *recipe;
 } BenchApi;
 
 static gboolean
@@ -1080,9 +1093,11 @@ bench_api_setup (void *user_data, double scale, int64_t zero_point)
 {
   BenchApi *api = user_data;
 
-  g_clear_object (&api->params);
-  api->params = piq_params_new_affine (PIQ_DTYPE_UINT8, scale, zero_point);
-  return api->params != NULL ? 0 : -1;
+  if (api->format == NULL)
+    api->format = piq_format_new (PIQ_DTYPE_UINT8);
+  g_clear_object (&api->recipe);
+  api->recipe = piq_recipe_new_affine (scale, zero_point);
+  return api->recipe != NULL ? 0 : -1;
 }
 
 /* One public call, as an application makes it: checks, parameter validation,
@@ -1091,9 +1106,11 @@ static int
 bench_api_quantize_u8 (void *user_data, const float *src, size_t n, uint8_t *dst)
 {
   BenchApi *api = user_data;
+  guint64 shape[1] = { n };
 
-  return piq_quantizer_quantize_raw (api->quantizer, api->params, PIQ_DTYPE_F32, src, n,
-                                     dst, n, NULL) ? 0 : -1;
+  return piq_quantizer_quantize_raw (api->quantizer, api->format, api->recipe, PIQ_DTYPE_F32,
+                                     src, shape, 1, dst, n, NULL, 0, NULL, 0, NULL, NULL,
+                                     NULL) ? 0 : -1;
 }
 
 static int
@@ -1126,81 +1143,86 @@ cmd_bench (const Command *command, int argc, char **argv)
   cmd.bench.api = &api;
   cmd.bench.program_name = g_get_prgname ();
   status = piq_bench_run (&cmd.bench, stdout);
-  g_clear_object (&api_data.params);
+  g_clear_object (&api_data.format);
+  g_clear_object (&api_data.recipe);
   g_free (cmd.op);
   return status == 0 ? EXIT_OK : status == 2 ? EXIT_USAGE : EXIT_RUNTIME;
 }
 
 /* ---- files: what quantize and dequantize share ---- */
 
-/* The container that `piquant quantize` writes (".piqt"), version 1. All
+/* The container that `piquant quantize` writes (".piqt"), version 2. All
  * numbers are little-endian; the tool refuses to run on big-endian hosts
  * rather than write or read the packed data in the wrong order.
  *
  *   offset 0   4 bytes   magic "PIQT"
- *   offset 4   u32       format version, 1
+ *   offset 4   u32       format version, 2
  *   offset 8   u32       H, the byte length of the header text that follows,
  *                        padding included; 12 + H is a multiple of 64
  *   offset 12  H bytes   UTF-8 text, one KEY=VALUE per line, each line ending
  *                        in '\n'; padded with spaces and a final '\n'
- *   12 + H               the packed elements exactly as piquant lays them out
- *                        (see PiqDtype), data_bytes of them
- *   12 + H + data_bytes  per-channel and per-block quantization only: the
- *                        scales, scales_bytes of them, exactly as
+ *   12 + H               the packed codes exactly as the quantized tensor
+ *                        holds them (piq_tensor_get_data(); see PiqDtype; a
+ *                        block never spans two rows), data_bytes of them
+ *   12 + H + data_bytes  the scales, scales_bytes of them, exactly as
  *                        piq_tensor_get_scales() holds them (f32, f16 or E8M0
- *                        per block, or the double-quantized form), then the
- *                        zero points, zero_points_bytes of them (int32 per
- *                        block, affine integer blocks only); nothing follows
- *                        (per tensor, the data ends the file)
+ *                        per channel or block, or the double-quantized form),
+ *                        then the zero points, zero_points_bytes of them
+ *                        (int32 per channel or block, affine integers only);
+ *                        both are 0 per tensor; nothing follows
  *
  * Keys (readers ignore blank lines and keys they do not know; a change of
- * meaning takes a new version number):
+ * meaning takes a new version number). The tensor's shape and its whole
+ * PiqFormat are recorded, so that dequantize needs nothing else:
  *   creator       "piquant 1.0.0"                         informative
  *   dtype         quantized type: uint8, int4, …          required
  *   n_elements    element count                           required
  *   shape         extents, comma-separated ("2,3"; empty for a 0-d array;
  *                 the element count for raw input)        required
- *   granularity   "tensor" (one scale and zero point for all elements),
- *                 "channel" or "block" (a scale per block_size elements,
- *                 after the data)                         required
- *   scale         %.17g, so the binary64 value round-trips required (tensor)
- *   zero_point    integer                                 required (tensor)
- *   source_dtype  f32, f64, f16 or bf16                   required
- *   data_bytes    bytes of packed data after the header   required
- *   round_mode    nearest or stochastic                   informative
- *   seed          the stochastic-rounding seed used       informative
- *   scale_rule    a PiqScaleRule nick (min-max, abs-max, mean-std,
- *                 pow2-floor, …) or, per tensor, explicit  informative
- *                                                         (tensor), required
- *                                                         (channel, block)
- *   include_zero  true or false                           informative
- *                                                         (tensor: min-max
- *                                                         only), required
- *                                                         (channel, block)
- *   high_nibble_first  true when the 4-bit codes of a byte are stored high
- *                 nibble first (bitsandbytes order); per tensor written only
- *                 when true; absent means false           required (when true)
- *
- * Keys of granularity channel and block, all required there:
- *   block_size    elements per scale: the row length for channel, the last
- *                 block may be shorter for block
+ *   granularity   "tensor" (one scale and zero point), "channel" (one per
+ *                 index of axis) or "block" (one per block_size elements
+ *                 along the last axis)                    required
+ *   axis          the channel axis, negative from the end required (channel)
+ *   block_size    elements per block; each row's last block may be shorter
+ *                                                         required (block)
  *   scale_dtype   f32, f16 or e8m0: how each scale is stored
+ *                                                         required (channel,
+ *                                                         block)
+ *   symmetric     true or false: no zero point (symmetric integers; true
+ *                 for the code formats and E8M0-scaled integers)
+ *                                                         required
+ *   saturate      true or false                           required
+ *   high_nibble_first  true when the 4-bit codes of a byte are stored high
+ *                 nibble first (bitsandbytes order)       required
  *   double_quant  true or false: the f32 scales are stored double-quantized
  *                 (bitsandbytes' compress_statistics: an f32 offset, an f32
  *                 maximum per 256 scales, a byte per scale; docs/formats.md)
- *   saturate      true or false: out-of-range values clamped when quantized
- *                 (informative for the reader)
- *   scales_bytes  bytes of scales after the data
+ *                                                         required
+ *   scale         %.17g, so the binary64 value round-trips required (tensor)
+ *   zero_point    integer                                 required (tensor)
+ *   source_dtype  f32, f64, f16 or bf16                   required
+ *   data_bytes    bytes of packed codes after the header  required
+ *   scales_bytes  bytes of scales after the codes         required
  *   zero_points_bytes  bytes of little-endian int32 zero points after the
- *                 scales: a zero point per block for affine (min-max) integer
- *                 blocks without E8M0 scales, else 0
+ *                 scales                                  required
+ *   round_mode    nearest or stochastic                   informative
+ *   seed          the stochastic-rounding seed used       informative
+ *   scale_rule    the PiqScaleRule nick of the rule applied (the format's
+ *                 own rule when none was asked for: min-max, abs-max,
+ *                 pow2-floor, …), or, per tensor, explicit informative
+ *   include_zero  true or false, with min-max only        informative
  *
  * The ggml formats (q8_0, q4_0) keep their scales inside their blocks:
- * scales_bytes is 0. Version 1 readers before per-channel and per-block
- * support refuse any granularity but "tensor", so they never misread such a
- * file; docs/formats.md describes the formats and the scale layouts. */
+ * scales_bytes is 0.
+ *
+ * Version 1 (piquant before shaped tensors) is still read. It had no axis,
+ * symmetric or (per tensor) saturate keys: its channels were rows of
+ * block_size elements, its blocks ran over the flattened array, its
+ * per-tensor integers all decoded as affine (q − zero_point)·scale, and its
+ * per-channel and per-block integers were affine when scale_rule was min-max.
+ * docs/formats.md describes the formats and the scale layouts. */
 #define PIQT_MAGIC          "PIQT"
-#define PIQT_VERSION        1
+#define PIQT_VERSION        2
 #define PIQT_PREFIX_LEN     12
 #define PIQT_ALIGN          64
 #define PIQT_MAX_HEADER_LEN (1u << 20)
@@ -1573,10 +1595,13 @@ output_abort (Output *output)
 /* -- the container -- */
 
 typedef struct {
-  PiqDtype     dtype;
+  guint        version;         /* set when read */
+  PiqFormat   *format;          /* written from; when read, built from the keys */
   guint64      n_elements;
   guint        n_dims;
   guint64      shape[PIQ_NPY_MAX_DIMS];
+  guint        library_n_dims;  /* set when read: the shape the data decodes as */
+  guint64      library_shape[PIQ_MAX_DIMS];
   double       scale;
   gint64       zero_point;
   PiqRoundMode round_mode;
@@ -1586,17 +1611,56 @@ typedef struct {
   PiqDtype     source_dtype;
   gsize        data_bytes;
   gsize        data_offset;     /* set when read */
-  /* per-channel and per-block quantization */
-  PiqGranularity granularity;
-  guint        block_size;
-  PiqDtype     scale_dtype;
-  PiqScaleRule scale_rule_value; /* scale_rule, parsed when read */
-  gboolean     double_quant;
-  gboolean     high_nibble_first;
-  gboolean     saturate;
   gsize        scales_bytes;
   gsize        zero_points_bytes;
+  /* the format's keys, as read */
+  PiqDtype     dtype;
+  PiqGranularity granularity;
+  int          axis;
+  guint        block_size;
+  PiqDtype     scale_dtype;
+  gboolean     symmetric;
+  gboolean     saturate;
+  gboolean     high_nibble_first;
+  gboolean     double_quant;
+  PiqScaleRule scale_rule_value; /* version 1: scale_rule, parsed */
 } Container;
+
+static void
+container_clear (Container *container)
+{
+  g_clear_object (&container->format);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Container, container_clear)
+
+/* The shape the library works on: the array's own, [1] for a 0-d array.
+ * Past PIQ_MAX_DIMS dimensions the leading ones merge into one, which changes
+ * nothing per tensor or per block (blocks run along the last axis); callers
+ * refuse that many for channels, whose axis must stay. */
+static void
+library_shape (const guint64 *shape, guint n_dims, guint64 *out, guint *out_n_dims)
+{
+  if (n_dims == 0)
+    {
+      out[0] = 1;
+      *out_n_dims = 1;
+    }
+  else if (n_dims <= PIQ_MAX_DIMS)
+    {
+      memcpy (out, shape, n_dims * sizeof *shape);
+      *out_n_dims = n_dims;
+    }
+  else
+    {
+      /* The product of all extents is the element count, so no overflow. */
+      out[0] = 1;
+      for (guint i = 0; i + 1 < n_dims; i++)
+        out[0] *= shape[i];
+      out[1] = shape[n_dims - 1];
+      *out_n_dims = 2;
+    }
+}
 
 static const char *
 bool_name (gboolean value)
@@ -1617,24 +1681,44 @@ get_u32_le (const guint8 *p)
   return p[0] | (guint32) p[1] << 8 | (guint32) p[2] << 16 | (guint32) p[3] << 24;
 }
 
+static void
+append_shape (GString *text, const guint64 *shape, guint n_dims)
+{
+  for (guint i = 0; i < n_dims; i++)
+    g_string_append_printf (text, "%s%" G_GUINT64_FORMAT, i > 0 ? "," : "", shape[i]);
+}
+
 /* The prefix and header text; the packed data follows at *length. */
 static guint8 *
 container_format_header (const Container *container, gsize *length)
 {
+  PiqFormat *format = container->format;
+  PiqGranularity granularity = piq_format_get_granularity (format);
   g_autoptr(GString) text = g_string_new (NULL);
   char scale[G_ASCII_DTOSTR_BUF_SIZE];
   gsize pad;
   guint8 *out;
 
   g_string_append_printf (text, "creator=piquant %s\n", PIQ_VERSION_STRING);
-  g_string_append_printf (text, "dtype=%s\n", piq_dtype_get_name (container->dtype));
+  g_string_append_printf (text, "dtype=%s\n", piq_dtype_get_name (piq_format_get_dtype (format)));
   g_string_append_printf (text, "n_elements=%" G_GUINT64_FORMAT "\n", container->n_elements);
   g_string_append (text, "shape=");
-  for (guint i = 0; i < container->n_dims; i++)
-    g_string_append_printf (text, "%s%" G_GUINT64_FORMAT, i > 0 ? "," : "", container->shape[i]);
-  g_string_append_printf (text, "\ngranularity=%s\n",
-                          enum_nick (PIQ_TYPE_GRANULARITY, container->granularity));
-  if (container->granularity == PIQ_GRANULARITY_TENSOR)
+  append_shape (text, container->shape, container->n_dims);
+  g_string_append_printf (text, "\ngranularity=%s\n", enum_nick (PIQ_TYPE_GRANULARITY, granularity));
+  if (granularity == PIQ_GRANULARITY_CHANNEL)
+    g_string_append_printf (text, "axis=%d\n", piq_format_get_axis (format));
+  if (granularity == PIQ_GRANULARITY_BLOCK)
+    g_string_append_printf (text, "block_size=%u\n", piq_format_get_block_size (format));
+  if (granularity != PIQ_GRANULARITY_TENSOR)
+    g_string_append_printf (text, "scale_dtype=%s\n",
+                            piq_dtype_get_name (piq_format_get_scale_dtype (format)));
+  g_string_append_printf (text, "symmetric=%s\n", bool_name (piq_format_get_symmetric (format)));
+  g_string_append_printf (text, "saturate=%s\n", bool_name (piq_format_get_saturate (format)));
+  g_string_append_printf (text, "high_nibble_first=%s\n",
+                          bool_name (piq_format_get_high_nibble_first (format)));
+  g_string_append_printf (text, "double_quant=%s\n",
+                          bool_name (piq_format_get_double_quant (format)));
+  if (granularity == PIQ_GRANULARITY_TENSOR)
     {
       g_string_append_printf (text, "scale=%s\n",
                               g_ascii_formatd (scale, sizeof scale, "%.17g", container->scale));
@@ -1644,28 +1728,13 @@ container_format_header (const Container *container, gsize *length)
                           enum_nick (PIQ_TYPE_ROUND_MODE, container->round_mode));
   g_string_append_printf (text, "seed=%" G_GUINT64_FORMAT "\n", container->seed);
   g_string_append_printf (text, "scale_rule=%s\n", container->scale_rule);
-  if (container->granularity != PIQ_GRANULARITY_TENSOR ||
-      strcmp (container->scale_rule, "min-max") == 0)
+  if (strcmp (container->scale_rule, "min-max") == 0)
     g_string_append_printf (text, "include_zero=%s\n", bool_name (container->include_zero));
-  if (container->granularity != PIQ_GRANULARITY_TENSOR)
-    {
-      g_string_append_printf (text, "block_size=%u\n", container->block_size);
-      g_string_append_printf (text, "scale_dtype=%s\n", piq_dtype_get_name (container->scale_dtype));
-      g_string_append_printf (text, "double_quant=%s\n", bool_name (container->double_quant));
-      g_string_append_printf (text, "high_nibble_first=%s\n",
-                              bool_name (container->high_nibble_first));
-      g_string_append_printf (text, "saturate=%s\n", bool_name (container->saturate));
-    }
-  else if (container->high_nibble_first)
-    g_string_append (text, "high_nibble_first=true\n");
   g_string_append_printf (text, "source_dtype=%s\n", piq_dtype_get_name (container->source_dtype));
   g_string_append_printf (text, "data_bytes=%" G_GSIZE_FORMAT "\n", container->data_bytes);
-  if (container->granularity != PIQ_GRANULARITY_TENSOR)
-    {
-      g_string_append_printf (text, "scales_bytes=%" G_GSIZE_FORMAT "\n", container->scales_bytes);
-      g_string_append_printf (text, "zero_points_bytes=%" G_GSIZE_FORMAT "\n",
-                              container->zero_points_bytes);
-    }
+  g_string_append_printf (text, "scales_bytes=%" G_GSIZE_FORMAT "\n", container->scales_bytes);
+  g_string_append_printf (text, "zero_points_bytes=%" G_GSIZE_FORMAT "\n",
+                          container->zero_points_bytes);
 
   pad = (PIQT_ALIGN - (PIQT_PREFIX_LEN + text->len) % PIQT_ALIGN) % PIQT_ALIGN;
   if (pad > 0)
@@ -1748,13 +1817,24 @@ container_bool (GHashTable *keys, const char *key, gboolean required, gboolean a
   return TRUE;
 }
 
-/* The keys of per-channel and per-block quantization. */
+/* The scale dtype of per-channel and per-block scales. */
 static gboolean
-container_parse_blocks (GHashTable *keys, const char *name, Container *container, GError **error)
+container_scale_dtype (GHashTable *keys, const char *name, Container *container, GError **error)
 {
-  g_autoptr(GEnumClass) rules = g_type_class_ref (PIQ_TYPE_SCALE_RULE);
-  GEnumValue *rule;
-  const char *value;
+  const char *value = container_lookup (keys, "scale_dtype", name, error);
+
+  if (value == NULL)
+    return FALSE;
+  if (!piq_dtype_from_name (value, &container->scale_dtype) ||
+      (container->scale_dtype != PIQ_DTYPE_F32 && container->scale_dtype != PIQ_DTYPE_F16 &&
+       container->scale_dtype != PIQ_DTYPE_E8M0))
+    return container_error (error, name, "scale_dtype '%s' is not f32, f16 or e8m0", value);
+  return TRUE;
+}
+
+static gboolean
+container_block_size (GHashTable *keys, const char *name, Container *container, GError **error)
+{
   guint64 n;
 
   if (!container_unsigned (keys, "block_size", name, &n, error))
@@ -1762,14 +1842,76 @@ container_parse_blocks (GHashTable *keys, const char *name, Container *container
   if (n == 0 || n > G_MAXUINT)
     return container_error (error, name, "block_size %" G_GUINT64_FORMAT " is out of range", n);
   container->block_size = (guint) n;
+  return TRUE;
+}
 
-  if ((value = container_lookup (keys, "scale_dtype", name, error)) == NULL)
+static gboolean
+container_size (GHashTable *keys, const char *key, const char *name, gsize *out, GError **error)
+{
+  guint64 n;
+
+  if (!container_unsigned (keys, key, name, &n, error))
     return FALSE;
-  if (!piq_dtype_from_name (value, &container->scale_dtype) ||
-      (container->scale_dtype != PIQ_DTYPE_F32 && container->scale_dtype != PIQ_DTYPE_F16 &&
-       container->scale_dtype != PIQ_DTYPE_E8M0))
-    return container_error (error, name, "scale_dtype '%s' is not f32, f16 or e8m0", value);
+  if (n > G_MAXSIZE)
+    return container_error (error, name, "%s %" G_GUINT64_FORMAT " is too large", key, n);
+  *out = n;
+  return TRUE;
+}
 
+/* Version 2: the format's keys, every one required where it applies. */
+static gboolean
+container_parse_format (GHashTable *keys, const char *name, Container *container, GError **error)
+{
+  const char *value;
+
+  if (container->granularity == PIQ_GRANULARITY_CHANNEL)
+    {
+      gint64 axis;
+
+      if ((value = container_lookup (keys, "axis", name, error)) == NULL)
+        return FALSE;
+      if (!g_ascii_string_to_signed (value, 10, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1, &axis, NULL))
+        return container_error (error, name, "axis '%s' is not a whole number from %d to %d",
+                                value, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1);
+      container->axis = (int) axis;
+    }
+  if (container->granularity == PIQ_GRANULARITY_BLOCK &&
+      !container_block_size (keys, name, container, error))
+    return FALSE;
+  if (container->granularity != PIQ_GRANULARITY_TENSOR &&
+      !container_scale_dtype (keys, name, container, error))
+    return FALSE;
+  return container_bool (keys, "symmetric", TRUE, FALSE, name, &container->symmetric, error) &&
+         container_bool (keys, "saturate", TRUE, TRUE, name, &container->saturate, error) &&
+         container_bool (keys, "high_nibble_first", TRUE, FALSE, name,
+                         &container->high_nibble_first, error) &&
+         container_bool (keys, "double_quant", TRUE, FALSE, name, &container->double_quant,
+                         error) &&
+         container_size (keys, "scales_bytes", name, &container->scales_bytes, error) &&
+         container_size (keys, "zero_points_bytes", name, &container->zero_points_bytes, error);
+}
+
+/* Version 1: per tensor, high_nibble_first written only when true; per
+ * channel and per block, the keys that told the scales apart. */
+static gboolean
+container_parse_v1 (GHashTable *keys, const char *name, Container *container, GError **error)
+{
+  g_autoptr(GEnumClass) rules = g_type_class_ref (PIQ_TYPE_SCALE_RULE);
+  GEnumValue *rule;
+  const char *value;
+
+  if (!container_bool (keys, "high_nibble_first", container->granularity != PIQ_GRANULARITY_TENSOR,
+                       FALSE, name, &container->high_nibble_first, error))
+    return FALSE;
+  if (container->granularity == PIQ_GRANULARITY_TENSOR)
+    {
+      container->saturate = TRUE;
+      return TRUE;
+    }
+
+  if (!container_block_size (keys, name, container, error) ||
+      !container_scale_dtype (keys, name, container, error))
+    return FALSE;
   if ((value = container_lookup (keys, "scale_rule", name, error)) == NULL)
     return FALSE;
   rule = g_enum_get_value_by_nick (rules, value);
@@ -1777,20 +1919,13 @@ container_parse_blocks (GHashTable *keys, const char *name, Container *container
     return container_error (error, name, "scale_rule '%s' is not a piquant scale rule", value);
   container->scale_rule_value = rule->value;
 
-  if (!container_bool (keys, "include_zero", TRUE, TRUE, name, &container->include_zero, error) ||
-      !container_bool (keys, "double_quant", TRUE, FALSE, name, &container->double_quant, error) ||
-      !container_bool (keys, "saturate", TRUE, TRUE, name, &container->saturate, error) ||
-      !container_unsigned (keys, "scales_bytes", name, &n, error))
-    return FALSE;
-  if (n > G_MAXSIZE)
-    return container_error (error, name, "scales_bytes %" G_GUINT64_FORMAT " is too large", n);
-  container->scales_bytes = n;
-  if (!container_unsigned (keys, "zero_points_bytes", name, &n, error))
-    return FALSE;
-  if (n > G_MAXSIZE)
-    return container_error (error, name, "zero_points_bytes %" G_GUINT64_FORMAT " is too large", n);
-  container->zero_points_bytes = n;
-  return TRUE;
+  return container_bool (keys, "include_zero", TRUE, TRUE, name, &container->include_zero,
+                         error) &&
+         container_bool (keys, "double_quant", TRUE, FALSE, name, &container->double_quant,
+                         error) &&
+         container_bool (keys, "saturate", TRUE, TRUE, name, &container->saturate, error) &&
+         container_size (keys, "scales_bytes", name, &container->scales_bytes, error) &&
+         container_size (keys, "zero_points_bytes", name, &container->zero_points_bytes, error);
 }
 
 static gboolean
@@ -1830,10 +1965,6 @@ container_parse_text (char *text, const char *name, Container *container, GError
   else
     return container_error (error, name, "granularity '%s' is not supported by this version of "
                             "piquant (tensor, channel or block)", value);
-  /* Per tensor, a key written only when true. */
-  if (!container_bool (keys, "high_nibble_first", container->granularity != PIQ_GRANULARITY_TENSOR,
-                       FALSE, name, &container->high_nibble_first, error))
-    return FALSE;
 
   if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
     return FALSE;
@@ -1846,12 +1977,11 @@ container_parse_text (char *text, const char *name, Container *container, GError
       !piq_dtype_is_float (container->source_dtype))
     return container_error (error, name, "source_dtype '%s' is not f32, f64, f16 or bf16", value);
 
-  if (container->granularity != PIQ_GRANULARITY_TENSOR)
-    {
-      if (!container_parse_blocks (keys, name, container, error))
-        return FALSE;
-    }
-  else
+  if (!(container->version == 1 ? container_parse_v1 (keys, name, container, error)
+                                 : container_parse_format (keys, name, container, error)))
+    return FALSE;
+
+  if (container->granularity == PIQ_GRANULARITY_TENSOR)
     {
       if ((value = container_lookup (keys, "scale", name, error)) == NULL)
         return FALSE;
@@ -1865,11 +1995,16 @@ container_parse_text (char *text, const char *name, Container *container, GError
                                      NULL))
         return container_error (error, name, "zero_point '%s' is not a whole number", value);
     }
+  else
+    {
+      /* Unused: the scales follow the codes. */
+      container->scale = 1.0;
+      container->zero_point = 0;
+    }
 
   if (!container_unsigned (keys, "n_elements", name, &container->n_elements, error) ||
-      !container_unsigned (keys, "data_bytes", name, &n, error))
+      !container_size (keys, "data_bytes", name, &container->data_bytes, error))
     return FALSE;
-  container->data_bytes = n;
 
   if ((value = container_lookup (keys, "shape", name, error)) == NULL)
     return FALSE;
@@ -1896,16 +2031,103 @@ container_parse_text (char *text, const char *name, Container *container, GError
   return TRUE;
 }
 
+/* The format the keys describe, and the shape its data decodes as. Version 1
+ * kept no axis and no symmetric key: its channels are rows of block_size
+ * elements (axis 0 of a 2-D view), its blocks run over the flattened array,
+ * and its per-channel and per-block integers are affine under the min-max
+ * rule only; per tensor, an affine format with the recorded zero point
+ * decodes every one of its integer files. */
+static gboolean
+container_build_format (Container *container, const char *name, GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  gboolean symmetric = container->symmetric;
+  int axis = container->axis;
+
+  if (container->version == 1)
+    {
+      symmetric = piq_dtype_get_range (container->dtype, NULL, NULL) &&
+                  container->granularity != PIQ_GRANULARITY_TENSOR &&
+                  container->scale_dtype != PIQ_DTYPE_E8M0 &&
+                  container->scale_rule_value != PIQ_SCALE_RULE_MIN_MAX;
+      axis = 0;
+      container->library_n_dims = 1;
+      container->library_shape[0] = container->n_elements;
+      if (container->granularity == PIQ_GRANULARITY_CHANNEL)
+        {
+          if (container->n_elements % container->block_size != 0)
+            return container_error (error, name, "%" G_GUINT64_FORMAT " elements are not whole "
+                                    "rows of block_size %u", container->n_elements,
+                                    container->block_size);
+          container->library_n_dims = 2;
+          container->library_shape[0] = container->n_elements / container->block_size;
+          container->library_shape[1] = container->block_size;
+        }
+    }
+  else if (container->granularity == PIQ_GRANULARITY_CHANNEL && container->n_dims > PIQ_MAX_DIMS)
+    return container_error (error, name, "per-channel data of %u dimensions (at most %d)",
+                            container->n_dims, PIQ_MAX_DIMS);
+  else
+    library_shape (container->shape, container->n_dims, container->library_shape,
+                   &container->library_n_dims);
+
+  container->format = g_object_new (PIQ_TYPE_FORMAT,
+                                    "dtype", container->dtype,
+                                    "granularity", container->granularity,
+                                    "axis", axis,
+                                    "block-size", container->granularity == PIQ_GRANULARITY_BLOCK
+                                                  ? container->block_size : 0,
+                                    "scale-dtype", container->scale_dtype,
+                                    "symmetric", symmetric,
+                                    "saturate", container->saturate,
+                                    "high-nibble-first", container->high_nibble_first,
+                                    "double-quant", container->double_quant,
+                                    NULL);
+  if (!piq_format_validate (container->format, &local_error))
+    return container_error (error, name, "%s", local_error->message);
+  return TRUE;
+}
+
+/* The sizes the header announces against those of its format and shape. */
+static gboolean
+container_check_sizes (const Container *container, const char *name, GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  g_autoptr(GString) shape = g_string_new (NULL);
+  g_autofree char *format = NULL;
+  gsize codes_bytes, scales_bytes, zero_points_bytes;
+
+  if (!piq_format_get_sizes (container->format, container->library_shape,
+                             container->library_n_dims, &codes_bytes, &scales_bytes,
+                             &zero_points_bytes, &local_error))
+    return container_error (error, name, "%s", local_error->message);
+  if (container->data_bytes != codes_bytes)
+    return container_error (error, name, "data_bytes is %" G_GSIZE_FORMAT ", but %"
+                            G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
+                            container->data_bytes, container->n_elements,
+                            piq_dtype_get_name (container->dtype), codes_bytes);
+  if (container->scales_bytes == scales_bytes && container->zero_points_bytes == zero_points_bytes)
+    return TRUE;
+  append_shape (shape, container->library_shape, container->library_n_dims);
+  format = piq_format_to_string (container->format);
+  return container_error (error, name, "scales_bytes is %" G_GSIZE_FORMAT " and "
+                          "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
+                          " elements of shape %s in the format %s take %" G_GSIZE_FORMAT
+                          " and %" G_GSIZE_FORMAT, container->scales_bytes,
+                          container->zero_points_bytes, container->n_elements, shape->str,
+                          format, scales_bytes, zero_points_bytes);
+}
+
 /* Reads the prefix and header of a container from the start of @input,
- * leaving the file position at the data, and checks the sizes. */
+ * leaving the file position at the data, builds its format and checks the
+ * sizes. */
 static gboolean
 container_read_header (Input *input, Container *container, GError **error)
 {
   guint8 prefix[PIQT_PREFIX_LEN];
-  guint32 version, text_len;
+  guint32 text_len;
   g_autofree char *text = NULL;
-  gsize expected;
-  g_autoptr(GError) local_error = NULL;
+  guint64 total;
 
   memset (container, 0, sizeof *container);
   if (fread (prefix, 1, sizeof prefix, input->file) != sizeof prefix)
@@ -1920,10 +2142,11 @@ container_read_header (Input *input, Container *container, GError **error)
   if (memcmp (prefix, PIQT_MAGIC, 4) != 0)
     return container_error (error, input->name, "not a piquant container (it does not start "
                             "with 'PIQT'; `piquant quantize` writes them)");
-  version = get_u32_le (prefix + 4);
-  if (version != PIQT_VERSION)
+  container->version = get_u32_le (prefix + 4);
+  if (container->version < 1 || container->version > PIQT_VERSION)
     return container_error (error, input->name, "container format version %u is not supported "
-                            "(this piquant reads version %u)", version, PIQT_VERSION);
+                            "(this piquant reads versions 1 to %u)", container->version,
+                            PIQT_VERSION);
   text_len = get_u32_le (prefix + 8);
   if (text_len > PIQT_MAX_HEADER_LEN || (PIQT_PREFIX_LEN + text_len) % PIQT_ALIGN != 0)
     return container_error (error, input->name, "header length %u is invalid (at most %u, and "
@@ -1943,39 +2166,30 @@ container_read_header (Input *input, Container *container, GError **error)
   text[text_len] = '\0';
   if (strlen (text) != text_len || !g_utf8_validate (text, text_len, NULL))
     return container_error (error, input->name, "the container header is not UTF-8 text");
-  if (!container_parse_text (text, input->name, container, error))
+  if (!container_parse_text (text, input->name, container, error) ||
+      !container_build_format (container, input->name, error) ||
+      !container_check_sizes (container, input->name, error))
     return FALSE;
 
   container->data_offset = PIQT_PREFIX_LEN + text_len;
-  if (!piq_dtype_get_size_for_n (container->dtype, container->n_elements, &expected, &local_error))
-    return container_error (error, input->name, "%s", local_error->message);
-  if (container->data_bytes != expected)
-    return container_error (error, input->name, "data_bytes is %" G_GSIZE_FORMAT ", but %"
-                            G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
-                            container->data_bytes, container->n_elements,
-                            piq_dtype_get_name (container->dtype), expected);
-  if (container->granularity == PIQ_GRANULARITY_TENSOR &&
-      input->regular && input->size != container->data_offset + container->data_bytes)
-    return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; its "
-                            "header announces %" G_GSIZE_FORMAT " (%" G_GSIZE_FORMAT
-                            " of header, %" G_GSIZE_FORMAT " of data)",
-                            input->size, container->data_offset + container->data_bytes,
-                            container->data_offset, container->data_bytes);
-  if (container->granularity != PIQ_GRANULARITY_TENSOR && input->regular)
+  total = container->data_offset;
+  if (!g_uint64_checked_add (&total, total, container->data_bytes) ||
+      !g_uint64_checked_add (&total, total, container->scales_bytes) ||
+      !g_uint64_checked_add (&total, total, container->zero_points_bytes))
+    return container_error (error, input->name, "the sizes in the container header overflow");
+  if (input->regular && input->size != total)
     {
-      guint64 total = container->data_offset;
-
-      if (!g_uint64_checked_add (&total, total, container->data_bytes) ||
-          !g_uint64_checked_add (&total, total, container->scales_bytes) ||
-          !g_uint64_checked_add (&total, total, container->zero_points_bytes))
-        return container_error (error, input->name, "the sizes in the container header overflow");
-      if (input->size != total)
+      if (container->scales_bytes == 0 && container->zero_points_bytes == 0)
         return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; "
                                 "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
-                                " of header, %" G_GSIZE_FORMAT " of data, %" G_GSIZE_FORMAT
-                                " of scales, %" G_GSIZE_FORMAT " of zero points)",
-                                input->size, total, container->data_offset, container->data_bytes,
-                                container->scales_bytes, container->zero_points_bytes);
+                                " of header, %" G_GSIZE_FORMAT " of data)", input->size, total,
+                                container->data_offset, container->data_bytes);
+      return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; "
+                              "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
+                              " of header, %" G_GSIZE_FORMAT " of data, %" G_GSIZE_FORMAT
+                              " of scales, %" G_GSIZE_FORMAT " of zero points)",
+                              input->size, total, container->data_offset, container->data_bytes,
+                              container->scales_bytes, container->zero_points_bytes);
     }
   return TRUE;
 }
@@ -2082,6 +2296,9 @@ typedef struct {
   char        *preset;
   gboolean     have_granularity;
   PiqGranularity granularity;
+  gboolean     have_axis;
+  int          axis;
+  gboolean     symmetric;
   gboolean     have_block_size;
   guint        block_size;
   gboolean     have_scale_dtype;
@@ -2221,11 +2438,11 @@ static gboolean
 parse_q_preset (const char *option_name, const char *value, gpointer data, GError **error)
 {
   QuantizeOptions *options = data;
-  g_autoptr(PiqParams) params = piq_params_new_preset (value, NULL);
+  g_autoptr(PiqFormat) format = piq_format_new_preset (value, NULL);
 
-  if (params == NULL)
+  if (format == NULL)
     {
-      g_autofree const char **names = piq_params_list_presets ();
+      g_autofree const char **names = piq_format_list_presets ();
       g_autofree char *list = g_strjoinv (", ", (char **) names);
 
       g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
@@ -2251,6 +2468,24 @@ parse_q_granularity (const char *option_name, const char *value, gpointer data, 
     }
   options->granularity = v;
   options->have_granularity = TRUE;
+  return TRUE;
+}
+
+static gboolean
+parse_q_axis (const char *option_name, const char *value, gpointer data, GError **error)
+{
+  QuantizeOptions *options = data;
+  gint64 axis;
+
+  if (!g_ascii_string_to_signed (value, 10, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1, &axis, NULL))
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "%s needs a whole number from %d to %d, not '%s'", option_name,
+                   -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1, value);
+      return FALSE;
+    }
+  options->axis = (int) axis;
+  options->have_axis = TRUE;
   return TRUE;
 }
 
@@ -2298,8 +2533,8 @@ static const GOptionEntry quantize_entries[] = {
     "q4_0) or block floating point (bfp2 … bfp8) (default uint8, or the preset's)", "TYPE" },
   { "preset", 'p', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_preset,
     "A named format (mxfp4, nf4, nf4_dq, q8_0, msfp16, …; `piquant info` lists them with "
-    "its presets option): its dtype, granularity, block size, scale dtype and rule; options "
-    "given explicitly override it", "NAME" },
+    "its presets option): its dtype, granularity, block size, scale dtype, nibble order and "
+    "double quantization; options given explicitly override it", "NAME" },
   { "input-dtype", 'i', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_input_dtype,
     "Element type of the input: f32, f64, f16 or bf16; needed for raw input and for "
     "bf16 stored in a .npy as uint16 ('<u2')", "TYPE" },
@@ -2310,9 +2545,11 @@ static const GOptionEntry quantize_entries[] = {
   { "seed", 's', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_seed,
     "Seed of stochastic rounding (default 0: a fresh one, recorded in OUTPUT)", "S" },
   { "scale-rule", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale_rule,
-    "How the scale and zero point follow from the data: min-max, abs-max, mean-std, or for "
-    "e8m0 scales pow2-floor, pow2-ceil, pow2-even or pow2-rceil (default min-max, or the "
-    "preset's)", "RULE" },
+    "How the scales and zero points follow from the data; the rule must apply to the format: "
+    "min-max or mean-std (affine integers; mean-std per tensor only), abs-max (symmetric "
+    "integers, code formats), pow2-floor, pow2-ceil, pow2-even or pow2-rceil (e8m0 scales); "
+    "for an integer type, abs-max makes the format symmetric and min-max or mean-std affine "
+    "(default: the format's own rule)", "RULE" },
   { "no-include-zero", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
     "With min-max, do not widen the range to include 0", NULL },
   { "scale", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale,
@@ -2320,11 +2557,17 @@ static const GOptionEntry quantize_entries[] = {
   { "zero-point", 'z', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_zero_point,
     "Zero point to go with --scale (default 0)", "Z" },
   { "granularity", 'g', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_granularity,
-    "What one scale covers: tensor (default), channel (a row of --block-size elements) or "
-    "block (--block-size consecutive elements)", "G" },
+    "What one scale covers: tensor (default), channel (each index of --axis of INPUT's shape) "
+    "or block (--block-size consecutive elements along the last axis, never across rows)", "G" },
+  { "axis", 'a', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_axis,
+    "For channel: the axis of INPUT's shape that the scales run along, negative from the end "
+    "(default 0: the rows of a 2-D array)", "AXIS" },
+  { "symmetric", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "Integer types: no zero point (0, or the middle of an unsigned range) instead of an affine "
+    "one", NULL },
   { "block-size", 'b', G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_block_size,
-    "Elements per scale: for channel the row length (default the last extent of INPUT's "
-    "shape), for block the block length (default 32 with e8m0 scales, else 64)", "N" },
+    "For block: elements per block (default 32 with e8m0 scales, else 64, or the preset's)",
+    "N" },
   { "scale-dtype", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_CALLBACK, (gpointer) parse_q_scale_dtype,
     "How per-channel and per-block scales are stored: f32 (default), f16 or e8m0", "TYPE" },
   { "double-quant", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
@@ -2439,51 +2682,139 @@ open_raw_input (Input *input, const QuantizeOptions *options, InputArray *array,
   return TRUE;
 }
 
-/* The parameters the options ask for, before the input is known: the
- * preset's, overridden by the explicit options. */
-static PiqParams *
-build_quantize_params (const QuantizeOptions *options)
+/* The format the options ask for, before the input is known: the preset's
+ * (or the type's own), overridden by the explicit options. The ggml types
+ * exist per block only. A preset's block size stays only while its
+ * granularity does, its nibble order only on 4-bit codes. For integers without E8M0 scales, an explicit --scale-rule abs-max
+ * asks for a symmetric format and min-max or mean-std for an affine one, as
+ * those rules apply to nothing else. */
+static PiqFormat *
+build_quantize_format (const QuantizeOptions *options)
 {
-  PiqParams *params = options->preset != NULL ? piq_params_new_preset (options->preset, NULL)
-                                              : piq_params_new (options->dtype);
+  g_autoptr(PiqFormat) base = options->preset != NULL
+                              ? piq_format_new_preset (options->preset, NULL)
+                              : piq_format_new (options->dtype);
+  PiqDtype base_dtype = piq_format_get_dtype (base);
+  PiqDtype dtype = options->have_dtype ? options->dtype : base_dtype;
+  PiqGranularity base_granularity = piq_format_get_granularity (base);
+  PiqGranularity granularity = options->have_granularity ? options->granularity
+                                : piq_dtype_get_bits (dtype) == 0 ? PIQ_GRANULARITY_BLOCK
+                                : base_granularity;
+  PiqDtype scale_dtype = options->have_scale_dtype ? options->scale_dtype
+                                                   : piq_format_get_scale_dtype (base);
+  guint block_size = 0;
+  gboolean symmetric = FALSE;
 
-  if (options->preset == NULL || options->have_scale_rule)
-    piq_params_set_scale_rule (params, options->scale_rule);
-  if (options->have_dtype)
-    piq_params_set_dtype (params, options->dtype);
-  if (options->have_granularity)
-    piq_params_set_granularity (params, options->granularity);
   if (options->have_block_size)
-    piq_params_set_block_size (params, options->block_size);
-  if (options->have_scale_dtype)
-    piq_params_set_scale_dtype (params, options->scale_dtype);
-  if (options->double_quant)
-    piq_params_set_double_quant (params, TRUE);
-  if (options->no_include_zero)
-    piq_params_set_include_zero (params, FALSE);
-  piq_params_set_round_mode (params, options->round_mode);
-  piq_params_set_seed (params, options->seed);
-  if (options->have_scale)
+    block_size = options->block_size;
+  else if (granularity == PIQ_GRANULARITY_BLOCK && base_granularity == PIQ_GRANULARITY_BLOCK)
+    block_size = piq_format_get_block_size (base);
+
+  if (piq_dtype_get_range (dtype, NULL, NULL) &&
+      (granularity == PIQ_GRANULARITY_TENSOR || scale_dtype != PIQ_DTYPE_E8M0))
     {
-      piq_params_set_scale (params, options->scale);
-      piq_params_set_zero_point (params, options->zero_point);
+      if (piq_dtype_get_range (base_dtype, NULL, NULL))
+        symmetric = piq_format_get_symmetric (base);
+      if (options->have_scale_rule && options->scale_rule == PIQ_SCALE_RULE_ABS_MAX)
+        symmetric = TRUE;
+      else if (options->have_scale_rule && (options->scale_rule == PIQ_SCALE_RULE_MIN_MAX ||
+                                            options->scale_rule == PIQ_SCALE_RULE_MEAN_STD))
+        symmetric = FALSE;
     }
-  return params;
+  if (options->symmetric)
+    symmetric = TRUE;
+
+  return g_object_new (PIQ_TYPE_FORMAT,
+                       "dtype", dtype,
+                       "granularity", granularity,
+                       "axis", options->axis,
+                       "block-size", block_size,
+                       "scale-dtype", scale_dtype,
+                       "symmetric", symmetric,
+                       "saturate", piq_format_get_saturate (base),
+                       "high-nibble-first", piq_format_get_high_nibble_first (base) &&
+                                            piq_dtype_get_bits (dtype) == 4,
+                       "double-quant", options->double_quant || piq_format_get_double_quant (base),
+                       NULL);
+}
+
+/* How the scales are chosen: the given per-tensor scale (and, for affine
+ * integers or when one was given, zero point), or a rule. */
+static PiqRecipe *
+build_quantize_recipe (const QuantizeOptions *options, PiqFormat *format)
+{
+  PiqRecipe *recipe;
+
+  if (options->have_scale)
+    recipe = options->have_zero_point || (piq_dtype_get_range (piq_format_get_dtype (format),
+                                                               NULL, NULL) &&
+                                          !piq_format_get_symmetric (format))
+             ? piq_recipe_new_affine (options->scale, options->zero_point)
+             : piq_recipe_new_fixed (options->scale);
+  else
+    {
+      recipe = piq_recipe_new ();
+      piq_recipe_set_scale_rule (recipe, options->scale_rule);
+      if (options->no_include_zero)
+        piq_recipe_set_include_zero (recipe, FALSE);
+    }
+  piq_recipe_set_round_mode (recipe, options->round_mode);
+  piq_recipe_set_seed (recipe, options->seed);
+  return recipe;
+}
+
+/* The rule that quantize applies: @rule, or for PIQ_SCALE_RULE_DEFAULT the
+ * format's own (docs/overview.md, "Recipes"): the OCP floor rule for E8M0
+ * scales, min/max for affine integers, abs-max for symmetric integers and the
+ * code formats. */
+static PiqScaleRule
+effective_scale_rule (PiqFormat *format, PiqScaleRule rule)
+{
+  if (rule != PIQ_SCALE_RULE_DEFAULT)
+    return rule;
+  if (piq_format_get_granularity (format) != PIQ_GRANULARITY_TENSOR &&
+      piq_format_get_scale_dtype (format) == PIQ_DTYPE_E8M0)
+    return PIQ_SCALE_RULE_POW2_FLOOR;
+  if (piq_dtype_get_range (piq_format_get_dtype (format), NULL, NULL) &&
+      !piq_format_get_symmetric (format))
+    return PIQ_SCALE_RULE_MIN_MAX;
+  return PIQ_SCALE_RULE_ABS_MAX;
 }
 
 /* Whether quantize derives one scale and zero point for the whole tensor
  * (by compute_params, or from --scale) rather than scales per channel or
  * block (or none: the ggml types keep theirs inside their blocks). */
 static gboolean
-has_tensor_scale (PiqParams *params)
+has_tensor_scale (PiqFormat *format)
 {
-  return piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR &&
-         piq_dtype_get_bits (piq_params_get_dtype (params)) > 0;
+  return piq_format_get_granularity (format) == PIQ_GRANULARITY_TENSOR &&
+         piq_dtype_get_bits (piq_format_get_dtype (format)) > 0;
+}
+
+/* What the library refuses in the options once it sees the input (a rule
+ * that does not apply to the format, a zero point outside the type's range,
+ * an axis the input lacks) is a usage error; the data's own faults (NaN, no
+ * elements) are not. */
+static void
+prefix_quantize_error (GError **error, const QuantizeOptions *options, const char *input_name)
+{
+  GError *e = *error;
+
+  if (e->domain == PIQ_ERROR &&
+      (e->code == PIQ_ERROR_UNSUPPORTED || e->code == PIQ_ERROR_INVALID_ZERO_POINT ||
+       (e->code == PIQ_ERROR_INVALID_SCALE && options->have_scale)))
+    {
+      *error = g_error_new (usage_quark (), 0, "%s: %s", input_name, e->message);
+      g_error_free (e);
+    }
+  else
+    g_prefix_error (error, "%s: ", input_name);
 }
 
 static gboolean
 run_quantize (const QuantizeOptions *options,
-              PiqParams             *params,
+              PiqFormat             *format,
+              PiqRecipe             *recipe,
               const char            *input_name,
               const char            *output_name,
               Progress              *progress,
@@ -2493,19 +2824,20 @@ run_quantize (const QuantizeOptions *options,
   g_autoptr(PiqTensor) src = NULL;
   g_autoptr(PiqTensor) dst = NULL;
   g_auto(PiqBufferPtr) src_data = NULL;
-  g_auto(PiqBufferPtr) dst_data = NULL;
   g_autofree guint8 *header = NULL;
   g_autoptr(GBytes) scales = NULL;
   g_autoptr(GBytes) zero_points = NULL;
   g_autoptr(GError) local_error = NULL;
-  PiqDtype dtype = piq_params_get_dtype (params);
-  gboolean compute = has_tensor_scale (params) && !options->have_scale;
-  PiqParams *used;
-  FileFormat format = options->input_format;
+  g_auto(Container) container = { 0 };
+  PiqDtype dtype = piq_format_get_dtype (format);
+  gboolean compute = has_tensor_scale (format) && !options->have_scale;
+  FileFormat file_format = options->input_format;
   Input input = { 0 };
   Output output;
   InputArray array = { 0 };
-  Container container = { 0 };
+  guint64 shape[PIQ_MAX_DIMS];
+  guint n_dims = 0;
+  gconstpointer dst_data;
   gsize dst_bytes, header_len;
   gboolean ok;
 
@@ -2514,35 +2846,26 @@ run_quantize (const QuantizeOptions *options,
       input_close (&input);
       return FALSE;
     }
-  if (format == FILE_FORMAT_AUTO)
-    format = has_npy_suffix (input_name) || looks_like_npy (&input) ? FILE_FORMAT_NPY
-                                                                     : FILE_FORMAT_RAW;
-  ok = format == FILE_FORMAT_NPY ? open_npy_input (&input, options, &array, error)
-                                 : open_raw_input (&input, options, &array, error);
-  if (ok && piq_params_get_granularity (params) == PIQ_GRANULARITY_CHANNEL &&
-      !options->have_block_size)
+  if (file_format == FILE_FORMAT_AUTO)
+    file_format = has_npy_suffix (input_name) || looks_like_npy (&input) ? FILE_FORMAT_NPY
+                                                                          : FILE_FORMAT_RAW;
+  ok = file_format == FILE_FORMAT_NPY ? open_npy_input (&input, options, &array, error)
+                                      : open_raw_input (&input, options, &array, error);
+  if (ok && piq_format_get_granularity (format) == PIQ_GRANULARITY_CHANNEL &&
+      array.n_dims > PIQ_MAX_DIMS)
     {
-      /* A channel is a row along the last axis. */
-      guint64 row = array.n_dims > 0 ? array.shape[array.n_dims - 1] : array.n_elements;
-
-      if (row == 0 || row > G_MAXUINT)
-        {
-          g_set_error (error, usage_quark (), 0, "%s: the last extent of its shape, %"
-                       G_GUINT64_FORMAT ", cannot be a row length for --granularity channel; "
-                       "give --block-size", input_name, row);
-          ok = FALSE;
-        }
-      else
-        piq_params_set_block_size (params, (guint) row);
-    }
-  if (ok && !piq_params_get_scales_size (params, array.n_elements, NULL, NULL, &local_error))
-    {
-      /* The options do not fit this input (rows that do not divide it, say). */
-      g_set_error (error, usage_quark (), 0, "%s: %s", input_name, local_error->message);
+      g_set_error (error, usage_quark (), 0, "%s has %u dimensions; --granularity channel takes "
+                   "at most %d", input_name, array.n_dims, PIQ_MAX_DIMS);
       ok = FALSE;
     }
   if (ok)
-    ok = piq_dtype_get_size_for_n (dtype, array.n_elements, &dst_bytes, error);
+    library_shape (array.shape, array.n_dims, shape, &n_dims);
+  if (ok && !piq_format_get_sizes (format, shape, n_dims, &dst_bytes, NULL, NULL, &local_error))
+    {
+      /* The options do not fit this input (an axis it does not have, say). */
+      g_set_error (error, usage_quark (), 0, "%s: %s", input_name, local_error->message);
+      ok = FALSE;
+    }
   if (ok)
     {
       progress_init (progress, g_get_prgname (), !options->no_progress, array.data_bytes,
@@ -2559,8 +2882,8 @@ run_quantize (const QuantizeOptions *options,
   if (!ok)
     return FALSE;
 
-  src = piq_tensor_new_for_address (array.dtype, array.n_elements, (guintptr) src_data,
-                                    array.data_bytes, FALSE, error);
+  src = piq_tensor_new_for_address (array.dtype, shape, n_dims, (guintptr) src_data,
+                                    array.data_bytes, 0, FALSE, error);
   if (src == NULL)
     return FALSE;
 
@@ -2568,55 +2891,45 @@ run_quantize (const QuantizeOptions *options,
   if (compute)
     {
       progress_begin (progress, 0, "computing the scale and zero point");
-      if (!piq_quantizer_compute_params (quantizer, params, src, error))
+      if (!piq_quantizer_compute_params (quantizer, format, recipe, src, error))
         {
-          g_prefix_error (error, "%s: ", input_name);
+          prefix_quantize_error (error, options, input_name);
           return FALSE;
         }
     }
 
-  dst_data = buffer_alloc (dst_bytes, "the quantized data", error);
-  if (dst_data == NULL)
-    return FALSE;
-  dst = piq_tensor_new_for_address (dtype, array.n_elements, (guintptr) dst_data,
-                                    dst_bytes, TRUE, error);
+  dst = piq_tensor_new_quantized (format, shape, n_dims, error);
   if (dst == NULL)
     return FALSE;
   progress_begin (progress, 0, "quantizing to %s", piq_dtype_get_name (dtype));
-  if (!piq_quantizer_quantize (quantizer, params, src, dst, error))
+  if (!piq_quantizer_quantize (quantizer, recipe, src, dst, error))
     {
-      g_prefix_error (error, "%s: ", input_name);
+      prefix_quantize_error (error, options, input_name);
       return FALSE;
     }
   g_clear_object (&src);
   g_clear_pointer (&src_data, buffer_free);
 
-  /* What quantize used, with the seed it drew when none was given. */
-  used = piq_tensor_get_params (dst);
+  /* What the quantized tensor holds, with the seed it drew when none was given. */
+  dst_data = piq_tensor_get_data (dst, &dst_bytes);
   scales = piq_tensor_get_scales (dst);
   zero_points = piq_tensor_get_zero_points (dst);
-  container.dtype = dtype;
+  container.format = g_object_ref (piq_tensor_get_format (dst));
   container.n_elements = array.n_elements;
   container.n_dims = array.n_dims;
   memcpy (container.shape, array.shape, sizeof container.shape);
-  container.scale = piq_params_get_scale (used);
-  container.zero_point = piq_params_get_zero_point (used);
-  container.round_mode = piq_params_get_round_mode (used);
-  container.seed = piq_params_get_seed (used);
-  container.scale_rule = options->have_scale ? "explicit"
-                         : enum_nick (PIQ_TYPE_SCALE_RULE, piq_params_get_scale_rule (used));
-  container.include_zero = piq_params_get_include_zero (used);
+  container.scale = piq_tensor_get_scale (dst);
+  container.zero_point = piq_tensor_get_zero_point (dst);
+  container.round_mode = piq_recipe_get_round_mode (recipe);
+  container.seed = piq_tensor_get_seed (dst);
+  container.scale_rule = options->have_scale
+                         ? "explicit"
+                         : enum_nick (PIQ_TYPE_SCALE_RULE,
+                                      effective_scale_rule (container.format,
+                                                            piq_recipe_get_scale_rule (recipe)));
+  container.include_zero = piq_recipe_get_include_zero (recipe);
   container.source_dtype = array.dtype;
   container.data_bytes = dst_bytes;
-  container.granularity = piq_params_get_granularity (used);
-  container.block_size = piq_params_get_block_size (used);
-  if (container.block_size == 0)
-    /* The library's default, written out so that readers need not know it. */
-    container.block_size = piq_params_get_scale_dtype (used) == PIQ_DTYPE_E8M0 ? 32 : 64;
-  container.scale_dtype = piq_params_get_scale_dtype (used);
-  container.double_quant = piq_params_get_double_quant (used);
-  container.high_nibble_first = piq_params_get_high_nibble_first (used);
-  container.saturate = piq_params_get_saturate (used);
   container.scales_bytes = scales != NULL ? g_bytes_get_size (scales) : 0;
   container.zero_points_bytes = zero_points != NULL ? g_bytes_get_size (zero_points) : 0;
   header = container_format_header (&container, &header_len);
@@ -2644,14 +2957,16 @@ cmd_quantize (const Command *command, int argc, char **argv)
     .dtype = PIQ_DTYPE_UINT8,
     .input_format = FILE_FORMAT_AUTO,
     .round_mode = PIQ_ROUND_NEAREST,
-    .scale_rule = PIQ_SCALE_RULE_MIN_MAX,
+    .scale_rule = PIQ_SCALE_RULE_DEFAULT,
   };
   GOptionGroup *group = g_option_group_new (command->name, command->summary, NULL, &options, NULL);
   GOptionEntry entries[G_N_ELEMENTS (quantize_entries)];
   g_autoptr(GError) error = NULL;
-  g_autoptr(PiqParams) params = NULL;
+  g_autoptr(PiqFormat) format = NULL;
+  g_autoptr(PiqRecipe) recipe = NULL;
   g_autofree char *preset = NULL;
   Progress progress = { 0 };
+  PiqGranularity granularity;
   const char *who;
   gboolean ok;
 
@@ -2664,6 +2979,8 @@ cmd_quantize (const Command *command, int argc, char **argv)
       entries[i].arg_data = &options.no_progress;
     else if (strcmp (entries[i].long_name, "double-quant") == 0)
       entries[i].arg_data = &options.double_quant;
+    else if (strcmp (entries[i].long_name, "symmetric") == 0)
+      entries[i].arg_data = &options.symmetric;
   g_option_group_add_entries (group, entries);
   ok = parse_command_options (command, group, &argc, &argv);
   preset = options.preset;      /* freed on return; parse_q_preset allocated it */
@@ -2673,27 +2990,34 @@ cmd_quantize (const Command *command, int argc, char **argv)
   if (!check_two_files (argc, argv))
     return EXIT_USAGE;
 
-  params = build_quantize_params (&options);
+  format = build_quantize_format (&options);
+  granularity = piq_format_get_granularity (format);
   if (options.have_zero_point && !options.have_scale)
     return usage_error (who, "--zero-point needs --scale");
-  if (options.have_scale && !has_tensor_scale (params))
+  if (options.have_scale && !has_tensor_scale (format))
     return usage_error (who, "--scale gives one scale for the whole tensor: %s",
-                        piq_dtype_get_bits (piq_params_get_dtype (params)) == 0
+                        piq_dtype_get_bits (piq_format_get_dtype (format)) == 0
                         ? "the ggml types keep their scales inside their blocks"
                         : "per-channel and per-block scales are derived from the data");
   if (options.have_scale && (options.have_scale_rule || options.no_include_zero))
     return usage_error (who, "--scale gives the parameters: --%s does not apply",
                         options.have_scale_rule ? "scale-rule" : "no-include-zero");
-  if (options.no_include_zero && piq_params_get_scale_rule (params) != PIQ_SCALE_RULE_MIN_MAX)
+  if (options.no_include_zero &&
+      effective_scale_rule (format, options.scale_rule) != PIQ_SCALE_RULE_MIN_MAX)
     return usage_error (who, "--no-include-zero applies to --scale-rule min-max only");
-  if (piq_params_get_granularity (params) == PIQ_GRANULARITY_TENSOR &&
-      (options.have_block_size || options.have_scale_dtype))
-    return usage_error (who, "--%s applies to --granularity channel or block",
-                        options.have_block_size ? "block-size" : "scale-dtype");
-  if (!piq_params_validate (params, &error))
+  if (options.seed != 0 && options.round_mode != PIQ_ROUND_STOCHASTIC)
+    return usage_error (who, "--seed applies to --rounding stochastic only");
+  if (options.have_axis && granularity != PIQ_GRANULARITY_CHANNEL)
+    return usage_error (who, "--axis applies to --granularity channel");
+  if (options.have_block_size && granularity != PIQ_GRANULARITY_BLOCK)
+    return usage_error (who, "--block-size applies to --granularity block");
+  if (options.have_scale_dtype && granularity == PIQ_GRANULARITY_TENSOR)
+    return usage_error (who, "--scale-dtype applies to --granularity channel or block");
+  if (!piq_format_validate (format, &error))
     return usage_error (who, "%s", error->message);
+  recipe = build_quantize_recipe (&options, format);
 
-  ok = run_quantize (&options, params, argv[1], argv[2], &progress, &error);
+  ok = run_quantize (&options, format, recipe, argv[1], argv[2], &progress, &error);
   progress_finish (&progress);
   return ok ? EXIT_OK : exit_for_error (who, error);
 }
@@ -2754,14 +3078,12 @@ run_dequantize (const DequantizeOptions *options,
                 GError                 **error)
 {
   g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
-  g_autoptr(PiqParams) params = NULL;
   g_auto(PiqBufferPtr) src_data = NULL;
   g_auto(PiqBufferPtr) dst_data = NULL;
   g_autofree guint8 *npy_header = NULL;
   g_autofree guint8 *scales = NULL;
   g_autofree guint8 *zero_points = NULL;
-  g_autoptr(GError) local_error = NULL;
-  Container container = { 0 };
+  g_auto(Container) container = { 0 };
   Input input = { 0 };
   Output output;
   PiqDtype dtype;
@@ -2776,42 +3098,6 @@ run_dequantize (const DequantizeOptions *options,
     }
   ok = container_read_header (&input, &container, error);
   dtype = options->have_output_dtype ? options->output_dtype : container.source_dtype;
-  if (ok && container.granularity == PIQ_GRANULARITY_TENSOR)
-    {
-      params = piq_params_new_affine (container.dtype, container.scale, container.zero_point);
-      piq_params_set_high_nibble_first (params, container.high_nibble_first);
-      if (!piq_params_validate (params, &local_error))
-        ok = container_error (error, input_name, "%s", local_error->message);
-    }
-  else if (ok)
-    {
-      gsize scales_bytes, zero_points_bytes;
-
-      params = piq_params_new (container.dtype);
-      piq_params_set_granularity (params, container.granularity);
-      piq_params_set_block_size (params, container.block_size);
-      piq_params_set_scale_dtype (params, container.scale_dtype);
-      piq_params_set_scale_rule (params, container.scale_rule_value);
-      piq_params_set_include_zero (params, container.include_zero);
-      piq_params_set_double_quant (params, container.double_quant);
-      piq_params_set_high_nibble_first (params, container.high_nibble_first);
-      piq_params_set_saturate (params, container.saturate);
-      if (!piq_params_get_scales_size (params, container.n_elements, &scales_bytes,
-                                       &zero_points_bytes, &local_error))
-        ok = container_error (error, input_name, "%s", local_error->message);
-      else if (scales_bytes != container.scales_bytes ||
-               zero_points_bytes != container.zero_points_bytes)
-        ok = container_error (error, input_name, "scales_bytes is %" G_GSIZE_FORMAT " and "
-                              "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
-                              " %s elements in %ss of %u with %s%s scales take %" G_GSIZE_FORMAT
-                              " and %" G_GSIZE_FORMAT, container.scales_bytes,
-                              container.zero_points_bytes, container.n_elements,
-                              piq_dtype_get_name (container.dtype),
-                              enum_nick (PIQ_TYPE_GRANULARITY, container.granularity),
-                              container.block_size, container.double_quant ? "double-quantized " : "",
-                              piq_dtype_get_name (container.scale_dtype), scales_bytes,
-                              zero_points_bytes);
-    }
   if (ok)
     ok = piq_dtype_get_size_for_n (dtype, container.n_elements, &dst_bytes, error);
   if (ok)
@@ -2850,15 +3136,12 @@ run_dequantize (const DequantizeOptions *options,
     return FALSE;
   piq_quantizer_set_n_threads (quantizer, options->n_threads);
   progress_begin (progress, 0, "dequantizing to %s", piq_dtype_get_name (dtype));
-  if (container.granularity == PIQ_GRANULARITY_TENSOR
-      ? !piq_quantizer_dequantize_raw (quantizer, params, src_data, container.data_bytes,
-                                       container.n_elements, dtype, dst_data, dst_bytes,
-                                       PIQ_REDUCE_SET, error)
-      : !piq_quantizer_dequantize_blocks_raw (quantizer, params, src_data, container.data_bytes,
-                                              container.n_elements, scales,
-                                              container.scales_bytes, zero_points,
-                                              container.zero_points_bytes, dtype, dst_data,
-                                              dst_bytes, PIQ_REDUCE_SET, error))
+  if (!piq_quantizer_dequantize_raw (quantizer, container.format, container.scale,
+                                     container.zero_point, src_data, container.data_bytes,
+                                     container.library_shape, container.library_n_dims, scales,
+                                     container.scales_bytes, zero_points,
+                                     container.zero_points_bytes, dtype, dst_data, dst_bytes,
+                                     PIQ_REDUCE_SET, error))
     {
       g_prefix_error (error, "%s: ", input_name);
       return FALSE;

@@ -11,13 +11,13 @@
 
 #define N 1000000
 
-/* Min/max parameters are computed from the data for every format; the last
- * one rounds stochastically, with a fixed seed. */
+/* Per-tensor affine formats: quantize derives the scale and zero point from
+ * the data by min/max; the last one rounds stochastically, with a fixed seed. */
 static const struct {
   const char   *label;
   PiqDtype      dtype;
   PiqRoundMode  round_mode;
-} formats[] = {
+} rows[] = {
   { "uint8",            PIQ_DTYPE_UINT8, PIQ_ROUND_NEAREST },
   { "int8",             PIQ_DTYPE_INT8,  PIQ_ROUND_NEAREST },
   { "uint4",            PIQ_DTYPE_UINT4, PIQ_ROUND_NEAREST },
@@ -68,51 +68,78 @@ main (void)
   /* [/snippet] */
 
   g_print ("%-17s %9s %10s %10s %9s\n", "format", "bytes", "scale", "zero point", "RMSE");
-  for (gsize f = 0; f < G_N_ELEMENTS (formats); f++)
+  for (gsize f = 0; f < G_N_ELEMENTS (rows); f++)
     {
       /* [snippet:quantize] */
-      g_autoptr(PiqParams) params = piq_params_new (formats[f].dtype);
+      g_autoptr(PiqFormat) format = piq_format_new (rows[f].dtype);   /* per tensor, affine */
+      g_autoptr(PiqRecipe) recipe = piq_recipe_new ();
       g_autoptr(PiqTensor) packed = NULL;
 
-      piq_params_set_round_mode (params, formats[f].round_mode);
-      piq_params_set_seed (params, 7);    /* used by stochastic rounding only */
-      if (!piq_quantizer_compute_params (q, params, src, &error) ||
-          !(packed = piq_quantizer_quantize_new (q, params, src, &error)))
-        g_error ("%s: %s", formats[f].label, error->message);
+      piq_recipe_set_round_mode (recipe, rows[f].round_mode);
+      if (rows[f].round_mode == PIQ_ROUND_STOCHASTIC)
+        piq_recipe_set_seed (recipe, 7);  /* 0 would draw a fresh seed per call */
+      /* compute_params stores the min/max scale and zero point in the recipe */
+      if (!piq_quantizer_compute_params (q, format, recipe, src, &error) ||
+          !(packed = piq_quantizer_quantize_new (q, format, recipe, src, &error)))
+        g_error ("%s: %s", rows[f].label, error->message);
       /* [/snippet] */
 
       /* [snippet:accumulate] */
       if (!piq_tensor_fill (acc, 0.0, &error) ||                          /* reset */
           !piq_quantizer_dequantize (q, packed, acc, PIQ_REDUCE_ADD, &error)) /* acc += */
-        g_error ("%s: %s", formats[f].label, error->message);
+        g_error ("%s: %s", rows[f].label, error->message);
       /* [/snippet] */
 
       double sum = 0.0;
       for (gsize i = 0; i < N; i++)
         sum += ((double) y[i] - x[i]) * ((double) y[i] - x[i]);
       g_print ("%-17s %9" G_GSIZE_FORMAT " %10.6f %10" G_GINT64_FORMAT " %9.6f\n",
-               formats[f].label, piq_tensor_get_n_bytes (packed), piq_params_get_scale (params),
-               piq_params_get_zero_point (params), sqrt (sum / N));
+               rows[f].label, piq_tensor_get_n_bytes (packed), piq_tensor_get_scale (packed),
+               piq_tensor_get_zero_point (packed), sqrt (sum / N));
     }
+
+  /* [snippet:blocks] */
+  /* Per-block formats keep their scales in the quantized tensor. A matrix is
+   * quantized along its rows: blocks never span two rows. */
+  const guint64 shape[2] = { 1000, 1000 };
+  g_autoptr(PiqFormat) nf4 = piq_format_new_preset ("nf4", &error);  /* blocks of 64, f32 scales */
+  g_autoptr(PiqTensor) w = NULL;
+  g_autoptr(PiqTensor) w4 = NULL;
+  g_autoptr(PiqTensor) w_back = NULL;
+
+  if (nf4 == NULL ||
+      !(w = piq_tensor_new_for_address (PIQ_DTYPE_F32, shape, 2, (guintptr) x, N * sizeof (float),
+                                        0, FALSE, &error)) ||           /* x as a [1000, 1000] matrix */
+      !(w4 = piq_quantizer_quantize_new (q, nf4, NULL, w, &error)) ||  /* NULL: the format's rule */
+      !(w_back = piq_quantizer_dequantize_new (q, w4, PIQ_DTYPE_F32, &error)))
+    g_error ("%s", error->message);
+  g_autoptr(GBytes) w4_scales = piq_tensor_get_scales (w4);        /* little-endian f32 */
+  /* [/snippet] */
+  g_print ("\nnf4: %" G_GSIZE_FORMAT " bytes of codes, %" G_GSIZE_FORMAT " of scales, back to [%"
+           G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]\n", piq_tensor_get_n_bytes (w4),
+           g_bytes_get_size (w4_scales), piq_tensor_get_dim (w_back, 0), piq_tensor_get_dim (w_back, 1));
 
   /* [snippet:raw] */
   /* The raw-pointer forms work on caller buffers, without tensors. */
-  g_autoptr(PiqParams) p8 = piq_params_new_affine (PIQ_DTYPE_UINT8, 0.04, 128);
+  g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqRecipe) given = piq_recipe_new_affine (0.04, 128);    /* scale, zero point */
+  const guint64 n = N;
   g_autofree guint8 *codes = g_malloc (N);
   g_autofree float *sum = g_new0 (float, N);
 
-  if (!piq_quantizer_quantize_raw (q, p8, PIQ_DTYPE_F32, x, N, codes, N, &error) ||
-      !piq_quantizer_dequantize_raw (q, p8, codes, N, N, PIQ_DTYPE_F32, sum, N * sizeof (float),
-                                     PIQ_REDUCE_ADD, &error))
+  if (!piq_quantizer_quantize_raw (q, u8, given, PIQ_DTYPE_F32, x, &n, 1, codes, N,
+                                   NULL, 0, NULL, 0, NULL, NULL, &error) ||
+      !piq_quantizer_dequantize_raw (q, u8, 0.04, 128, codes, N, &n, 1, NULL, 0, NULL, 0,
+                                     PIQ_DTYPE_F32, sum, N * sizeof (float), PIQ_REDUCE_ADD, &error))
     g_error ("%s", error->message);
   /* [/snippet] */
   g_print ("\nraw uint8, scale 0.04: x[0] = %.6f, sum[0] = %.6f\n", x[0], sum[0]);
 
   /* [snippet:errors] */
-  g_autoptr(PiqTensor) too_small = piq_tensor_new (PIQ_DTYPE_UINT8, 10, NULL);
+  g_autoptr(PiqTensor) too_small = piq_tensor_new_quantized (u8, (const guint64[]) { 10 }, 1, NULL);
   g_autoptr(GError) refused = NULL;
 
-  if (piq_quantizer_quantize (q, p8, src, too_small, &refused) ||
+  if (piq_quantizer_quantize (q, given, src, too_small, &refused) ||
       !g_error_matches (refused, PIQ_ERROR, PIQ_ERROR_SIZE))
     g_error ("expected PIQ_ERROR_SIZE");
   g_print ("refused, PIQ_ERROR_SIZE: %s\n", refused->message);

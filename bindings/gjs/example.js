@@ -11,14 +11,16 @@ import Piq from 'gi://Piq?version=1.0';
 
 const N = 1_000_000;
 
-// Min/max parameters are computed from the data for every format; the last
-// one rounds stochastically, with a fixed seed.
+// Each row: a format (what the bytes mean: per-tensor affine integers here)
+// and a recipe (how the scale is chosen: min/max, the default rule of affine
+// integers, computed from the data). The last one rounds stochastically, with
+// a fixed seed.
 const FORMATS = [
-    ['uint8', {dtype: Piq.Dtype.UINT8}],
-    ['int8', {dtype: Piq.Dtype.INT8}],
-    ['uint4', {dtype: Piq.Dtype.UINT4}],
-    ['uint2', {dtype: Piq.Dtype.UINT2}],
-    ['uint4 stochastic', {dtype: Piq.Dtype.UINT4, round_mode: Piq.RoundMode.STOCHASTIC, seed: 7}],
+    ['uint8', {dtype: Piq.Dtype.UINT8}, {}],
+    ['int8', {dtype: Piq.Dtype.INT8}, {}],
+    ['uint4', {dtype: Piq.Dtype.UINT4}, {}],
+    ['uint2', {dtype: Piq.Dtype.UINT2}, {}],
+    ['uint4 stochastic', {dtype: Piq.Dtype.UINT4}, {round_mode: Piq.RoundMode.STOCHASTIC, seed: 7}],
 ];
 
 // N(0, 1) samples: a seeded mulberry32 generator and the Box–Muller transform
@@ -57,23 +59,26 @@ const y = new Float32Array(view.buffer, view.byteOffset, N);
 // [/snippet]
 
 // [snippet:reuse]
-// one output tensor per dtype, reused: no new native memory per call
+// one output tensor per format, reused: no new native memory per call
+// (the destination's format decides how quantize() encodes)
 const packedTensors = new Map();
-function packedFor(dtype) {
-    if (!packedTensors.has(dtype))
-        packedTensors.set(dtype, Piq.Tensor.new(dtype, N));
-    return packedTensors.get(dtype);
+function packedFor(format) {
+    const key = format.to_string();
+    if (!packedTensors.has(key))
+        packedTensors.set(key, Piq.Tensor.new_quantized(format, [N]));
+    return packedTensors.get(key);
 }
 // [/snippet]
 
 print(`${'format'.padEnd(17)} ${'bytes'.padStart(9)} ${'scale'.padStart(10)} ` +
     `${'zero point'.padStart(10)} ${'RMSE'.padStart(9)}`);
-for (const [label, props] of FORMATS) {
+for (const [label, formatProps, recipeProps] of FORMATS) {
     // [snippet:quantize]
-    const params = new Piq.Params(props);
-    q.compute_params(params, src);        // throws a GLib.Error on NaN/Inf or no data
-    const packed = packedFor(params.dtype);
-    q.quantize(params, src, packed);      // packed now carries a copy of params
+    const format = new Piq.Format(formatProps);  // immutable: what the bytes mean
+    const recipe = new Piq.Recipe(recipeProps);  // mutable: how the scale is chosen
+    q.compute_params(format, recipe, src);       // throws a GLib.Error on NaN/Inf or no data
+    const packed = packedFor(format);
+    q.quantize(recipe, src, packed);   // packed owns its format, scale and zero point
     // [/snippet]
     // [snippet:accumulate]
     acc.fill(0);                                  // reset the reused accumulator
@@ -82,14 +87,15 @@ for (const [label, props] of FORMATS) {
     let sum = 0;
     for (let i = 0; i < N; i++)
         sum += (y[i] - x[i]) ** 2;
-    print(`${label.padEnd(17)} ${String(packed.n_bytes).padStart(9)} ` +
-        `${params.scale.toFixed(6).padStart(10)} ${String(params.zero_point).padStart(10)} ` +
+    print(`${label.padEnd(17)} ${String(packed.get_n_bytes()).padStart(9)} ` +
+        `${packed.get_scale().toFixed(6).padStart(10)} ${String(packed.get_zero_point()).padStart(10)} ` +
         `${Math.sqrt(sum / N).toFixed(6).padStart(9)}`);
 }
 
 // [snippet:errors]
 try {
-    q.quantize(new Piq.Params({dtype: Piq.Dtype.UINT8}), src, Piq.Tensor.new(Piq.Dtype.UINT8, 10));
+    // 10 codes cannot hold a million elements; the recipe is left at its defaults
+    q.quantize(null, src, Piq.Tensor.new_quantized(new Piq.Format({dtype: Piq.Dtype.UINT8}), [10]));
 } catch (e) {
     if (!(e instanceof GLib.Error) || !e.matches(Piq.Error, Piq.Error.SIZE))
         throw e;

@@ -11,14 +11,16 @@ local Piq = lgi.require('Piq', '1.0')
 
 local N = 1000000
 
--- Min/max parameters are computed from the data for every format; the last
--- one rounds stochastically, with a fixed seed.
+-- Each row: a format (what the bytes mean: per-tensor affine integers here)
+-- and a recipe (how the scale is chosen: min/max, the default rule of affine
+-- integers, computed from the data). The last one rounds stochastically, with
+-- a fixed seed.
 local FORMATS = {
-  { 'uint8', { dtype = Piq.Dtype.UINT8 } },
-  { 'int8', { dtype = Piq.Dtype.INT8 } },
-  { 'uint4', { dtype = Piq.Dtype.UINT4 } },
-  { 'uint2', { dtype = Piq.Dtype.UINT2 } },
-  { 'uint4 stochastic', { dtype = Piq.Dtype.UINT4, round_mode = Piq.RoundMode.STOCHASTIC, seed = 7 } },
+  { 'uint8', { dtype = Piq.Dtype.UINT8 }, {} },
+  { 'int8', { dtype = Piq.Dtype.INT8 }, {} },
+  { 'uint4', { dtype = Piq.Dtype.UINT4 }, {} },
+  { 'uint2', { dtype = Piq.Dtype.UINT2 }, {} },
+  { 'uint4 stochastic', { dtype = Piq.Dtype.UINT4 }, { round_mode = Piq.RoundMode.STOCHASTIC, seed = 7 } },
 }
 
 -- [snippet:check]
@@ -57,11 +59,12 @@ local acc = check(Piq.Tensor.new(Piq.Dtype.F32, N))
 
 print(string.format('%-17s %9s %10s %10s %9s', 'format', 'bytes', 'scale', 'zero point', 'RMSE'))
 for _, f in ipairs(FORMATS) do
-  local label, props = f[1], f[2]
+  local label, format_props, recipe_props = f[1], f[2], f[3]
   -- [snippet:quantize]
-  local params = Piq.Params(props)
-  check(q:compute_params(params, src))
-  local packed = check(q:quantize_new(params, src))
+  local format = Piq.Format(format_props)   -- immutable: what the bytes mean
+  local recipe = Piq.Recipe(recipe_props)   -- mutable: how the scale is chosen
+  check(q:compute_params(format, recipe, src))
+  local packed = check(q:quantize_new(format, recipe, src))  -- owns format, scale, zero point
   -- [/snippet]
   -- [snippet:accumulate]
   check(acc:fill(0))                                 -- reset the reused accumulator
@@ -70,12 +73,14 @@ for _, f in ipairs(FORMATS) do
   -- [/snippet]
   local sum = 0
   for i = 1, N do sum = sum + (y[i] - x[i]) ^ 2 end
-  print(string.format('%-17s %9d %10.6f %10d %9.6f', label, packed.n_bytes, params.scale,
-    params.zero_point, math.sqrt(sum / N)))
+  print(string.format('%-17s %9d %10.6f %10d %9.6f', label, packed:get_n_bytes(), packed:get_scale(),
+    packed:get_zero_point(), math.sqrt(sum / N)))
 end
 
 -- [snippet:errors]
-local ok, err = q:quantize(Piq.Params { dtype = Piq.Dtype.UINT8 }, src, check(Piq.Tensor.new(Piq.Dtype.UINT8, 10)))
+-- 10 codes cannot hold a million elements; nil is the default recipe
+local small = check(Piq.Tensor.new_quantized(Piq.Format { dtype = Piq.Dtype.UINT8 }, { 10 }))
+local ok, err = q:quantize(nil, src, small)
 if ok or not err:matches(Piq.Error, 'SIZE') then
   error('expected Piq.Error.SIZE')
 end

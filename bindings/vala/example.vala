@@ -8,7 +8,7 @@
 
 const int N = 1000000;
 
-struct Format {
+struct Row {
     string label;
     Piq.Dtype dtype;
     Piq.RoundMode round_mode;
@@ -29,9 +29,10 @@ float[] normal_samples (int n, uint32 seed) {
 }
 
 int main () {
-    /* Min/max parameters are computed from the data for every format; the
-     * last one rounds stochastically, with a fixed seed. */
-    Format[] formats = {
+    /* Per-tensor affine formats: quantize derives the scale and zero point
+     * from the data by min/max; the last one rounds stochastically, with a
+     * fixed seed. */
+    Row[] rows = {
         { "uint8", Piq.Dtype.UINT8, Piq.RoundMode.NEAREST },
         { "int8", Piq.Dtype.INT8, Piq.RoundMode.NEAREST },
         { "uint4", Piq.Dtype.UINT4, Piq.RoundMode.NEAREST },
@@ -48,20 +49,21 @@ int main () {
         float[] x = normal_samples (N, 42);
         float[] y = new float[N];
         // both tensors use the arrays' memory: x and y must outlive them
-        var src = new Piq.Tensor.for_address (Piq.Dtype.F32, x.length, (uintptr) x,
-                                              x.length * sizeof (float), false);
-        var acc = new Piq.Tensor.for_address (Piq.Dtype.F32, y.length, (uintptr) y,
-                                              y.length * sizeof (float), true);
+        var src = new Piq.Tensor.for_address (Piq.Dtype.F32, { x.length }, (uintptr) x,
+                                              x.length * sizeof (float), 0, false);
+        var acc = new Piq.Tensor.for_address (Piq.Dtype.F32, { y.length }, (uintptr) y,
+                                              y.length * sizeof (float), 0, true);
         // [/snippet]
 
         print ("%-17s %9s %10s %10s %9s\n", "format", "bytes", "scale", "zero point", "RMSE");
-        foreach (var f in formats) {
+        foreach (var row in rows) {
             // [snippet:quantize]
-            var params = new Piq.Params (f.dtype);
-            params.round_mode = f.round_mode;
-            params.seed = 7;                       // used by stochastic rounding only
-            q.compute_params (params, src);
-            var packed = q.quantize_new (params, src);
+            var format = new Piq.Format (row.dtype);       // per tensor, affine
+            var recipe = new Piq.Recipe () { round_mode = row.round_mode };
+            if (row.round_mode == Piq.RoundMode.STOCHASTIC)
+                recipe.seed = 7;                           // 0 would draw a fresh seed per call
+            q.compute_params (format, recipe, src);        // min/max, stored in the recipe
+            var packed = q.quantize_new (format, recipe, src);
             // [/snippet]
             // [snippet:accumulate]
             acc.fill (0.0);                               // reset the reused accumulator
@@ -71,17 +73,43 @@ int main () {
             for (int i = 0; i < N; i++)
                 sum += (y[i] - x[i]) * (double) (y[i] - x[i]);
             print ("%-17s %9" + uint64.FORMAT + " %10.6f %10" + int64.FORMAT + " %9.6f\n",
-                   f.label, packed.n_bytes, params.scale, params.zero_point, Math.sqrt (sum / N));
+                   row.label, (uint64) packed.get_n_bytes (), packed.get_scale (), packed.get_zero_point (),
+                   Math.sqrt (sum / N));
         }
+
+        // [snippet:blocks]
+        // Per-block formats carry their scales in the quantized tensor; a weight
+        // matrix is quantized along its rows (blocks never span two rows).
+        var w = new Piq.Tensor.for_address (Piq.Dtype.F32, { 1000, 1000 }, (uintptr) x,
+                                            x.length * sizeof (float), 0, false);
+        var nf4 = new Piq.Format.preset ("nf4");           // blocks of 64, f32 absmax scales
+        var w4 = q.quantize_new (nf4, null, w);            // a null recipe: the format's rule
+        var w_back = q.dequantize_new (w4, Piq.Dtype.F32); // shape [1000, 1000]
+        // [/snippet]
+        // [snippet:format]
+        // Formats are immutable; a combination that no constructor covers is
+        // built with Object.new and its construct-only properties.
+        var int8_f16 = (Piq.Format) Object.new (typeof (Piq.Format), "dtype", Piq.Dtype.INT8,
+                                                "granularity", Piq.Granularity.BLOCK, "block-size", 128,
+                                                "scale-dtype", Piq.Dtype.F16, "symmetric", true);
+        var w8 = q.quantize_new (int8_f16, null, w);
+        // [/snippet]
+        print ("\nnf4: %" + uint64.FORMAT + " bytes of codes, %" + uint64.FORMAT + " of scales, "
+               + "back to [%" + uint64.FORMAT + ", %" + uint64.FORMAT + "]\n",
+               (uint64) w4.get_n_bytes (), (uint64) w4.get_scales ().length, w_back.get_dim (0), w_back.get_dim (1));
+        print ("int8, blocks of %u with f16 scales: %" + uint64.FORMAT + " bytes of codes, %"
+               + uint64.FORMAT + " of scales\n", int8_f16.block_size, (uint64) w8.get_n_bytes (),
+               (uint64) w8.get_scales ().length);
 
         // [snippet:errors]
         try {
-            q.quantize (new Piq.Params (Piq.Dtype.UINT8), src, new Piq.Tensor (Piq.Dtype.UINT8, 10));
+            var too_small = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { 10 });
+            q.quantize (null, src, too_small);
         } catch (Piq.Error.SIZE e) {
             print ("\nrefused, Piq.Error.SIZE: %s\n", e.message);
         }
         // [/snippet]
-    } catch (Error e) {
+    } catch (Piq.Error e) {
         printerr ("%s\n", e.message);
         return 1;
     }

@@ -17,7 +17,8 @@ main (void)
   g_autoptr(GError) error = NULL;
   PiqQuantizer *q = piq_quantizer_get_default ();
   g_autoptr(PiqTensor) src = piq_tensor_new_from_values (PIQ_DTYPE_F32, values, G_N_ELEMENTS (values), &error);
-  g_autoptr(PiqParams) params = piq_params_new_affine (PIQ_DTYPE_UINT8, 0.05, 128);
+  g_autoptr(PiqFormat) format = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqRecipe) recipe = piq_recipe_new_affine (0.05, 128);
   g_autoptr(PiqTensor) packed = NULL;
   g_autoptr(PiqTensor) back = NULL;
   g_autoptr(GBytes) bytes = NULL;
@@ -25,7 +26,7 @@ main (void)
   gsize n_out = 0;
 
   if (src == NULL
-      || (packed = piq_quantizer_quantize_new (q, params, src, &error)) == NULL
+      || (packed = piq_quantizer_quantize_new (q, format, recipe, src, &error)) == NULL
       || (back = piq_quantizer_dequantize_new (q, packed, PIQ_DTYPE_F32, &error)) == NULL)
     {
       fprintf (stderr, "c: %s\n", error->message);
@@ -38,7 +39,11 @@ main (void)
       fprintf (stderr, "c: wrong quantized bytes\n");
       return 1;
     }
-  out = piq_tensor_to_values (back, &n_out);
+  if ((out = piq_tensor_to_values (back, &n_out, &error)) == NULL)
+    {
+      fprintf (stderr, "c: %s\n", error->message);
+      return 1;
+    }
   for (gsize i = 0; i < G_N_ELEMENTS (values); i++)
     if (n_out != G_N_ELEMENTS (values) || fabs (out[i] - values[i]) > 1e-6)
       {

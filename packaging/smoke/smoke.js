@@ -13,8 +13,9 @@ const expected = [138, 103, 188]; // round(x / 0.05) + 128
 
 const q = Piq.Quantizer.get_default();
 const src = Piq.Tensor.new_from_values(Piq.Dtype.F32, values);
-const params = new Piq.Params({ dtype: Piq.Dtype.UINT8, scale: 0.05, zero_point: 128 });
-const packed = q.quantize_new(params, src);
+const format = new Piq.Format({ dtype: Piq.Dtype.UINT8 });
+const recipe = new Piq.Recipe({ scale: 0.05, zero_point: 128 });
+const packed = q.quantize_new(format, recipe, src);
 const got = Array.from(packed.get_bytes().toArray());
 if (got.join(',') !== expected.join(','))
     throw new Error(`quantized ${got}, expected ${expected}`);

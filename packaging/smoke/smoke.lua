@@ -13,8 +13,9 @@ local expected = { 138, 103, 188 } -- round(x / 0.05) + 128
 
 local q = Piq.Quantizer.get_default()
 local src = Piq.Tensor.new_from_values(Piq.Dtype.F32, values)
-local params = Piq.Params { dtype = Piq.Dtype.UINT8, scale = 0.05, zero_point = 128 }
-local packed, err = q:quantize_new(params, src)
+local format = Piq.Format { dtype = Piq.Dtype.UINT8 }
+local recipe = Piq.Recipe { scale = 0.05, zero_point = 128 }
+local packed, err = q:quantize_new(format, recipe, src)
 if not packed then error(err and err.message or "quantize_new failed") end
 local data = packed:get_bytes():get_data()
 local got = { data:byte(1, -1) }
@@ -25,7 +26,8 @@ for i = 1, #expected do
 end
 local y, err2 = q:dequantize_new(packed, Piq.Dtype.F32)
 if not y then error(err2 and err2.message or "dequantize_new failed") end
-local back = y:to_values()
+local back, err3 = y:to_values()
+if not back then error(err3 and err3.message or "to_values failed") end
 for i = 1, #values do
   if math.abs(back[i] - values[i]) > 1e-6 then
     error(string.format("dequantized element %d is %g, expected %g", i, back[i], values[i]))

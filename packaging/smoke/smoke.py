@@ -16,8 +16,9 @@ EXPECTED_BYTES = bytes([138, 103, 188])  # round(x / 0.05) + 128
 
 q = Piq.Quantizer.get_default()
 src = Piq.Tensor.new_from_values(Piq.Dtype.F32, VALUES)
-params = Piq.Params(dtype=Piq.Dtype.UINT8, scale=0.05, zero_point=128)
-packed = q.quantize_new(params, src)
+fmt = Piq.Format(dtype=Piq.Dtype.UINT8)
+recipe = Piq.Recipe(scale=0.05, zero_point=128)
+packed = q.quantize_new(fmt, recipe, src)
 got = bytes(packed.get_bytes().get_data())
 assert got == EXPECTED_BYTES, "quantized %r, expected %r" % (got, EXPECTED_BYTES)
 back = q.dequantize_new(packed, Piq.Dtype.F32).to_values()

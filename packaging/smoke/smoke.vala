@@ -10,10 +10,11 @@ int main () {
     uint8[] expected = { 138, 103, 188 }; // round(x / 0.05) + 128
 
     var q = Piq.Quantizer.get_default ();
-    var params = new Piq.Params.affine (Piq.Dtype.UINT8, 0.05, 128);
+    var format = new Piq.Format (Piq.Dtype.UINT8);
+    var recipe = new Piq.Recipe.affine (0.05, 128);
     try {
         var src = new Piq.Tensor.from_values (Piq.Dtype.F32, values);
-        var packed = q.quantize_new (params, src);
+        var packed = q.quantize_new (format, recipe, src);
         unowned uint8[] got = packed.get_bytes ().get_data ();
         for (int i = 0; i < expected.length; i++) {
             if (got[i] != expected[i]) {

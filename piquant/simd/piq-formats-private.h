@@ -40,8 +40,32 @@
 
 enum {
 #define PIQ_IDX_(N, n, i, ...) PIQ_C_##N = i,
-  PIQ_CODE_TYPES (PIQ_IDX_) PIQ_N_CODE = 18,
+  PIQ_CODE_TYPES (PIQ_IDX_)
 #undef PIQ_IDX_
+#define PIQ_COUNT_(...) + 1
+  PIQ_N_CODE = 0 PIQ_CODE_TYPES (PIQ_COUNT_)
+#undef PIQ_COUNT_
+};
+
+/* Each code format's family and storage bits, from the list above: the codecs and
+ * drivers dispatch on these, never on ranges of indices. */
+typedef enum {
+  PIQ_FAMILY_MINIFLOAT,
+  PIQ_FAMILY_TABLE,
+  PIQ_FAMILY_BINARY,
+  PIQ_FAMILY_GGML,
+  PIQ_FAMILY_BFP,
+} PiqCodeFamily;
+
+static const uint8_t piq_code_family[] = {
+#define PIQ_FAM_(N, n, i, bits, kind) [i] = PIQ_FAMILY_##kind,
+  PIQ_CODE_TYPES (PIQ_FAM_)
+#undef PIQ_FAM_
+};
+static const uint8_t piq_code_bits[] = {
+#define PIQ_BITS_(N, n, i, bits, kind) [i] = bits,
+  PIQ_CODE_TYPES (PIQ_BITS_)
+#undef PIQ_BITS_
 };
 
 /* 2^k for k in [−149, 127], built from bits: exact, and no libm call in the per-element
@@ -64,7 +88,9 @@ typedef struct {
   int      emax;       /* floor(log2(max)): the MX spec's emax_elem */
 } PiqMinifloat;
 
-static const PiqMinifloat piq_minifloats[5] = {
+/* Indexed by code (rows of other families stay zero), so a minifloat added anywhere in
+ * the list cannot index past the table. */
+static const PiqMinifloat piq_minifloats[PIQ_N_CODE] = {
   [PIQ_C_FP8_E4M3] = { 4, 3,  7, 448.0f,   0x7e, 0,    0x7f,  8 },
   [PIQ_C_FP8_E5M2] = { 5, 2, 15, 57344.0f, 0x7b, 0x7c, 0x7f, 15 },
   [PIQ_C_FP6_E2M3] = { 2, 3,  1, 7.5f,     0x1f, 0,    0,     2 },
@@ -200,7 +226,7 @@ piq_e8m0_from_amax (float amax, PiqE8m0Rule rule, int emax, int mbits, float max
 static inline int
 piq_bfp_mbits (int code)
 {
-  return code - PIQ_C_BFP2 + 2;
+  return piq_code_bits[code] - 1;     /* a sign and the magnitude */
 }
 
 static inline uint8_t
@@ -537,7 +563,7 @@ piq_block_symmetric_zp (const PiqBlockArgs *a)
 static inline int
 piq_block_is_bfp (const PiqBlockArgs *a)
 {
-  return a->code >= PIQ_C_BFP2 && a->code <= PIQ_C_BFP8;
+  return a->code >= 0 && piq_code_family[a->code] == PIQ_FAMILY_BFP;
 }
 
 /* What one block is encoded with. */
