@@ -73,41 +73,85 @@ tensor_from_doubles (PiqDtype dtype, const double *x, guint64 n)
   return t;
 }
 
+/* The format a rule applies to. */
+static PiqFormat *
+format_for_rule (PiqScaleRule rule, PiqDtype qdtype)
+{
+  if (rule == PIQ_SCALE_RULE_ABS_MAX)
+    return piq_format_new_symmetric (qdtype);
+  return piq_format_new (qdtype);
+}
+
+static PiqRecipe *
+recipe_for_rule (PiqScaleRule rule, gboolean include_zero)
+{
+  PiqRecipe *r = piq_recipe_new ();
+  piq_recipe_set_scale_rule (r, rule);
+  /* include-zero applies to min/max only; the other rules keep the default */
+  if (rule == PIQ_SCALE_RULE_MIN_MAX)
+    piq_recipe_set_include_zero (r, include_zero);
+  return r;
+}
+
+/* The zero point a recipe and format give: the recipe's for an affine
+ * format (it must have one after compute_params), the format's own for a
+ * symmetric one (the recipe has none, or exactly that one). */
+static OInt
+effective_zero_point (PiqFormat *format, PiqRecipe *recipe)
+{
+  PiqDtype d = piq_format_get_dtype (format);
+
+  if (!piq_format_get_symmetric (format))
+    {
+      g_assert_true (piq_recipe_has_zero_point (recipe));
+      return piq_recipe_get_zero_point (recipe);
+    }
+  {
+    OInt implied = o_qmin (d) < 0 ? 0 : (o_qmax (d) + 1) / 2;
+    if (piq_recipe_has_zero_point (recipe))
+      g_assert_true ((OInt) piq_recipe_get_zero_point (recipe) == MIN (implied, (OInt) G_MAXINT64));
+    return implied;
+  }
+}
+
 /* Runs compute_params on every SIMD level; every level must give the same
  * scale and zero point, which are returned. */
 static gboolean
-compute_all_levels (PiqParams *params, PiqTensor *src, double *scale, gint64 *zp)
+compute_all_levels (PiqFormat *format, PiqRecipe *recipe, PiqTensor *src, double *scale, OInt *zp)
 {
   for (guint k = 0; k < n_quantizers; k++)
     {
-      g_autoptr (PiqParams) p = piq_params_copy (params);
+      g_autoptr (PiqRecipe) p = piq_recipe_copy (recipe);
       g_autoptr (GError) error = NULL;
 
-      if (!piq_quantizer_compute_params (quantizers[k], p, src, &error))
+      if (!piq_quantizer_compute_params (quantizers[k], format, p, src, &error))
         {
           g_test_fail_printf ("compute_params failed on level %u: %s", k,
                               error != NULL ? error->message : "no error set");
           return FALSE;
         }
       g_assert_no_error (error);
+      g_assert_true (piq_recipe_has_scale (p));
       if (k == 0)
         {
-          *scale = piq_params_get_scale (p);
-          *zp = piq_params_get_zero_point (p);
+          *scale = piq_recipe_get_scale (p);
+          *zp = effective_zero_point (format, p);
         }
-      else if (piq_params_get_scale (p) != *scale || piq_params_get_zero_point (p) != *zp)
+      else if (piq_recipe_get_scale (p) != *scale || effective_zero_point (format, p) != *zp)
         {
-          g_test_fail_printf ("SIMD level %u gives scale %.17g zp %" G_GINT64_FORMAT ", level 0 %.17g %"
-                              G_GINT64_FORMAT, k, piq_params_get_scale (p), piq_params_get_zero_point (p),
-                              *scale, *zp);
+          char z1[48], z2[48];
+          g_test_fail_printf ("SIMD level %u gives scale %.17g zp %s, level 0 %.17g %s", k,
+                              piq_recipe_get_scale (p), o_int_str (effective_zero_point (format, p), z1),
+                              *scale, o_int_str (*zp, z2));
           return FALSE;
         }
     }
   /* and the caller's object gets the result */
   {
     g_autoptr (GError) error = NULL;
-    g_assert_true (piq_quantizer_compute_params (quantizers[0], params, src, &error));
+    g_assert_true (piq_quantizer_compute_params (quantizers[0], format, recipe, src, &error));
     g_assert_no_error (error);
+    g_assert_true (piq_recipe_has_scale (recipe));
   }
   return TRUE;
 }
@@ -211,10 +255,11 @@ test_hand (gconstpointer data)
   for (gsize s = 0; s < G_N_ELEMENTS (srcs); s++)
     {
       g_autoptr (PiqTensor) src = tensor_from_doubles (srcs[s], h->x, h->n);
-      g_autoptr (PiqParams) params = piq_params_new (h->qdtype);
+      g_autoptr (PiqFormat) format = format_for_rule (h->rule, h->qdtype);
+      g_autoptr (PiqRecipe) recipe = recipe_for_rule (h->rule, h->include_zero);
       gboolean exact = TRUE;
       double scale;
-      gint64 zp;
+      OInt zp;
 
       /* the expected values are for these exact inputs: skip a source dtype
        * that cannot hold them all (254.5 in bf16, 1e6 in bf16 and f16) */
@@ -226,23 +271,36 @@ test_hand (gconstpointer data)
           continue;
         }
 
-      piq_params_set_scale_rule (params, h->rule);
-      piq_params_set_include_zero (params, h->include_zero);
       g_test_message ("source %s", o_dtype_name (srcs[s]));
-      if (!compute_all_levels (params, src, &scale, &zp))
+      if (!compute_all_levels (format, recipe, src, &scale, &zp))
         return;
       if (scale != expected_scale || zp != h->zp)
         {
-          g_test_fail_printf ("source %s: got scale %.17g zp %" G_GINT64_FORMAT ", expected %.17g %"
-                              G_GINT64_FORMAT, o_dtype_name (srcs[s]), scale, zp, expected_scale, h->zp);
+          char zs[48];
+          g_test_fail_printf ("source %s: got scale %.17g zp %s, expected %.17g %" G_GINT64_FORMAT,
+                              o_dtype_name (srcs[s]), scale, o_int_str (zp, zs), expected_scale, h->zp);
           continue;
         }
-      g_assert_cmpfloat (piq_params_get_scale (params), ==, expected_scale);
-      g_assert_cmpint (piq_params_get_zero_point (params), ==, h->zp);
+      g_assert_cmpfloat (piq_recipe_get_scale (recipe), ==, expected_scale);
+      g_assert_true (effective_zero_point (format, recipe) == h->zp);
       /* the rule's inputs are untouched */
-      g_assert_cmpint (piq_params_get_dtype (params), ==, h->qdtype);
-      g_assert_cmpint (piq_params_get_scale_rule (params), ==, h->rule);
-      g_assert_cmpint (piq_params_get_include_zero (params), ==, h->include_zero);
+      g_assert_cmpint (piq_format_get_dtype (format), ==, h->qdtype);
+      g_assert_cmpint (piq_recipe_get_scale_rule (recipe), ==, h->rule);
+      g_assert_cmpint (piq_recipe_get_include_zero (recipe), ==, h->include_zero || h->rule != PIQ_SCALE_RULE_MIN_MAX);
+
+      /* the DEFAULT rule is the format's own: min/max for affine integers
+       * (with include-zero), abs-max for symmetric ones */
+      if (h->rule != PIQ_SCALE_RULE_MEAN_STD && h->include_zero)
+        {
+          g_autoptr (PiqRecipe) dflt = piq_recipe_new ();
+          double dscale;
+          OInt dzp;
+          if (!compute_all_levels (format, dflt, src, &dscale, &dzp))
+            return;
+          g_assert_cmpfloat (dscale, ==, expected_scale);
+          g_assert_true (dzp == h->zp);
+          g_assert_cmpint (piq_recipe_get_scale_rule (dflt), ==, PIQ_SCALE_RULE_DEFAULT);
+        }
     }
 }
 
@@ -300,10 +358,13 @@ test_formula (gconstpointer data)
   g_autofree guint8 *buf = g_malloc (size + 1);
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) src = NULL;
-  g_autoptr (PiqParams) params = piq_params_new (c->qdtype);
+  g_autoptr (PiqTensor) t = NULL;
+  g_autoptr (PiqFormat) format = format_for_rule (c->rule, c->qdtype);
+  g_autoptr (PiqRecipe) recipe = recipe_for_rule (c->rule, c->include_zero);
+  g_autoptr (PiqRecipe) given = NULL;
   double exp_scale, scale;
   OInt exp_zp;
-  gint64 zp;
+  OInt zp;
 
   gen_data (c, buf, 0xC0DE ^ ((guint64) c->src << 8) ^ ((guint64) c->qdtype << 16) ^ ((guint64) c->kind << 24) ^ c->n);
   src = piq_tensor_new_from_data (c->src, c->n, buf, size, &error);
@@ -338,23 +399,32 @@ test_formula (gconstpointer data)
       exp_scale = s;
     }
 
-  /* a zero point property holds a gint64: uint64 zero points stop at G_MAXINT64 */
-  if (exp_zp > G_MAXINT64)
+  /* a zero point property holds a gint64: uint64 zero points of affine
+   * formats stop at G_MAXINT64 (a symmetric format's is its own) */
+  if (exp_zp > G_MAXINT64 && !piq_format_get_symmetric (format))
     exp_zp = G_MAXINT64;
 
-  piq_params_set_scale_rule (params, c->rule);
-  piq_params_set_include_zero (params, c->include_zero);
-  if (!compute_all_levels (params, src, &scale, &zp))
+  if (!compute_all_levels (format, recipe, src, &scale, &zp))
     return;
-  if (scale != exp_scale || (OInt) zp != exp_zp)
+  if (scale != exp_scale || zp != exp_zp)
     {
-      char zs[48];
-      g_test_fail_printf ("got scale %.17g zp %" G_GINT64_FORMAT ", expected scale %.17g zp %s",
-                          scale, zp, exp_scale, o_int_str (exp_zp, zs));
+      char zs[48], zs2[48];
+      g_test_fail_printf ("got scale %.17g zp %s, expected scale %.17g zp %s",
+                          scale, o_int_str (zp, zs2), exp_scale, o_int_str (exp_zp, zs));
       return;
     }
-  g_assert_true (piq_params_validate (params, &error));
+  /* the derived parameters are usable: quantize accepts them as a given
+   * scale (and zero point); quantize with the same recipe is
+   * /compute-params/calibrate/ */
+  if (piq_format_get_symmetric (format))
+    given = piq_recipe_new_fixed (scale);
+  else
+    given = piq_recipe_new_affine (scale, piq_recipe_get_zero_point (recipe));
+  t = piq_quantizer_quantize_new (quantizers[0], format, given, src, &error);
   g_assert_no_error (error);
+  g_assert_cmpfloat (piq_tensor_get_scale (t), ==, scale);
+  if (!piq_format_get_symmetric (format))
+    g_assert_true ((OInt) piq_tensor_get_zero_point (t) == zp);
 }
 
 /* ---- constants and single elements: usable parameters ---- */
@@ -381,29 +451,32 @@ test_constant (gconstpointer data)
   const ConstCase *c = data;
   g_autofree double *x = g_new (double, c->n);
   g_autoptr (PiqTensor) src = NULL;
-  g_autoptr (PiqParams) params = piq_params_new (c->qdtype);
+  g_autoptr (PiqFormat) format = format_for_rule (c->rule, c->qdtype);
+  g_autoptr (PiqRecipe) recipe = recipe_for_rule (c->rule, c->include_zero);
+  g_autoptr (PiqRecipe) given = NULL;
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) q = NULL;
   g_autoptr (PiqTensor) dq = NULL;
   double scale;
-  gint64 zp;
+  OInt zp;
+  char zs[48];
 
   for (guint64 i = 0; i < c->n; i++)
     x[i] = c->value;
   src = tensor_from_doubles (PIQ_DTYPE_F32, x, c->n);
-  piq_params_set_scale_rule (params, c->rule);
-  piq_params_set_include_zero (params, c->include_zero);
-  if (!compute_all_levels (params, src, &scale, &zp))
+  if (!compute_all_levels (format, recipe, src, &scale, &zp))
     return;
-  g_test_message ("scale %.9g zero point %" G_GINT64_FORMAT, scale, zp);
+  g_test_message ("scale %.9g zero point %s", scale, o_int_str (zp, zs));
   g_assert_true (isfinite (scale));
   g_assert_cmpfloat (scale, >, 0);
-  g_assert_true ((OInt) zp >= o_qmin (c->qdtype) && (OInt) zp <= o_qmax (c->qdtype));
-  g_assert_true (piq_params_validate (params, &error));
-  g_assert_no_error (error);
+  g_assert_true (zp >= o_qmin (c->qdtype) && zp <= o_qmax (c->qdtype));
 
-  q = piq_quantizer_quantize_new (quantizers[n_quantizers - 1], params, src, &error);
+  /* the result given back as a per-tensor scale (and zero point) */
+  given = piq_format_get_symmetric (format) ? piq_recipe_new_fixed (scale)
+                                            : piq_recipe_new_affine (scale, (gint64) zp);
+  q = piq_quantizer_quantize_new (quantizers[n_quantizers - 1], format, given, src, &error);
   g_assert_no_error (error);
+  g_assert_cmpfloat (piq_tensor_get_scale (q), ==, scale);
   dq = piq_quantizer_dequantize_new (quantizers[n_quantizers - 1], q, PIQ_DTYPE_F32, &error);
   g_assert_no_error (error);
   if (c->rule != PIQ_SCALE_RULE_MEAN_STD)
@@ -439,27 +512,32 @@ test_non_finite (gconstpointer data)
   const BadCase *c = data;
   gsize size = o_dtype_nbytes (c->src, c->n);
   g_autofree guint8 *buf = g_malloc (size);
-  g_autoptr (PiqParams) params = piq_params_new_affine (PIQ_DTYPE_INT8, 0.125, 3);
+  g_autoptr (PiqFormat) format = format_for_rule (c->rule, PIQ_DTYPE_INT8);
+  g_autoptr (PiqRecipe) recipe = piq_format_get_symmetric (format) ? piq_recipe_new_fixed (0.125)
+                                                                   : piq_recipe_new_affine (0.125, 3);
   guint notified = 0;
 
   for (guint64 i = 0; i < c->n; i++)
     o_write_float (c->src, buf, i, (double) (i % 7) - 3.0);
   o_write_float_bits (c->src, buf, c->at, o_special_bits (c->src, c->special));
-  piq_params_set_scale_rule (params, c->rule);
-  g_signal_connect (params, "notify", G_CALLBACK (count_notify), &notified);
+  piq_recipe_set_scale_rule (recipe, c->rule);
+  g_signal_connect (recipe, "notify", G_CALLBACK (count_notify), &notified);
 
   for (guint k = 0; k < n_quantizers; k++)
     {
       g_autoptr (GError) error = NULL;
       g_autoptr (PiqTensor) src = piq_tensor_new_from_data (c->src, c->n, buf, size, &error);
       g_assert_no_error (error);
-      g_assert_false (piq_quantizer_compute_params (quantizers[k], params, src, &error));
+      g_assert_false (piq_quantizer_compute_params (quantizers[k], format, recipe, src, &error));
       g_assert_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE);
       g_clear_error (&error);
-      g_assert_false (piq_quantizer_compute_params_raw (quantizers[k], params, c->src, buf, c->n, &error));
+      g_assert_false (piq_quantizer_compute_params_raw (quantizers[k], format, recipe, c->src, buf, c->n, &error));
       g_assert_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE);
-      g_assert_cmpfloat (piq_params_get_scale (params), ==, 0.125);
-      g_assert_cmpint (piq_params_get_zero_point (params), ==, 3);
+      g_assert_cmpfloat (piq_recipe_get_scale (recipe), ==, 0.125);
+      if (piq_format_get_symmetric (format))
+        g_assert_false (piq_recipe_has_zero_point (recipe));
+      else
+        g_assert_cmpint (piq_recipe_get_zero_point (recipe), ==, 3);
     }
   g_assert_cmpuint (notified, ==, 0);
 }
@@ -474,18 +552,23 @@ test_empty (gconstpointer data)
     {
       g_autoptr (GError) error = NULL;
       g_autoptr (PiqTensor) src = piq_tensor_new (srcs[s], 0, &error);
-      g_autoptr (PiqParams) params = piq_params_new_affine (PIQ_DTYPE_UINT4, 0.5, 2);
+      g_autoptr (PiqFormat) format = format_for_rule (rule, PIQ_DTYPE_UINT4);
+      g_autoptr (PiqRecipe) recipe = piq_format_get_symmetric (format) ? piq_recipe_new_fixed (0.5)
+                                                                       : piq_recipe_new_affine (0.5, 2);
       guint8 dummy[8] = { 0 };
 
       g_assert_no_error (error);
-      piq_params_set_scale_rule (params, rule);
-      g_assert_false (piq_quantizer_compute_params (quantizers[0], params, src, &error));
+      piq_recipe_set_scale_rule (recipe, rule);
+      g_assert_false (piq_quantizer_compute_params (quantizers[0], format, recipe, src, &error));
       g_assert_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY);
       g_clear_error (&error);
-      g_assert_false (piq_quantizer_compute_params_raw (quantizers[0], params, srcs[s], dummy, 0, &error));
+      g_assert_false (piq_quantizer_compute_params_raw (quantizers[0], format, recipe, srcs[s], dummy, 0, &error));
       g_assert_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY);
-      g_assert_cmpfloat (piq_params_get_scale (params), ==, 0.5);
-      g_assert_cmpint (piq_params_get_zero_point (params), ==, 2);
+      g_assert_cmpfloat (piq_recipe_get_scale (recipe), ==, 0.5);
+      if (piq_format_get_symmetric (format))
+        g_assert_false (piq_recipe_has_zero_point (recipe));
+      else
+        g_assert_cmpint (piq_recipe_get_zero_point (recipe), ==, 2);
     }
 }
 
@@ -514,27 +597,28 @@ test_threads (gconstpointer data)
 
   for (gsize d = 0; d < G_N_ELEMENTS (qdtypes); d++)
     {
+      g_autoptr (PiqFormat) format = format_for_rule (rule, qdtypes[d]);
       double scale0 = 0;
-      gint64 zp0 = 0;
+      OInt zp0 = 0;
       for (gsize t = 0; t < G_N_ELEMENTS (threads); t++)
         for (guint k = 0; k < n_quantizers; k++)
           {
-            g_autoptr (PiqParams) params = piq_params_new (qdtypes[d]);
-            piq_params_set_scale_rule (params, rule);
+            g_autoptr (PiqRecipe) recipe = recipe_for_rule (rule, TRUE);
             piq_quantizer_set_n_threads (quantizers[k], threads[t]);
-            g_assert_true (piq_quantizer_compute_params (quantizers[k], params, src, &error));
+            g_assert_true (piq_quantizer_compute_params (quantizers[k], format, recipe, src, &error));
             g_assert_no_error (error);
             if (t == 0 && k == 0)
               {
-                scale0 = piq_params_get_scale (params);
-                zp0 = piq_params_get_zero_point (params);
-                g_test_message ("%s: scale %.17g zp %" G_GINT64_FORMAT, o_dtype_name (qdtypes[d]), scale0, zp0);
+                char zs[48];
+                scale0 = piq_recipe_get_scale (recipe);
+                zp0 = effective_zero_point (format, recipe);
+                g_test_message ("%s: scale %.17g zp %s", o_dtype_name (qdtypes[d]), scale0, o_int_str (zp0, zs));
               }
             else
               {
                 g_test_message ("%s threads %u level %u", o_dtype_name (qdtypes[d]), threads[t], k);
-                g_assert_cmpfloat (piq_params_get_scale (params), ==, scale0);
-                g_assert_cmpint (piq_params_get_zero_point (params), ==, zp0);
+                g_assert_cmpfloat (piq_recipe_get_scale (recipe), ==, scale0);
+                g_assert_true (effective_zero_point (format, recipe) == zp0);
               }
             piq_quantizer_set_n_threads (quantizers[k], 0);
           }
@@ -553,7 +637,8 @@ test_mean_std_order (void)
   g_autofree float *x = g_new (float, n);
   g_autoptr (GError) error = NULL;
   g_autoptr (PiqTensor) src = NULL;
-  g_autoptr (PiqParams) params = piq_params_new (PIQ_DTYPE_INT16);
+  g_autoptr (PiqFormat) format = piq_format_new (PIQ_DTYPE_INT16);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new ();
   double sum = 0, sum2 = 0, exp_scale;
   OInt exp_zp;
   ORng rng;
@@ -578,13 +663,70 @@ test_mean_std_order (void)
 
   src = piq_tensor_new_from_data (PIQ_DTYPE_F32, n, (const guint8 *) x, n * sizeof (float), &error);
   g_assert_no_error (error);
-  piq_params_set_scale_rule (params, PIQ_SCALE_RULE_MEAN_STD);
-  g_assert_true (piq_quantizer_compute_params (quantizers[0], params, src, &error));
+  piq_recipe_set_scale_rule (recipe, PIQ_SCALE_RULE_MEAN_STD);
+  g_assert_true (piq_quantizer_compute_params (quantizers[0], format, recipe, src, &error));
   g_assert_no_error (error);
   g_test_message ("expected scale %.17g zp %d, got %.17g %" G_GINT64_FORMAT, exp_scale, (int) exp_zp,
-                  piq_params_get_scale (params), piq_params_get_zero_point (params));
-  g_assert_cmpfloat (piq_params_get_scale (params), ==, exp_scale);
-  g_assert_cmpint (piq_params_get_zero_point (params), ==, (gint64) exp_zp);
+                  piq_recipe_get_scale (recipe), piq_recipe_get_zero_point (recipe));
+  g_assert_cmpfloat (piq_recipe_get_scale (recipe), ==, exp_scale);
+  g_assert_cmpint (piq_recipe_get_zero_point (recipe), ==, (gint64) exp_zp);
+}
+
+/* ---- calibration: compute_params stores, later calls use ---- */
+
+/* compute_params on calibration data stores the scale (and, for affine
+ * formats, the zero point) in the recipe; a later quantize of other data
+ * with that recipe uses them instead of deriving its own. With rule
+ * DEFAULT, and with the explicit rule that derived them (the stored scale
+ * is the rule's result, not a scale given next to a rule). */
+static void
+test_calibrate (gconstpointer data)
+{
+  PiqScaleRule rule = GPOINTER_TO_INT (data);
+  const double calib[4] = { -4, -1, 2, 8 };
+  const double other[3] = { -0.5, 0.25, 0.5 };
+  g_autoptr (PiqFormat) format = format_for_rule (rule == PIQ_SCALE_RULE_DEFAULT ? PIQ_SCALE_RULE_MIN_MAX : rule,
+                                                  PIQ_DTYPE_UINT8);
+  g_autoptr (PiqRecipe) recipe = recipe_for_rule (rule, TRUE);
+  g_autoptr (PiqTensor) a = tensor_from_doubles (PIQ_DTYPE_F32, calib, 4);
+  g_autoptr (PiqTensor) b = tensor_from_doubles (PIQ_DTYPE_F32, other, 3);
+  g_autoptr (PiqTensor) t = NULL, own = NULL;
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (piq_recipe_has_scale (recipe));
+  g_assert_true (piq_quantizer_compute_params (quantizers[0], format, recipe, a, &error));
+  g_assert_no_error (error);
+  g_assert_true (piq_recipe_has_scale (recipe));
+  g_assert_cmpint (piq_recipe_has_zero_point (recipe), ==, !piq_format_get_symmetric (format));
+  t = piq_quantizer_quantize_new (quantizers[0], format, recipe, b, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (piq_tensor_get_scale (t), ==, piq_recipe_get_scale (recipe));
+  if (!piq_format_get_symmetric (format))
+    g_assert_cmpint (piq_tensor_get_zero_point (t), ==, piq_recipe_get_zero_point (recipe));
+  /* without the stored scale, b's own range gives another one */
+  piq_recipe_clear_scale (recipe);
+  own = piq_quantizer_quantize_new (quantizers[0], format, recipe, b, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (piq_tensor_get_scale (own), !=, piq_tensor_get_scale (t));
+}
+
+/* compute_params is for per-tensor formats only */
+static void
+test_per_block_unsupported (void)
+{
+  const double x[4] = { 1, 2, 3, 4 };
+  g_autoptr (PiqTensor) src = tensor_from_doubles (PIQ_DTYPE_F32, x, 4);
+  g_autoptr (PiqFormat) block = piq_format_new_per_block (PIQ_DTYPE_INT8, 2, PIQ_DTYPE_F32);
+  g_autoptr (PiqFormat) channel = piq_format_new_per_channel (PIQ_DTYPE_INT8, 0);
+  g_autoptr (PiqRecipe) recipe = piq_recipe_new ();
+  g_autoptr (GError) error = NULL;
+
+  g_assert_false (piq_quantizer_compute_params (quantizers[0], block, recipe, src, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_false (piq_quantizer_compute_params (quantizers[0], channel, recipe, src, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_assert_false (piq_recipe_has_scale (recipe));
 }
 
 /* ---- registration ---- */
@@ -694,6 +836,13 @@ main (int argc, char **argv)
       g_test_add_data_func (p2, GINT_TO_POINTER (rules[r]), test_threads);
     }
   g_test_add_func ("/compute-params/mean-std/summation-order", test_mean_std_order);
+  g_test_add_data_func ("/compute-params/calibrate/default", GINT_TO_POINTER (PIQ_SCALE_RULE_DEFAULT), test_calibrate);
+  for (gsize r = 0; r < G_N_ELEMENTS (rules); r++)
+    {
+      g_autofree char *path = g_strdup_printf ("/compute-params/calibrate/%s", rule_name (rules[r]));
+      g_test_add_data_func (path, GINT_TO_POINTER (rules[r]), test_calibrate);
+    }
+  g_test_add_func ("/compute-params/per-block-unsupported", test_per_block_unsupported);
 
   ret = g_test_run ();
   g_ptr_array_unref (all_cases);
