@@ -616,6 +616,13 @@ piq_quantizer_quantize (PiqQuantizer  *self,
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   format = piq_tensor_get_format (dst);
+  if (!piq_dtype_is_quantized (piq_tensor_get_dtype (dst)))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the destination is a %s tensor: "
+                   "quantize writes a quantized tensor (piq_tensor_new_quantized())",
+                   piq_dtype_describe (piq_tensor_get_dtype (dst)));
+      return FALSE;
+    }
   if (format == NULL)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_FORMAT, "the destination %s tensor has no "

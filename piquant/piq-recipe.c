@@ -531,6 +531,8 @@ piq_recipe_set_scale (PiqRecipe *self,
 {
   g_return_if_fail (PIQ_IS_RECIPE (self));
 
+  gboolean changed = memcmp (&self->r.scale, &scale, sizeof scale) != 0;
+
   self->r.scale = scale;
   self->r.calibrated = FALSE;
   if (!self->r.has_scale)
@@ -538,7 +540,8 @@ piq_recipe_set_scale (PiqRecipe *self,
       self->r.has_scale = TRUE;
       g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_SCALE]);
     }
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SCALE]);
+  if (changed)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SCALE]);
 }
 
 /**
@@ -590,6 +593,8 @@ piq_recipe_set_zero_point (PiqRecipe *self,
 {
   g_return_if_fail (PIQ_IS_RECIPE (self));
 
+  gboolean changed = self->r.zero_point != zero_point;
+
   self->r.zero_point = zero_point;
   self->r.calibrated = FALSE;
   if (!self->r.has_zero_point)
@@ -597,7 +602,8 @@ piq_recipe_set_zero_point (PiqRecipe *self,
       self->r.has_zero_point = TRUE;
       g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_HAS_ZERO_POINT]);
     }
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZERO_POINT]);
+  if (changed)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZERO_POINT]);
 }
 
 /**
