@@ -25,9 +25,9 @@ CONFIG
 
 simd=$top_srcdir/piquant/simd
 if ! "$cc" -std=gnu11 -O2 -ffp-contract=off -fno-math-errno -fvisibility=hidden -Wall \
-      -I"$tmp" -I"$simd" \
+      -I"$tmp" -I"$top_srcdir/piquant" -I"$simd" \
       "$simd/piq-kernels-scalar.c" "$simd/piq-formats.c" "$simd/piq-kernels-neon.c" "$simd/piq-dispatch.c" \
-      "$simd/piq-cpu-detect.c" "$srcdir/test-kernels.c" -lm -o "$tmp/test-kernels-aarch64" \
+      "$simd/piq-cpu-detect.c" "$top_srcdir/piquant/piq-format-table.c" "$srcdir/test-kernels.c" -lm -o "$tmp/test-kernels-aarch64" \
       > "$tmp/build.log" 2>&1; then
   echo "1..1"
   echo "not ok 1 - /kernels/neon/cross-build"

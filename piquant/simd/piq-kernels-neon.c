@@ -12,6 +12,7 @@
 #endif
 
 #include <arm_neon.h>
+#include <string.h>
 
 #define PIQ_W 4
 #define PIQ_VEC_TABLE    piq_kernels_neon
