@@ -1573,7 +1573,13 @@ output_open (Output *output, const char *name, GError **error)
   else
     {
       int fd;
+      sigset_t block, saved_mask;
 
+      /* no signal between the file's creation and the handler that removes it */
+      sigemptyset (&block);
+      for (guint i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
+        sigaddset (&block, cleanup_signals[i]);
+      sigprocmask (SIG_BLOCK, &block, &saved_mask);
       output->tmp_name = g_strconcat (name, ".XXXXXX", NULL);
       fd = g_mkstemp_full (output->tmp_name, O_WRONLY, 0666);
       if (fd >= 0)
@@ -1591,6 +1597,7 @@ output_open (Output *output, const char *name, GError **error)
       if (output->file == NULL)
         g_clear_pointer (&output->tmp_name, g_free);
       cleanup_on_signals (output->tmp_name);
+      sigprocmask (SIG_SETMASK, &saved_mask, NULL);
     }
   if (output->file == NULL)
     {
