@@ -5,6 +5,9 @@
 # all come from the same FLAGS and cannot drift apart.
 #
 # Defines:  PIQ_BUILD_NAME (AM_CONDITIONAL), PIQ_NAME_CFLAGS (AC_SUBST),
+#           and appends "X (NAME, suffix)" to piq_simd_units, which PIQ_SIMD_UNITS_DEFINE
+#           turns into the C list PIQ_SIMD_UNITS(X) that dispatch reads (the one ISA list:
+#           call PIQ_CHECK_SIMD in increasing SIMD level),
 #           PIQ_NAME_REQUIRED (AC_SUBST and C define): the OR of PIQ_CPU_<FEATURE> bits,
 #           one per -m<feature> flag ("-msse4.2" -> PIQ_CPU_SSE4_2). piquant/piq-cpu-private.h
 #           lists every feature once; a flag with no entry there fails the build.
@@ -32,7 +35,17 @@ AC_DEFUN([PIQ_CHECK_SIMD], [
     AC_DEFINE_UNQUOTED([PIQ_HAVE_$1], [1], [Define if the $1 kernel unit is built])
     AC_DEFINE_UNQUOTED([PIQ_$1_REQUIRED], [$PIQ_$1_REQUIRED], [CPU features the $1 unit is compiled for])
     piq_simd_built="$piq_simd_built $2"
+    piq_simd_units="$piq_simd_units X ($1, $2)"
   ])
   AC_SUBST([PIQ_$1_CFLAGS])
   AM_CONDITIONAL([PIQ_BUILD_$1], [test "x$piq_simd_ok" = "xyes"])
+])
+
+# PIQ_SIMD_UNITS_DEFINE
+# ---------------------
+# After every PIQ_CHECK_SIMD: define PIQ_SIMD_UNITS(X) in config.h, the units built, in
+# increasing level, so piquant/simd/piq-dispatch.c declares and merges exactly them.
+AC_DEFUN([PIQ_SIMD_UNITS_DEFINE], [
+  AC_DEFINE_UNQUOTED([PIQ_SIMD_UNITS(X)], [$piq_simd_units],
+                     [The SIMD kernel units built, in increasing level: X (NAME, suffix)])
 ])

@@ -19,6 +19,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # What configure would define on an AArch64 host (m4/piq-simd.m4).
 cat > "$tmp/config.h" <<'CONFIG'
 #define PIQ_HAVE_NEON 1
+#define PIQ_SIMD_UNITS(X) X (NEON, neon)
 #define PIQ_NEON_REQUIRED (PIQ_CPU_NEON)
 #define PIQ_HAVE_IFUNC 1
 CONFIG

@@ -27,6 +27,7 @@
 #include <piquant/piquant.h>
 
 #include "piq-bench.h"
+#include "piq-cpu-private.h"
 #include "piq-npy.h"
 
 enum {
@@ -144,66 +145,32 @@ parse_unsigned_option (const char  *option_name,
 
 /* ---- piquant info ---- */
 
-#if defined(__x86_64__)
-typedef struct {
-  const char *name;
-  gboolean    present;
-} CpuFeature;
-
-/* __builtin_cpu_supports() only takes a string literal, hence the macro. */
-#define CPU_FEATURE(name) { name, __builtin_cpu_supports (name) != 0 }
-
-/* The features piquant's kernels are built for, in the order of the SIMD
- * levels that need them. */
+/* Every CPU feature a kernel unit can require (the one list, piq-cpu-private.h), as
+ * the library's own detection sees it: what dispatch decides with. */
 static void
 print_cpu_features (void)
 {
-  const CpuFeature features[] = {
-    CPU_FEATURE ("sse4.2"),
-    CPU_FEATURE ("avx2"),
-    CPU_FEATURE ("fma"),
-#if !defined(__clang__) || __clang_major__ >= 16
-    /* older clang rejects these two names at compile time */
-    CPU_FEATURE ("f16c"),
-#endif
-    CPU_FEATURE ("avx512f"),
-    CPU_FEATURE ("avx512bw"),
-    CPU_FEATURE ("avx512vl"),
-    CPU_FEATURE ("avx512dq"),
-    CPU_FEATURE ("avx512bf16"),
-#if !defined(__clang__) || __clang_major__ >= 16
-    CPU_FEATURE ("avx512fp16"),
-#endif
-  };
+  uint32_t have = piq_cpu_features ();
   g_autoptr(GString) present = g_string_new (NULL);
   g_autoptr(GString) missing = g_string_new (NULL);
+  const char *name;
 
-  for (gsize i = 0; i < G_N_ELEMENTS (features); i++)
+  for (unsigned bit = 0; (name = piq_cpu_feature_name (bit)) != NULL; bit++)
     {
-      GString *list = features[i].present ? present : missing;
-
-      g_string_append_printf (list, "%s%s", list->len > 0 ? " " : "", features[i].name);
+#if defined(__x86_64__) || defined(__i386__)
+      if (bit == PIQ_CPU_BIT_NEON)
+        continue;
+#else
+      if (bit != PIQ_CPU_BIT_NEON)
+        continue;
+#endif
+      GString *list = (have >> bit) & 1u ? present : missing;
+      g_string_append_printf (list, "%s%s", list->len > 0 ? " " : "", name);
     }
-
-  g_print ("CPU features:  %s\n", present->len > 0 ? present->str : "(none)");
+  g_print ("CPU features:  %s\n", present->len > 0 ? present->str : "(none that piquant uses)");
   if (missing->len > 0)
     g_print ("not supported: %s\n", missing->str);
 }
-#undef CPU_FEATURE
-#elif defined(__aarch64__)
-static void
-print_cpu_features (void)
-{
-  /* Advanced SIMD is mandatory on aarch64. */
-  g_print ("CPU features:  neon\n");
-}
-#else
-static void
-print_cpu_features (void)
-{
-  g_print ("CPU features:  (none that piquant uses)\n");
-}
-#endif
 
 /* The value of the first "KEY<blanks>: value" line of /proc/cpuinfo, or NULL. */
 static char *

@@ -16,34 +16,18 @@
 
 #include <pthread.h>
 
-#ifdef PIQ_HAVE_NEON
-PIQ_INTERNAL extern const PiqKernelTable piq_kernels_neon;
-#endif
-#ifdef PIQ_HAVE_SSE42
-PIQ_INTERNAL extern const PiqKernelTable piq_kernels_sse42;
-#endif
-#ifdef PIQ_HAVE_AVX2
-PIQ_INTERNAL extern const PiqKernelTable piq_kernels_avx2;
-#endif
-#ifdef PIQ_HAVE_AVX512
-PIQ_INTERNAL extern const PiqKernelTable piq_kernels_avx512;
-#endif
+/* The units configure built (PIQ_SIMD_UNITS, from m4/piq-simd.m4), each exporting one
+ * table named after its suffix. */
+#define PIQ_DECLARE_UNIT_(NAME, name) PIQ_INTERNAL extern const PiqKernelTable piq_kernels_##name;
+PIQ_SIMD_UNITS (PIQ_DECLARE_UNIT_)
+#undef PIQ_DECLARE_UNIT_
 
 /* In increasing level: the merge lets a later (better) table override an earlier one. */
 static const PiqKernelTable *const tables[] = {
   &piq_kernels_scalar,
-#ifdef PIQ_HAVE_NEON
-  &piq_kernels_neon,
-#endif
-#ifdef PIQ_HAVE_SSE42
-  &piq_kernels_sse42,
-#endif
-#ifdef PIQ_HAVE_AVX2
-  &piq_kernels_avx2,
-#endif
-#ifdef PIQ_HAVE_AVX512
-  &piq_kernels_avx512,
-#endif
+#define PIQ_TABLE_UNIT_(NAME, name) &piq_kernels_##name,
+  PIQ_SIMD_UNITS (PIQ_TABLE_UNIT_)
+#undef PIQ_TABLE_UNIT_
 };
 
 const PiqKernelTable *const *
