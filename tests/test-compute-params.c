@@ -226,6 +226,9 @@ static const Hand hands[] = {
   { "mean-std/uint8/half-away-down", PIQ_SCALE_RULE_MEAN_STD, TRUE, PIQ_DTYPE_UINT8, 3, { -23.75, -2.5, 18.75 }, 1.0, 131 },
   { "mean-std/uint8/single", PIQ_SCALE_RULE_MEAN_STD, TRUE, PIQ_DTYPE_UINT8, 1, { 5 }, 1.0, 123 },
   { "mean-std/int8/constant", PIQ_SCALE_RULE_MEAN_STD, TRUE, PIQ_DTYPE_INT8, 2, { -7, -7 }, 1.0, 7 },
+  /* σ 0 -> scale 1; mean/scale = 3e38 is far beyond the range: clamped before any
+   * integer conversion, zp = clamp (128 − 3e38) = 0 (issue 11: it was 255) */
+  { "mean-std/uint8/huge-constant", PIQ_SCALE_RULE_MEAN_STD, TRUE, PIQ_DTYPE_UINT8, 2, { 3e38, 3e38 }, 1.0, 0 },
 };
 
 static double
