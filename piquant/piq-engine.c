@@ -619,6 +619,27 @@ alloc_or_fail (size_t n, const char *what, PiqEngineError *e)
   return p;
 }
 
+/* A packed view of the float source @src: @src itself, or its rows copied into
+ * *packed (which the caller frees). */
+static int
+packed_source (const PiqEngineView *src, uint64_t n, size_t row_bytes, PiqEngineView *v,
+               uint8_t **packed, PiqEngineError *e)
+{
+  uint64_t rows;
+
+  *v = *src;
+  *packed = NULL;
+  if (!is_strided (src, row_bytes, n))
+    return 1;
+  rows = n / src->shape[src->n_dims - 1];
+  if ((*packed = alloc_or_fail ((size_t) rows * row_bytes, "a packed copy of the rows", e)) == NULL)
+    return 0;
+  copy_rows (*packed, src, row_bytes, rows, 0);
+  v->data = *packed;
+  v->row_stride = 0;
+  return 1;
+}
+
 /* ---------------------------------------------------------------------------
  * Jobs */
 
@@ -1035,15 +1056,8 @@ piq_engine_compute_params (const PiqEngine *eng, const PiqEngineFormat *f,
                  "per-tensor parameters", info->name);
   if (!effective_rule (f, info, r, &rule, e) || !float_extent (src, &n, &row_bytes, &span, "source", e))
     return 0;
-  if (is_strided (src, row_bytes, n))
-    {
-      if ((packed = alloc_or_fail ((size_t) n * row_bytes / MAX (src->shape[src->n_dims - 1], 1),
-                                   "a packed copy of the rows", e)) == NULL)
-        return 0;
-      copy_rows (packed, src, row_bytes, n / src->shape[src->n_dims - 1], 0);
-      v.data = packed;
-      v.row_stride = 0;
-    }
+  if (!packed_source (src, n, row_bytes, &v, &packed, e))
+    return 0;
   ok = derive_per_tensor (eng, f, info, rule, r->include_zero, &v, n, scale, zero_point, e);
   if (ok && !piq_engine_has_zero_points (f))
     *zero_point = symmetric_zp (info);
@@ -1164,15 +1178,8 @@ piq_engine_quantize (const PiqEngine *eng, const PiqEngineRecipe *r, const PiqEn
     return fail (e, PIQ_E_SIZE, "%s%s needs %s beside its codes: pass a buffer for them",
                  g.info->name, dst->f.granularity == GRAN_BLOCK ? " per block" : " per channel",
                  g.zero_points_size && dst->zero_points == NULL ? "zero points" : "scales");
-  if (is_strided (src, row_bytes, n))
-    {
-      if ((packed = alloc_or_fail ((size_t) (n / src->shape[src->n_dims - 1]) * row_bytes,
-                                   "a packed copy of the rows", e)) == NULL)
-        return 0;
-      copy_rows (packed, src, row_bytes, n / src->shape[src->n_dims - 1], 0);
-      v.data = packed;
-      v.row_stride = 0;
-    }
+  if (!packed_source (src, n, row_bytes, &v, &packed, e))
+    return 0;
   if (!prepare (eng, &dst->f, r, &v, n, &g, &scale, &zp, &seed, e))
     goto out;
   if (g.route == ROUTE_CHANNELS &&
@@ -1344,15 +1351,8 @@ piq_engine_requantize (const PiqEngine *eng, const PiqEngineFormat *f, const Piq
                                        (src->row_stride ? src->row_stride : row_bytes);
   if (!in_place && !no_overlap (dst->data, dspan, "destination", src->data, span, "source", e))
     return 0;
-  if (is_strided (src, row_bytes, n))
-    {
-      if ((packed = alloc_or_fail ((size_t) (n / src->shape[src->n_dims - 1]) * row_bytes,
-                                   "a packed copy of the rows", e)) == NULL)
-        return 0;
-      copy_rows (packed, src, row_bytes, n / src->shape[src->n_dims - 1], 0);
-      v.data = packed;
-      v.row_stride = 0;
-    }
+  if (!packed_source (src, n, row_bytes, &v, &packed, e))
+    return 0;
   if (!prepare (eng, f, r, &v, n, &g, &scale, &zp, &seed, e))
     goto out;
   out = (uint8_t *) dst->data;
