@@ -1494,17 +1494,21 @@ on_cleanup_signal (int sig)
   raise (sig);
 }
 
+/* Install the handlers (@tmp_name NULL: remove them). They are installed before the
+ * temporary file exists and the name is published right after it does: a signal can be
+ * delivered to any thread (OpenMP's workers do not block it as the main thread does),
+ * so the handler must already be in place when the file appears. */
 static void
-cleanup_on_signals (char *tmp_name)
+cleanup_on_signals (gboolean install)
 {
+  static gboolean installed;
   struct sigaction action;
 
-  if (tmp_name != NULL && signal_tmp_name == NULL)
+  if (install && !installed)
     {
       memset (&action, 0, sizeof action);
       action.sa_handler = on_cleanup_signal;
       sigemptyset (&action.sa_mask);
-      signal_tmp_name = tmp_name;
       for (guint i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
         {
           /* a signal ignored on entry (nohup, a background job's SIGINT) stays ignored */
@@ -1512,12 +1516,14 @@ cleanup_on_signals (char *tmp_name)
           if (saved_actions[i].sa_handler == SIG_IGN)
             sigaction (cleanup_signals[i], &saved_actions[i], NULL);
         }
+      installed = TRUE;
     }
-  else if (tmp_name == NULL && signal_tmp_name != NULL)
+  else if (!install && installed)
     {
+      signal_tmp_name = NULL;
       for (guint i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
         sigaction (cleanup_signals[i], &saved_actions[i], NULL);
-      signal_tmp_name = NULL;
+      installed = FALSE;
     }
 }
 
@@ -1542,15 +1548,18 @@ output_open (Output *output, const char *name, GError **error)
       int fd;
       sigset_t block, saved_mask;
 
-      /* no signal between the file's creation and the handler that removes it */
+      /* the handlers are in place before the file exists (any thread may take a
+       * process signal); the main thread takes none until the name is published */
       sigemptyset (&block);
       for (guint i = 0; i < G_N_ELEMENTS (cleanup_signals); i++)
         sigaddset (&block, cleanup_signals[i]);
       sigprocmask (SIG_BLOCK, &block, &saved_mask);
+      cleanup_on_signals (TRUE);
       output->tmp_name = g_strconcat (name, ".XXXXXX", NULL);
       fd = g_mkstemp_full (output->tmp_name, O_WRONLY, 0666);
       if (fd >= 0)
         {
+          signal_tmp_name = output->tmp_name;
           output->file = fdopen (fd, "wb");
           if (output->file == NULL)
             {
@@ -1562,8 +1571,10 @@ output_open (Output *output, const char *name, GError **error)
             }
         }
       if (output->file == NULL)
-        g_clear_pointer (&output->tmp_name, g_free);
-      cleanup_on_signals (output->tmp_name);
+        {
+          cleanup_on_signals (FALSE);
+          g_clear_pointer (&output->tmp_name, g_free);
+        }
       sigprocmask (SIG_SETMASK, &saved_mask, NULL);
     }
   if (output->file == NULL)
@@ -1619,7 +1630,7 @@ output_commit (Output *output, GError **error)
         g_unlink (output->tmp_name);
       set_io_error (error, saved_errno, "write", output->name);
     }
-  cleanup_on_signals (NULL);
+  cleanup_on_signals (FALSE);
   g_clear_pointer (&output->tmp_name, g_free);
   return ok;
 }
@@ -1634,7 +1645,7 @@ output_abort (Output *output)
   output->file = NULL;
   if (output->tmp_name != NULL)
     g_unlink (output->tmp_name);
-  cleanup_on_signals (NULL);
+  cleanup_on_signals (FALSE);
   g_clear_pointer (&output->tmp_name, g_free);
 }
 
