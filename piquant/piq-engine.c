@@ -660,6 +660,19 @@ fresh_seed (void)
   return z ? z : 1;
 }
 
+/* p + off, or NULL for an absent buffer (no arithmetic on a null pointer) */
+static inline const uint8_t *
+at (const uint8_t *p, uint64_t off)
+{
+  return p != NULL ? p + off : NULL;
+}
+
+static inline uint8_t *
+at_w (uint8_t *p, uint64_t off)
+{
+  return p != NULL ? p + off : NULL;
+}
+
 typedef struct {
   PiqQuantizeFn    quantize;     /* also requantize: same signature */
   PiqDequantizeFn  dequantize;
@@ -674,8 +687,8 @@ static void
 element_range (void *data, uint64_t start, uint64_t n)
 {
   const ElementJob *job = data;
-  const uint8_t *src = job->src + start * job->src_bits / 8;
-  uint8_t *dst = job->dst + start * job->dst_bits / 8;
+  const uint8_t *src = at (job->src, start * job->src_bits / 8);
+  uint8_t *dst = at_w (job->dst, start * job->dst_bits / 8);
 
   if (job->dequantize != NULL)
     job->dequantize (src, dst, n, &job->args);
@@ -753,8 +766,8 @@ flat_range (void *data, uint64_t start, uint64_t n_units)
   uint64_t first = start * g->unit;
   size_t n = (size_t) MIN (n_units * g->unit, g->n - first);
 
-  block_span (job, &job->a, first, n, job->src + first * job->esize,
-              job->dst + first * job->esize, job->codes_in, job->codes, job->scales,
+  block_span (job, &job->a, first, n, at (job->src, first * job->esize),
+              at_w (job->dst, first * job->esize), job->codes_in, job->codes, job->scales,
               job->scales_in, job->zero_points, job->zero_points_in);
 }
 
@@ -803,8 +816,8 @@ rows_range (void *data, uint64_t start, uint64_t n_units)
     {
       PiqBlockArgs a = job->a;
       uint64_t e0 = r * g->cols, b0 = r * g->bpr;
-      const uint8_t *codes_in = job->codes_in ? job->codes_in + r * g->row_codes : NULL;
-      uint8_t *codes = job->codes ? job->codes + r * g->row_codes : NULL;
+      const uint8_t *codes_in = at (job->codes_in, r * g->row_codes);
+      uint8_t *codes = at_w (job->codes, r * g->row_codes);
 
       a.index0 = e0;
       if (job->row_scratch != NULL)
@@ -815,10 +828,9 @@ rows_range (void *data, uint64_t start, uint64_t n_units)
           codes_in = row;
           codes = job->codes ? row : NULL;
         }
-      block_span (job, &a, 0, (size_t) g->cols, job->src + e0 * job->esize,
-                  job->dst + e0 * job->esize, codes_in, codes,
-                  job->scales ? job->scales + b0 * ss : NULL,
-                  job->scales_in ? job->scales_in + b0 * ss : NULL,
+      block_span (job, &a, 0, (size_t) g->cols, at (job->src, e0 * job->esize),
+                  at_w (job->dst, e0 * job->esize), codes_in, codes,
+                  at_w (job->scales, b0 * ss), at (job->scales_in, b0 * ss),
                   job->zero_points ? job->zero_points + b0 : NULL,
                   job->zero_points_in ? job->zero_points_in + b0 : NULL);
       if (row != NULL && job->codes != NULL)
