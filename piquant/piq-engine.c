@@ -440,7 +440,7 @@ geometry (const PiqEngineFormat *f, const uint64_t *shape, unsigned n_dims, Geom
       g->ch = shape[axis];
       g->n_blocks = g->n == 0 ? 0 : g->ch;
       /* channels of consecutive elements are blocks of the flattened tensor */
-      g->route = g->outer == 1 || g->inner == 0 || g->ch == 0 ? ROUTE_FLAT : ROUTE_CHANNELS;
+      g->route = g->outer == 1 || g->n == 0 ? ROUTE_FLAT : ROUTE_CHANNELS;
       a->block = g->route == ROUTE_FLAT ? (size_t) MAX (g->inner, 1) : 1;
     }
   else
@@ -1185,6 +1185,11 @@ piq_engine_quantize (const PiqEngine *eng, const PiqEngineRecipe *r, const PiqEn
       !no_overlap (dst->zero_points, g.zero_points_size, "zero points", dst->scales,
                    g.scales_size, "scales", e))
     return 0;
+  /* scale and zero-point buffers the format has no use for are neither read nor written */
+  if (g.scales_size == 0)
+    dst->scales = NULL;
+  if (g.zero_points_size == 0)
+    dst->zero_points = NULL;
   if ((g.codes_size && dst->codes == NULL) || (g.scales_size && dst->scales == NULL) ||
       (g.zero_points_size && dst->zero_points == NULL))
     return fail (e, PIQ_E_SIZE, "%s%s needs %s beside its codes: pass a buffer for them",
@@ -1323,8 +1328,16 @@ piq_engine_dequantize (const PiqEngine *eng, const PiqEngineQuant *src, const ui
       piq_dq_expand (src->scales, g.n_blocks, expanded);
       scales = (const uint8_t *) expanded;
     }
-  if (!run_dequantize (eng, &g, src, scales, dst->dtype, out, add, e))
-    goto done;
+  {
+    /* scale and zero-point buffers the format has no use for are not read */
+    PiqEngineQuant used = *src;
+    if (g.scales_size == 0)
+      scales = NULL;
+    if (g.zero_points_size == 0)
+      used.zero_points = NULL;
+    if (!run_dequantize (eng, &g, &used, scales, dst->dtype, out, add, e))
+      goto done;
+  }
   if (packed != NULL)
     copy_rows (packed, dst, row_bytes, n / dst->shape[dst->n_dims - 1], 1);
   ok = 1;

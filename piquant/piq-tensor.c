@@ -306,8 +306,6 @@ piq_tensor_new (PiqDtype   dtype,
                 guint64    n_elements,
                 GError   **error)
 {
-  g_autoptr(PiqTensor) self = NULL;
-
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   return piq_tensor_new_shaped (dtype, &n_elements, 1, error);
