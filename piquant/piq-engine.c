@@ -276,7 +276,7 @@ effective_rule (const PiqEngineFormat *f, const PiqDtypeInfo *info, const PiqEng
 static int
 check_scale (double scale, int float_dtype, PiqEngineError *e)
 {
-  float sf = (float) scale;
+  float sf = piq_f64_to_f32 (scale);
 
   if (!isfinite (scale) || !(scale > 0.0))
     return fail (e, PIQ_E_INVALID_SCALE, "scale %g is not a finite positive number", scale);
@@ -701,7 +701,7 @@ element_args (const PiqDtypeInfo *info, double scale, int64_t zp, uint64_t seed,
 {
   a->scale_d = scale;
   a->inv_d = 1.0 / scale;
-  a->scale_f = (float) scale;
+  a->scale_f = piq_f64_to_f32 (scale);
   a->inv_f = 1.0f / a->scale_f;
   a->zero_point = zp;
   a->qmin = info->min;
@@ -956,16 +956,22 @@ static void
 code_params (const PiqDtypeInfo *info, const PiqEngineView *src, uint64_t n, double amax,
              double *scale)
 {
-  float a = (float) amax, s;
+  float a = piq_f64_to_f32 (amax), s;
 
   if (info->kernel_index == PIQ_C_BINARY)
     {
       int ft = piq_dtype_info (src->dtype)->kernel_index;
       double sum = 0.0;
       for (uint64_t i = 0; i < n; i++)
-        sum += ft == PIQ_F_F64 ? fabs (((const double *) src->data)[i])
-                               : fabsf (piq_load_f (src->data, (size_t) i, ft));
-      s = (float) (sum / (double) n);
+        {
+          double d;
+          if (ft == PIQ_F_F64)
+            memcpy (&d, (const uint8_t *) src->data + i * sizeof d, sizeof d);   /* unaligned */
+          else
+            d = piq_load_f (src->data, (size_t) i, ft);
+          sum += fabs (d);
+        }
+      s = piq_f64_to_f32 (sum / (double) n);
     }
   else if (piq_code_family[info->kernel_index] == PIQ_FAMILY_MINIFLOAT)
     s = a / piq_minifloats[info->kernel_index].max;
@@ -1039,8 +1045,8 @@ derive_per_tensor (const PiqEngine *eng, const PiqEngineFormat *f, const PiqDtyp
         }
       else if (ok)
         /* binary32 for every source, f64 too, as torch's observers keep min/max */
-        ok = params_from_minmax (info, rule == RULE_ABS_MAX, include_zero, (float) lo,
-                                 (float) hi, scale, zp, e);
+        ok = params_from_minmax (info, rule == RULE_ABS_MAX, include_zero, piq_f64_to_f32 (lo),
+                                 piq_f64_to_f32 (hi), scale, zp, e);
     }
   (void) f;
   free (buf);
@@ -1113,7 +1119,7 @@ prepare (const PiqEngine *eng, const PiqEngineFormat *f, const PiqEngineRecipe *
   if (!check_scale (*scale, src->dtype, e))
     return 0;
   g->a.fixed = 1;
-  g->a.scale = (float) *scale;
+  g->a.scale = piq_f64_to_f32 (*scale);
   g->a.zero_point = *zp;
   return 1;
 }
@@ -1308,7 +1314,7 @@ piq_engine_dequantize (const PiqEngine *eng, const PiqEngineQuant *src, const ui
         return fail (e, PIQ_E_INVALID_ZERO_POINT, "zero point %" PRId64 ": %s%s has none (%" PRId64
                      " is implied)", src->zero_point, src->f.symmetric && g.info->kind == PIQ_KIND_INT
                      ? "symmetric " : "", g.info->name, symmetric_zp (g.info));
-      g.a.scale = (float) src->scale;
+      g.a.scale = piq_f64_to_f32 (src->scale);
       g.a.zero_point = src->zero_point;
     }
   out = (uint8_t *) dst->data;
@@ -1468,7 +1474,7 @@ piq_engine_binary_dot (const PiqEngineQuant *a, const PiqEngineQuant *b, uint64_
   if (ga.a.fixed)
     {
       /* one block, the per-tensor scales */
-      float fa = (float) a->scale, fb = (float) b->scale;
+      float fa = piq_f64_to_f32 (a->scale), fb = piq_f64_to_f32 (b->scale);
       *result = piq_binary_dot (a->codes, (const uint8_t *) &fa, b->codes, (const uint8_t *) &fb,
                                 n, (size_t) MAX (n, 1), PIQ_SCALE_F32);
       return 1;

@@ -206,6 +206,16 @@ piq_round_f (float v, int stochastic, const PiqKernelArgs *a, uint64_t index)
                       stochastic ? piq_uniform24 (piq_hash (a->key0, a->key1, index)) : 0.0f);
 }
 
+/* (float) d as IEEE 754 rounds it, ±Inf beyond binary32's range (where C leaves the
+ * conversion undefined): FLT_MAX + half an ulp and more round to infinity. */
+static inline float
+piq_f64_to_f32 (double d)
+{
+  if (d >= 0x1.ffffffp127 || d <= -0x1.ffffffp127)
+    return d > 0 ? INFINITY : -INFINITY;
+  return (float) d;
+}
+
 static inline double
 piq_round_d (double v, int stochastic, const PiqKernelArgs *a, uint64_t index)
 {

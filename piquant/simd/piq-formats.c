@@ -34,7 +34,7 @@ piq_block_scale_size (PiqScaleKind kind)
 static inline float
 load_x (const void *p, size_t i, int ft)
 {
-  return ft == PIQ_F_F64 ? (float) piq_ld_f64 (p, i) : piq_load_f (p, i, ft);
+  return ft == PIQ_F_F64 ? piq_f64_to_f32 (piq_ld_f64 (p, i)) : piq_load_f (p, i, ft);
 }
 
 /* ADD keeps a NaN already in the output (quieted, as y + y does) whatever v is:
