@@ -474,7 +474,7 @@ piq_tensor_new_strided (PiqDtype        dtype,
       return NULL;
     }
   self->bytes = g_bytes_ref (bytes);
-  self->data = (guint8 *) data + offset;
+  self->data = data != NULL ? (guint8 *) data + offset : NULL;   /* an empty GBytes has no data */
   self->writable = FALSE;
   return g_steal_pointer (&self);
 }
