@@ -1556,10 +1556,13 @@ output_open (Output *output, const char *name, GError **error)
       sigprocmask (SIG_BLOCK, &block, &saved_mask);
       cleanup_on_signals (TRUE);
       output->tmp_name = g_strconcat (name, ".XXXXXX", NULL);
+      /* published before the file exists: mkstemp writes each candidate name into this
+       * buffer before it creates the file, so whenever the file exists the handler
+       * sees its name (a worker thread may take the signal at any instruction) */
+      signal_tmp_name = output->tmp_name;
       fd = g_mkstemp_full (output->tmp_name, O_WRONLY, 0666);
       if (fd >= 0)
         {
-          signal_tmp_name = output->tmp_name;
           output->file = fdopen (fd, "wb");
           if (output->file == NULL)
             {
