@@ -523,7 +523,11 @@ take_shape (Input *in, Shape *s)
                                       G_GUINT64_CONSTANT (1) << 62, G_MAXUINT64, G_MAXUINT64 / 3,
                                       G_MAXINT64 };
       s->shape[take8 (in) % s->n_dims] = huge[take8 (in) % G_N_ELEMENTS (huge)];
+      /* with a 0 extent elsewhere the shape holds no element and is valid */
       s->huge = TRUE;
+      for (guint i = 0; i < s->n_dims; i++)
+        if (s->shape[i] == 0)
+          s->huge = FALSE;
       return;
     }
   /* cap the element count */
@@ -901,9 +905,10 @@ run_dequantize_raw (Run *r)
     }
 
   /* the destination overlapping the codes: refused, nothing written */
-  if ((opts & 0x20) && ok && src_cap > 0 && need > 0)
+  if ((opts & 0x20) && ok && MIN (src_cap, r->codes_size) > 0 && need > 0)
     {
-      gsize off = take8 (&r->in) % src_cap;
+      /* an offset inside the codes the shape reads (bytes past them may be shared) */
+      gsize off = take8 (&r->in) % MIN (src_cap, r->codes_size);
       gsize total = MAX (src_cap, off + need);
       guint8 *block = g_malloc (total);
       g_autoptr(GError) e4 = NULL;
@@ -1052,13 +1057,15 @@ make_float_tensor (Run *r, PiqDtype dtype, const guint8 *data, guint8 how, Owned
   for (guint i = 0; i + 1 < r->s.n_dims; i++)
     rows *= r->s.shape[i];
   row_bytes = cols * es;
-  stride = (how & 4) ? row_bytes + es * (1 + (how >> 5)) : row_bytes;
-  size = rows ? (rows - 1) * stride + row_bytes : 0;
+  /* padded rows only when there are elements: a shape with a 0 extent may have
+   * billions of empty rows, which a padded stride would make gigabytes */
+  stride = (how & 4) && r->s.n > 0 ? row_bytes + es * (1 + (how >> 5)) : row_bytes;
+  size = rows && stride ? (rows - 1) * stride + row_bytes : 0;
   o->mem_size = size + ((how & 8) ? 3 : 0);
   o->mem = g_malloc (o->mem_size + 1);
   for (gsize i = 0; i < o->mem_size; i++)
     o->mem[i] = canary_byte (i);
-  if (data != NULL)
+  if (data != NULL && row_bytes > 0)
     for (guint64 i = 0; i < rows; i++)
       memcpy (o->mem + i * stride, data + i * row_bytes, row_bytes);
 
