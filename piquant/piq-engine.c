@@ -101,16 +101,26 @@ int
 piq_engine_check_shape (const uint64_t *shape, unsigned n_dims, uint64_t *n, PiqEngineError *e)
 {
   uint64_t total = 1;
+  int empty = 0;
 
   if (n_dims < 1 || n_dims > PIQ_ENGINE_MAX_DIMS)
     return fail (e, PIQ_E_SIZE, "a tensor has 1 to %d dimensions, not %u", PIQ_ENGINE_MAX_DIMS,
                  n_dims);
+  /* The nonzero extents' product must fit whatever their order, as numpy asks:
+   * [8, 2^63, 0] and [0, 8, 2^63] are refused alike; a 0 extent then empties it. */
   for (unsigned d = 0; d < n_dims; d++)
     {
-      if (shape[d] != 0 && total > UINT64_MAX / shape[d])
+      if (shape[d] == 0)
+        {
+          empty = 1;
+          continue;
+        }
+      if (total > UINT64_MAX / shape[d])
         return fail (e, PIQ_E_OVERFLOW, "the shape's element count overflows 64 bits");
       total *= shape[d];
     }
+  if (empty)
+    total = 0;
   if (total > (uint64_t) SIZE_MAX)
     return fail (e, PIQ_E_OVERFLOW, "%" PRIu64 " elements do not fit in memory", total);
   *n = total;

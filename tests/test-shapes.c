@@ -609,6 +609,44 @@ test_axis_out_of_range (void)
     }
 }
 
+/* A shape whose nonzero extents' product overflows is refused whatever the
+ * order, a 0 extent included ([8, 2^63, 0] and [0, 8, 2^63] alike, as numpy
+ * does); one whose product fits holds no element when an extent is 0. */
+static void
+test_empty_extent_order (void)
+{
+  static const guint64 refused[][3] = {
+    { 8, G_GUINT64_CONSTANT (1) << 63, 0 },
+    { 0, 8, G_GUINT64_CONSTANT (1) << 63 },
+    { G_GUINT64_CONSTANT (1) << 63, 0, 8 },
+  };
+  static const guint64 empty[][3] = {
+    { 0, G_GUINT64_CONSTANT (1) << 63, 1 },
+    { G_GUINT64_CONSTANT (1) << 40, 0, G_GUINT64_CONSTANT (1) << 20 },
+  };
+  g_autoptr (PiqFormat) f = make_format (PIQ_DTYPE_INT8, PIQ_GRANULARITY_BLOCK, 0, 32, FALSE);
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      gsize c = 7, sc = 7, z = 7;
+      g_assert_false (piq_format_get_sizes (f, refused[i], 3, &c, &sc, &z, &error));
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW);
+      g_assert_cmpuint (c, ==, 7);
+      g_clear_error (&error);
+      g_assert_null (piq_tensor_new_shaped (PIQ_DTYPE_F32, refused[i], 3, &error));
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (empty); i++)
+    {
+      g_autoptr (GError) error = NULL;
+      gsize c = 7, sc = 7, z = 7;
+      g_assert_true (piq_format_get_sizes (f, empty[i], 3, &c, &sc, &z, &error));
+      g_assert_no_error (error);
+      g_assert_cmpuint (c + sc + z, ==, 0);
+    }
+}
+
 /* ---- strided wraps ---- */
 
 #define BIG_ROWS 40
@@ -1334,6 +1372,7 @@ main (int argc, char **argv)
       g_test_add_data_func (path, &strided_cases[i], test_strided);
     }
   g_test_add_func ("/shapes/reshape", test_reshape);
+  g_test_add_func ("/shapes/empty-extent-order", test_empty_extent_order);
 
   for (guint t = 0; t < G_N_ELEMENTS (quantizers); t++)
     {

@@ -502,6 +502,7 @@ typedef struct {
   guint n_dims;
   guint64 n;          /* elements, when small */
   gboolean huge;      /* a dimension too large to allocate: sized calls only */
+  gboolean empty;     /* huge, but with a 0 extent: no element, a valid shape */
 } Shape;
 
 static void
@@ -523,11 +524,19 @@ take_shape (Input *in, Shape *s)
                                       G_GUINT64_CONSTANT (1) << 62, G_MAXUINT64, G_MAXUINT64 / 3,
                                       G_MAXINT64 };
       s->shape[take8 (in) % s->n_dims] = huge[take8 (in) % G_N_ELEMENTS (huge)];
-      /* with a 0 extent elsewhere the shape holds no element and is valid */
       s->huge = TRUE;
-      for (guint i = 0; i < s->n_dims; i++)
-        if (s->shape[i] == 0)
-          s->huge = FALSE;
+      /* with a 0 extent elsewhere the shape holds no element: valid when the other
+       * extents' product fits in 64 bits (then calls may succeed, allocating nothing) */
+      {
+        guint64 p = 1;
+        gboolean zero = FALSE, fits = TRUE;
+        for (guint i = 0; i < s->n_dims; i++)
+          if (s->shape[i] == 0)
+            zero = TRUE;
+          else if (!g_uint64_checked_mul (&p, p, s->shape[i]))
+            fits = FALSE;
+        s->empty = zero && fits;
+      }
       return;
     }
   /* cap the element count */
@@ -882,7 +891,7 @@ run_dequantize_raw (Run *r)
     buf_check_unchanged (&out, "the destination", "dequantize_raw");
   else
     {
-      CHECK (!r->s.huge);
+      CHECK (!r->s.huge || r->s.empty);
       buf_check_tail (&out, need, "floats", "dequantize_raw");
       if (r->q != quantizers[0])
         {
@@ -1228,7 +1237,7 @@ run_from_bytes (Run *r, PiqFormat *format)
                                            scale, zp, &error);
   check_result ("tensor_new_quantized_from_bytes", t != NULL, error);
   if (t != NULL)
-    CHECK (!r->s.huge && !piq_tensor_is_writable (t));
+    CHECK ((!r->s.huge || r->s.empty) && !piq_tensor_is_writable (t));
   return t;
 }
 
