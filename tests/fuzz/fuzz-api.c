@@ -853,7 +853,7 @@ run_dequantize_raw (Run *r)
       src_cap %= 4096;
       sc_cap %= 4096;
       zp_cap %= 4096;
-      need = 64;
+      need = r->s.empty ? 0 : 64;
     }
   else if (!piq_dtype_get_size_for_n (dd, r->s.n, &need, NULL))
     need = r->s.n * 8;
@@ -1300,7 +1300,8 @@ run_tensors (Run *r)
       case 0: case 1:
         {
           Shape saved = r->s;
-          if (d & 8)
+          /* one more row, when that stays small (an empty shape may be vast) */
+          if ((d & 8) && r->s.n > 0)
             r->s.shape[0] = r->s.n_dims ? r->s.shape[0] + 1 : 0;
           dst = piq_tensor_new_quantized (fmt, r->s.shape, r->s.n_dims, NULL);
           r->s = saved;
