@@ -485,6 +485,16 @@ check_block (const PiqKernelTable *t, const BlockCase *c)
                           stoch ? "stochastic" : "nearest");
                 return 0;
               }
+            /* a caller's zero points may lie anywhere in int32: near ±2^31 the
+             * difference code − zero point leaves int32 (the vector bodies'
+             * lanes), so some blocks get such zero points */
+            if (c->code < 0 && rnd () % 4 == 0)
+              {
+                static const int32_t far[] = { INT32_MIN, INT32_MIN + 1, INT32_MAX, INT32_MAX - 127,
+                                               (1 << 30) + 1, -(1 << 30) - 1, 1 << 30 };
+                for (size_t b = 0; b < FIRST + MAXN; b += 1 + rnd () % 3)
+                  zps[0][b] = far[rnd () % (sizeof far / sizeof far[0])];
+              }
             fill_random ((uint8_t *) y[0], n * 4);
             memcpy (y[1], y[0], n * 4);
             piq_kernels_scalar.block_dequantize (&a, codes[0], scl[0], zps[0], first, n, y[0], add);

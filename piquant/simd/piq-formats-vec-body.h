@@ -883,6 +883,15 @@ fdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *sca
       const uint8_t *src = codes + (first + b0) * (uint64_t) bits / 8;
 
       piq_block_load_params (a, scales, zero_points, (first + b0) / a->block, &p);
+      /* fdecode subtracts the zero point in int32 lanes: a caller's zero point
+       * near ±2^31 would wrap there, so such a block takes the scalar code,
+       * whose difference is exact */
+      if (code < 0 && (p.zp > (1 << 30) || p.zp < -(1 << 30)))
+        {
+          piq_block_dequantize (a, codes, scales, zero_points, first + b0, step, PIQ_F_F32,
+                                y + b0, add);
+          continue;
+        }
       for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)
         {
           vf v = fdecode (&p, fload_codes (src, bits, is_signed, hf), code);

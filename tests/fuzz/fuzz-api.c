@@ -303,7 +303,12 @@ float_bytes_equal (PiqDtype dtype, const guint8 *a, const guint8 *b, gsize size)
           ny = (y & 0x7fff) > 0x7c00;
         }
       if (!(nx && ny))
-        return FALSE;
+        {
+          if (trace)
+            fprintf (stderr, "  first difference at element %" G_GSIZE_FORMAT ": %#" G_GINT64_MODIFIER
+                     "x, %#" G_GINT64_MODIFIER "x\n", i / w, x, y);
+          return FALSE;
+        }
     }
   return TRUE;
 }
