@@ -28,6 +28,7 @@
 
 #include "piq-bench.h"
 #include "piq-cpu-private.h"
+#include "piq-container.h"
 #include "piq-npy.h"
 
 enum {
@@ -1119,82 +1120,6 @@ cmd_bench (const Command *command, int argc, char **argv)
 
 /* ---- files: what quantize and dequantize share ---- */
 
-/* The container that `piquant quantize` writes (".piqt"), version 2. All
- * numbers are little-endian; the tool refuses to run on big-endian hosts
- * rather than write or read the packed data in the wrong order.
- *
- *   offset 0   4 bytes   magic "PIQT"
- *   offset 4   u32       format version, 2
- *   offset 8   u32       H, the byte length of the header text that follows,
- *                        padding included; 12 + H is a multiple of 64
- *   offset 12  H bytes   UTF-8 text, one KEY=VALUE per line, each line ending
- *                        in '\n'; padded with spaces and a final '\n'
- *   12 + H               the packed codes exactly as the quantized tensor
- *                        holds them (piq_tensor_get_data(); see PiqDtype; a
- *                        block never spans two rows), data_bytes of them
- *   12 + H + data_bytes  the scales, scales_bytes of them, exactly as
- *                        piq_tensor_get_scales() holds them (f32, f16 or E8M0
- *                        per channel or block, or the double-quantized form),
- *                        then the zero points, zero_points_bytes of them
- *                        (int32 per channel or block, affine integers only);
- *                        both are 0 per tensor; nothing follows
- *
- * Keys (readers ignore blank lines and keys they do not know; a change of
- * meaning takes a new version number). The tensor's shape and its whole
- * PiqFormat are recorded, so that dequantize needs nothing else:
- *   creator       "piquant 1.0.0"                         informative
- *   dtype         quantized type: uint8, int4, …          required
- *   n_elements    element count                           required
- *   shape         extents, comma-separated ("2,3"; empty for a 0-d array;
- *                 the element count for raw input)        required
- *   granularity   "tensor" (one scale and zero point), "channel" (one per
- *                 index of axis) or "block" (one per block_size elements
- *                 along the last axis)                    required
- *   axis          the channel axis, negative from the end required (channel)
- *   block_size    elements per block; each row's last block may be shorter
- *                                                         required (block)
- *   scale_dtype   f32, f16 or e8m0: how each scale is stored
- *                                                         required (channel,
- *                                                         block)
- *   symmetric     true or false: no zero point (symmetric integers; true
- *                 for the code formats and E8M0-scaled integers)
- *                                                         required
- *   saturate      true or false                           required
- *   high_nibble_first  true when the 4-bit codes of a byte are stored high
- *                 nibble first (bitsandbytes order)       required
- *   double_quant  true or false: the f32 scales are stored double-quantized
- *                 (bitsandbytes' compress_statistics: an f32 offset, an f32
- *                 maximum per 256 scales, a byte per scale; docs/formats.md)
- *                                                         required
- *   scale         %.17g, so the binary64 value round-trips required (tensor)
- *   zero_point    integer                                 required (tensor)
- *   source_dtype  f32, f64, f16 or bf16                   required
- *   data_bytes    bytes of packed codes after the header  required
- *   scales_bytes  bytes of scales after the codes         required
- *   zero_points_bytes  bytes of little-endian int32 zero points after the
- *                 scales                                  required
- *   round_mode    nearest or stochastic                   informative
- *   seed          the stochastic-rounding seed used       informative
- *   scale_rule    the PiqScaleRule nick of the rule applied (the format's
- *                 own rule when none was asked for: min-max, abs-max,
- *                 pow2-floor, …), or, per tensor, explicit informative
- *   include_zero  true or false, with min-max only        informative
- *
- * The ggml formats (q8_0, q4_0) keep their scales inside their blocks:
- * scales_bytes is 0.
- *
- * Version 1 (piquant before shaped tensors) is still read. It had no axis,
- * symmetric or (per tensor) saturate keys: its channels were rows of
- * block_size elements, its blocks ran over the flattened array, its
- * per-tensor integers all decoded as affine (q − zero_point)·scale, and its
- * per-channel and per-block integers were affine when scale_rule was min-max.
- * docs/formats.md describes the formats and the scale layouts. */
-#define PIQT_MAGIC          "PIQT"
-#define PIQT_VERSION        2
-#define PIQT_PREFIX_LEN     12
-#define PIQT_ALIGN          64
-#define PIQT_MAX_HEADER_LEN (1u << 20)
-
 /* Files are read and written in pieces of this size, to move the progress bar. */
 #define IO_CHUNK (4u << 20)
 
@@ -1229,6 +1154,23 @@ check_little_endian (GError **error)
   g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED,
                "this host is big-endian; .npy and .piqt files are read and written "
                "only on little-endian hosts");
+  return FALSE;
+}
+
+/* A file that cannot be used, named in the message. Always FALSE. */
+static gboolean
+file_error (GError **error, const char *name, const char *format, ...) G_GNUC_PRINTF (3, 4);
+
+static gboolean
+file_error (GError **error, const char *name, const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s", name, message);
   return FALSE;
 }
 
@@ -1652,544 +1594,19 @@ output_abort (Output *output)
   g_clear_pointer (&output->tmp_name, g_free);
 }
 
-/* -- the container -- */
-
-typedef struct {
-  guint        version;         /* set when read */
-  PiqFormat   *format;          /* written from; when read, built from the keys */
-  guint64      n_elements;
-  guint        n_dims;
-  guint64      shape[PIQ_NPY_MAX_DIMS];
-  guint        library_n_dims;  /* set when read: the shape the data decodes as */
-  guint64      library_shape[PIQ_MAX_DIMS];
-  double       scale;
-  gint64       zero_point;
-  PiqRoundMode round_mode;
-  guint64      seed;
-  const char  *scale_rule;      /* a PiqScaleRule nick, or "explicit" */
-  gboolean     include_zero;
-  PiqDtype     source_dtype;
-  gsize        data_bytes;
-  gsize        data_offset;     /* set when read */
-  gsize        scales_bytes;
-  gsize        zero_points_bytes;
-  /* the format's keys, as read */
-  PiqDtype     dtype;
-  PiqGranularity granularity;
-  int          axis;
-  guint        block_size;
-  PiqDtype     scale_dtype;
-  gboolean     symmetric;
-  gboolean     saturate;
-  gboolean     high_nibble_first;
-  gboolean     double_quant;
-  PiqScaleRule scale_rule_value; /* version 1: scale_rule, parsed */
-} Container;
-
-static void
-container_clear (Container *container)
-{
-  g_clear_object (&container->format);
-}
-
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Container, container_clear)
-
-/* The shape the library works on: the array's own, [1] for a 0-d array.
- * Past PIQ_MAX_DIMS dimensions the leading ones merge into one, which changes
- * nothing per tensor or per block (blocks run along the last axis); callers
- * refuse that many for channels, whose axis must stay. */
-static void
-library_shape (const guint64 *shape, guint n_dims, guint64 *out, guint *out_n_dims)
-{
-  if (n_dims == 0)
-    {
-      out[0] = 1;
-      *out_n_dims = 1;
-    }
-  else if (n_dims <= PIQ_MAX_DIMS)
-    {
-      memcpy (out, shape, n_dims * sizeof *shape);
-      *out_n_dims = n_dims;
-    }
-  else
-    {
-      /* The product of all extents is the element count, so no overflow. */
-      out[0] = 1;
-      for (guint i = 0; i + 1 < n_dims; i++)
-        out[0] *= shape[i];
-      out[1] = shape[n_dims - 1];
-      *out_n_dims = 2;
-    }
-}
-
-static const char *
-bool_name (gboolean value)
-{
-  return value ? "true" : "false";
-}
-
-static void
-put_u32_le (guint8 *p, guint32 v)
-{
-  for (guint i = 0; i < 4; i++)
-    p[i] = (guint8) (v >> (8 * i));
-}
-
-static guint32
-get_u32_le (const guint8 *p)
-{
-  return p[0] | (guint32) p[1] << 8 | (guint32) p[2] << 16 | (guint32) p[3] << 24;
-}
-
-static void
-append_shape (GString *text, const guint64 *shape, guint n_dims)
-{
-  for (guint i = 0; i < n_dims; i++)
-    g_string_append_printf (text, "%s%" G_GUINT64_FORMAT, i > 0 ? "," : "", shape[i]);
-}
-
-/* The prefix and header text; the packed data follows at *length. */
-static guint8 *
-container_format_header (const Container *container, gsize *length)
-{
-  PiqFormat *format = container->format;
-  PiqGranularity granularity = piq_format_get_granularity (format);
-  g_autoptr(GString) text = g_string_new (NULL);
-  char scale[G_ASCII_DTOSTR_BUF_SIZE];
-  gsize pad;
-  guint8 *out;
-
-  g_string_append_printf (text, "creator=piquant %s\n", PIQ_VERSION_STRING);
-  g_string_append_printf (text, "dtype=%s\n", piq_dtype_get_name (piq_format_get_dtype (format)));
-  g_string_append_printf (text, "n_elements=%" G_GUINT64_FORMAT "\n", container->n_elements);
-  g_string_append (text, "shape=");
-  append_shape (text, container->shape, container->n_dims);
-  g_string_append_printf (text, "\ngranularity=%s\n", enum_nick (PIQ_TYPE_GRANULARITY, granularity));
-  if (granularity == PIQ_GRANULARITY_CHANNEL)
-    g_string_append_printf (text, "axis=%d\n", piq_format_get_axis (format));
-  if (granularity == PIQ_GRANULARITY_BLOCK)
-    g_string_append_printf (text, "block_size=%u\n", piq_format_get_block_size (format));
-  if (granularity != PIQ_GRANULARITY_TENSOR)
-    g_string_append_printf (text, "scale_dtype=%s\n",
-                            piq_dtype_get_name (piq_format_get_scale_dtype (format)));
-  g_string_append_printf (text, "symmetric=%s\n", bool_name (piq_format_get_symmetric (format)));
-  g_string_append_printf (text, "saturate=%s\n", bool_name (piq_format_get_saturate (format)));
-  g_string_append_printf (text, "high_nibble_first=%s\n",
-                          bool_name (piq_format_get_high_nibble_first (format)));
-  g_string_append_printf (text, "double_quant=%s\n",
-                          bool_name (piq_format_get_double_quant (format)));
-  if (granularity == PIQ_GRANULARITY_TENSOR)
-    {
-      g_string_append_printf (text, "scale=%s\n",
-                              g_ascii_formatd (scale, sizeof scale, "%.17g", container->scale));
-      g_string_append_printf (text, "zero_point=%" G_GINT64_FORMAT "\n", container->zero_point);
-    }
-  g_string_append_printf (text, "round_mode=%s\n",
-                          enum_nick (PIQ_TYPE_ROUND_MODE, container->round_mode));
-  g_string_append_printf (text, "seed=%" G_GUINT64_FORMAT "\n", container->seed);
-  g_string_append_printf (text, "scale_rule=%s\n", container->scale_rule);
-  if (strcmp (container->scale_rule, "min-max") == 0)
-    g_string_append_printf (text, "include_zero=%s\n", bool_name (container->include_zero));
-  g_string_append_printf (text, "source_dtype=%s\n", piq_dtype_get_name (container->source_dtype));
-  g_string_append_printf (text, "data_bytes=%" G_GSIZE_FORMAT "\n", container->data_bytes);
-  g_string_append_printf (text, "scales_bytes=%" G_GSIZE_FORMAT "\n", container->scales_bytes);
-  g_string_append_printf (text, "zero_points_bytes=%" G_GSIZE_FORMAT "\n",
-                          container->zero_points_bytes);
-
-  pad = (PIQT_ALIGN - (PIQT_PREFIX_LEN + text->len) % PIQT_ALIGN) % PIQT_ALIGN;
-  if (pad > 0)
-    {
-      for (gsize i = 0; i + 1 < pad; i++)
-        g_string_append_c (text, ' ');
-      g_string_append_c (text, '\n');
-    }
-
-  *length = PIQT_PREFIX_LEN + text->len;
-  out = g_malloc (*length);
-  memcpy (out, PIQT_MAGIC, 4);
-  put_u32_le (out + 4, PIQT_VERSION);
-  put_u32_le (out + 8, (guint32) text->len);
-  memcpy (out + PIQT_PREFIX_LEN, text->str, text->len);
-  return out;
-}
-
-static gboolean
-container_error (GError **error, const char *name, const char *format, ...) G_GNUC_PRINTF (3, 4);
-
-static gboolean
-container_error (GError **error, const char *name, const char *format, ...)
-{
-  g_autofree char *message = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s", name, message);
-  return FALSE;
-}
-
-/* The value of a required key, or NULL after setting @error. */
-static const char *
-container_lookup (GHashTable *keys, const char *key, const char *name, GError **error)
-{
-  const char *value = g_hash_table_lookup (keys, key);
-
-  if (value == NULL)
-    container_error (error, name, "the container header has no '%s'", key);
-  return value;
-}
-
-static gboolean
-container_unsigned (GHashTable *keys, const char *key, const char *name, guint64 *out,
-                    GError **error)
-{
-  const char *value = container_lookup (keys, key, name, error);
-
-  if (value == NULL)
-    return FALSE;
-  if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, out, NULL))
-    return container_error (error, name, "%s '%s' is not a whole number", key, value);
-  return TRUE;
-}
-
-/* A true/false key; absent keys take @absent, or are an error when
- * @required. */
-static gboolean
-container_bool (GHashTable *keys, const char *key, gboolean required, gboolean absent,
-                const char *name, gboolean *out, GError **error)
-{
-  const char *value = g_hash_table_lookup (keys, key);
-
-  if (value == NULL)
-    {
-      if (required)
-        return container_lookup (keys, key, name, error) != NULL;
-      *out = absent;
-      return TRUE;
-    }
-  if (strcmp (value, "true") == 0)
-    *out = TRUE;
-  else if (strcmp (value, "false") == 0)
-    *out = FALSE;
-  else
-    return container_error (error, name, "%s '%s' is not true or false", key, value);
-  return TRUE;
-}
-
-/* The scale dtype of per-channel and per-block scales. */
-static gboolean
-container_scale_dtype (GHashTable *keys, const char *name, Container *container, GError **error)
-{
-  const char *value = container_lookup (keys, "scale_dtype", name, error);
-
-  if (value == NULL)
-    return FALSE;
-  if (!piq_dtype_from_name (value, &container->scale_dtype) ||
-      (container->scale_dtype != PIQ_DTYPE_F32 && container->scale_dtype != PIQ_DTYPE_F16 &&
-       container->scale_dtype != PIQ_DTYPE_E8M0))
-    return container_error (error, name, "scale_dtype '%s' is not f32, f16 or e8m0", value);
-  return TRUE;
-}
-
-static gboolean
-container_block_size (GHashTable *keys, const char *name, Container *container, GError **error)
-{
-  guint64 n;
-
-  if (!container_unsigned (keys, "block_size", name, &n, error))
-    return FALSE;
-  if (n == 0 || n > G_MAXUINT)
-    return container_error (error, name, "block_size %" G_GUINT64_FORMAT " is out of range", n);
-  container->block_size = (guint) n;
-  return TRUE;
-}
-
-static gboolean
-container_size (GHashTable *keys, const char *key, const char *name, gsize *out, GError **error)
-{
-  guint64 n;
-
-  if (!container_unsigned (keys, key, name, &n, error))
-    return FALSE;
-  if (n > G_MAXSIZE)
-    return container_error (error, name, "%s %" G_GUINT64_FORMAT " is too large", key, n);
-  *out = n;
-  return TRUE;
-}
-
-/* Version 2: the format's keys, every one required where it applies. */
-static gboolean
-container_parse_format (GHashTable *keys, const char *name, Container *container, GError **error)
-{
-  const char *value;
-
-  if (container->granularity == PIQ_GRANULARITY_CHANNEL)
-    {
-      gint64 axis;
-
-      if ((value = container_lookup (keys, "axis", name, error)) == NULL)
-        return FALSE;
-      if (!g_ascii_string_to_signed (value, 10, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1, &axis, NULL))
-        return container_error (error, name, "axis '%s' is not a whole number from %d to %d",
-                                value, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1);
-      container->axis = (int) axis;
-    }
-  if (container->granularity == PIQ_GRANULARITY_BLOCK &&
-      !container_block_size (keys, name, container, error))
-    return FALSE;
-  if (container->granularity != PIQ_GRANULARITY_TENSOR &&
-      !container_scale_dtype (keys, name, container, error))
-    return FALSE;
-  return container_bool (keys, "symmetric", TRUE, FALSE, name, &container->symmetric, error) &&
-         container_bool (keys, "saturate", TRUE, TRUE, name, &container->saturate, error) &&
-         container_bool (keys, "high_nibble_first", TRUE, FALSE, name,
-                         &container->high_nibble_first, error) &&
-         container_bool (keys, "double_quant", TRUE, FALSE, name, &container->double_quant,
-                         error) &&
-         container_size (keys, "scales_bytes", name, &container->scales_bytes, error) &&
-         container_size (keys, "zero_points_bytes", name, &container->zero_points_bytes, error);
-}
-
-/* Version 1: per tensor, high_nibble_first written only when true; per
- * channel and per block, the keys that told the scales apart. */
-static gboolean
-container_parse_v1 (GHashTable *keys, const char *name, Container *container, GError **error)
-{
-  g_autoptr(GEnumClass) rules = g_type_class_ref (PIQ_TYPE_SCALE_RULE);
-  GEnumValue *rule;
-  const char *value;
-
-  if (!container_bool (keys, "high_nibble_first", container->granularity != PIQ_GRANULARITY_TENSOR,
-                       FALSE, name, &container->high_nibble_first, error))
-    return FALSE;
-  if (container->granularity == PIQ_GRANULARITY_TENSOR)
-    {
-      container->saturate = TRUE;
-      return TRUE;
-    }
-
-  if (!container_block_size (keys, name, container, error) ||
-      !container_scale_dtype (keys, name, container, error))
-    return FALSE;
-  if ((value = container_lookup (keys, "scale_rule", name, error)) == NULL)
-    return FALSE;
-  rule = g_enum_get_value_by_nick (rules, value);
-  if (rule == NULL)
-    return container_error (error, name, "scale_rule '%s' is not a piquant scale rule", value);
-  container->scale_rule_value = rule->value;
-
-  return container_bool (keys, "include_zero", TRUE, TRUE, name, &container->include_zero,
-                         error) &&
-         container_bool (keys, "double_quant", TRUE, FALSE, name, &container->double_quant,
-                         error) &&
-         container_bool (keys, "saturate", TRUE, TRUE, name, &container->saturate, error) &&
-         container_size (keys, "scales_bytes", name, &container->scales_bytes, error) &&
-         container_size (keys, "zero_points_bytes", name, &container->zero_points_bytes, error);
-}
-
-static gboolean
-container_parse_text (char *text, const char *name, Container *container, GError **error)
-{
-  g_autoptr(GHashTable) keys = g_hash_table_new (g_str_hash, g_str_equal);
-  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
-  const char *value;
-  guint64 n;
-  g_auto(GStrv) extents = NULL;
-  char *end;
-
-  for (char **line = lines; *line != NULL; line++)
-    {
-      char *eq;
-
-      g_strstrip (*line);
-      if (**line == '\0')
-        continue;
-      eq = strchr (*line, '=');
-      if (eq == NULL || eq == *line)
-        return container_error (error, name, "container header line '%s' is not KEY=VALUE", *line);
-      *eq = '\0';
-      if (!g_hash_table_insert (keys, *line, eq + 1))
-        return container_error (error, name, "the container header repeats '%s'", *line);
-    }
-
-  value = container_lookup (keys, "granularity", name, error);
-  if (value == NULL)
-    return FALSE;
-  if (strcmp (value, "tensor") == 0)
-    container->granularity = PIQ_GRANULARITY_TENSOR;
-  else if (strcmp (value, "channel") == 0)
-    container->granularity = PIQ_GRANULARITY_CHANNEL;
-  else if (strcmp (value, "block") == 0)
-    container->granularity = PIQ_GRANULARITY_BLOCK;
-  else
-    return container_error (error, name, "granularity '%s' is not supported by this version of "
-                            "piquant (tensor, channel or block)", value);
-
-  if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
-    return FALSE;
-  if (!piq_dtype_from_name (value, &container->dtype) || !piq_dtype_is_quantized (container->dtype))
-    return container_error (error, name, "dtype '%s' is not a quantized piquant type", value);
-
-  if ((value = container_lookup (keys, "source_dtype", name, error)) == NULL)
-    return FALSE;
-  if (!piq_dtype_from_name (value, &container->source_dtype) ||
-      !piq_dtype_is_float (container->source_dtype))
-    return container_error (error, name, "source_dtype '%s' is not f32, f64, f16 or bf16", value);
-
-  if (!(container->version == 1 ? container_parse_v1 (keys, name, container, error)
-                                 : container_parse_format (keys, name, container, error)))
-    return FALSE;
-
-  if (container->granularity == PIQ_GRANULARITY_TENSOR)
-    {
-      if ((value = container_lookup (keys, "scale", name, error)) == NULL)
-        return FALSE;
-      container->scale = g_ascii_strtod (value, &end);
-      if (*value == '\0' || *end != '\0')
-        return container_error (error, name, "scale '%s' is not a number", value);
-
-      if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
-        return FALSE;
-      if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point,
-                                     NULL))
-        return container_error (error, name, "zero_point '%s' is not a whole number", value);
-    }
-  else
-    {
-      /* Unused: the scales follow the codes. */
-      container->scale = 1.0;
-      container->zero_point = 0;
-    }
-
-  if (!container_unsigned (keys, "n_elements", name, &container->n_elements, error) ||
-      !container_size (keys, "data_bytes", name, &container->data_bytes, error))
-    return FALSE;
-
-  if ((value = container_lookup (keys, "shape", name, error)) == NULL)
-    return FALSE;
-  container->n_dims = 0;
-  n = 1;
-  if (*value != '\0')
-    {
-      extents = g_strsplit (value, ",", -1);
-      for (char **e = extents; *e != NULL; e++)
-        {
-          guint64 extent;
-
-          if (container->n_dims == PIQ_NPY_MAX_DIMS ||
-              !g_ascii_string_to_unsigned (g_strstrip (*e), 10, 0, G_MAXUINT64, &extent, NULL) ||
-              !g_uint64_checked_mul (&n, n, extent))
-            return container_error (error, name, "shape '%s' is not a list of at most %d extents",
-                                    value, PIQ_NPY_MAX_DIMS);
-          container->shape[container->n_dims++] = extent;
-        }
-    }
-  if (n != container->n_elements)
-    return container_error (error, name, "shape '%s' holds %" G_GUINT64_FORMAT " elements, "
-                            "n_elements says %" G_GUINT64_FORMAT, value, n, container->n_elements);
-  return TRUE;
-}
-
-/* The format the keys describe, and the shape its data decodes as. Version 1
- * kept no axis and no symmetric key: its channels are rows of block_size
- * elements (axis 0 of a 2-D view), its blocks run over the flattened array,
- * and its per-channel and per-block integers are affine under the min-max
- * rule only; per tensor, an affine format with the recorded zero point
- * decodes every one of its integer files. */
-static gboolean
-container_build_format (Container *container, const char *name, GError **error)
-{
-  g_autoptr(GError) local_error = NULL;
-  gboolean symmetric = container->symmetric;
-  int axis = container->axis;
-
-  if (container->version == 1)
-    {
-      symmetric = piq_dtype_get_range (container->dtype, NULL, NULL) &&
-                  container->granularity != PIQ_GRANULARITY_TENSOR &&
-                  container->scale_dtype != PIQ_DTYPE_E8M0 &&
-                  container->scale_rule_value != PIQ_SCALE_RULE_MIN_MAX;
-      axis = 0;
-      container->library_n_dims = 1;
-      container->library_shape[0] = container->n_elements;
-      if (container->granularity == PIQ_GRANULARITY_CHANNEL)
-        {
-          if (container->n_elements % container->block_size != 0)
-            return container_error (error, name, "%" G_GUINT64_FORMAT " elements are not whole "
-                                    "rows of block_size %u", container->n_elements,
-                                    container->block_size);
-          container->library_n_dims = 2;
-          container->library_shape[0] = container->n_elements / container->block_size;
-          container->library_shape[1] = container->block_size;
-        }
-    }
-  else if (container->granularity == PIQ_GRANULARITY_CHANNEL && container->n_dims > PIQ_MAX_DIMS)
-    return container_error (error, name, "per-channel data of %u dimensions (at most %d)",
-                            container->n_dims, PIQ_MAX_DIMS);
-  else
-    library_shape (container->shape, container->n_dims, container->library_shape,
-                   &container->library_n_dims);
-
-  container->format = g_object_new (PIQ_TYPE_FORMAT,
-                                    "dtype", container->dtype,
-                                    "granularity", container->granularity,
-                                    "axis", axis,
-                                    "block-size", container->granularity == PIQ_GRANULARITY_BLOCK
-                                                  ? container->block_size : 0,
-                                    "scale-dtype", container->scale_dtype,
-                                    "symmetric", symmetric,
-                                    "saturate", container->saturate,
-                                    "high-nibble-first", container->high_nibble_first,
-                                    "double-quant", container->double_quant,
-                                    NULL);
-  if (!piq_format_validate (container->format, &local_error))
-    return container_error (error, name, "%s", local_error->message);
-  return TRUE;
-}
-
-/* The sizes the header announces against those of its format and shape. */
-static gboolean
-container_check_sizes (const Container *container, const char *name, GError **error)
-{
-  g_autoptr(GError) local_error = NULL;
-  g_autoptr(GString) shape = g_string_new (NULL);
-  g_autofree char *format = NULL;
-  gsize codes_bytes, scales_bytes, zero_points_bytes;
-
-  if (!piq_format_get_sizes (container->format, container->library_shape,
-                             container->library_n_dims, &codes_bytes, &scales_bytes,
-                             &zero_points_bytes, &local_error))
-    return container_error (error, name, "%s", local_error->message);
-  if (container->data_bytes != codes_bytes)
-    return container_error (error, name, "data_bytes is %" G_GSIZE_FORMAT ", but %"
-                            G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
-                            container->data_bytes, container->n_elements,
-                            piq_dtype_get_name (container->dtype), codes_bytes);
-  if (container->scales_bytes == scales_bytes && container->zero_points_bytes == zero_points_bytes)
-    return TRUE;
-  append_shape (shape, container->library_shape, container->library_n_dims);
-  format = piq_format_to_string (container->format);
-  return container_error (error, name, "scales_bytes is %" G_GSIZE_FORMAT " and "
-                          "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
-                          " elements of shape %s in the format %s take %" G_GSIZE_FORMAT
-                          " and %" G_GSIZE_FORMAT, container->scales_bytes,
-                          container->zero_points_bytes, container->n_elements, shape->str,
-                          format, scales_bytes, zero_points_bytes);
-}
+/* -- the container (piq-container.c) -- */
 
 /* Reads the prefix and header of a container from the start of @input,
- * leaving the file position at the data, builds its format and checks the
- * sizes. */
+ * leaving the file position at the data; piq-container.c parses them, builds
+ * the format and checks the sizes. */
 static gboolean
-container_read_header (Input *input, Container *container, GError **error)
+container_read_header (Input *input, PiqContainer *container, GError **error)
 {
-  guint8 prefix[PIQT_PREFIX_LEN];
+  guint8 prefix[PIQ_CONTAINER_PREFIX_LEN];
   guint32 text_len;
   g_autofree char *text = NULL;
   guint64 total;
 
-  memset (container, 0, sizeof *container);
   if (fread (prefix, 1, sizeof prefix, input->file) != sizeof prefix)
     {
       if (ferror (input->file))
@@ -2197,23 +1614,12 @@ container_read_header (Input *input, Container *container, GError **error)
           set_io_error (error, errno, "read", input->name);
           return FALSE;
         }
-      return container_error (error, input->name, "too short for a piquant container");
+      return file_error (error, input->name, "too short for a piquant container");
     }
-  if (memcmp (prefix, PIQT_MAGIC, 4) != 0)
-    return container_error (error, input->name, "not a piquant container (it does not start "
-                            "with 'PIQT'; `piquant quantize` writes them)");
-  container->version = get_u32_le (prefix + 4);
-  if (container->version < 1 || container->version > PIQT_VERSION)
-    return container_error (error, input->name, "container format version %u is not supported "
-                            "(this piquant reads versions 1 to %u)", container->version,
-                            PIQT_VERSION);
-  text_len = get_u32_le (prefix + 8);
-  if (text_len > PIQT_MAX_HEADER_LEN || (PIQT_PREFIX_LEN + text_len) % PIQT_ALIGN != 0)
-    return container_error (error, input->name, "header length %u is invalid (at most %u, and "
-                            "12 + length must be a multiple of %u)", text_len,
-                            PIQT_MAX_HEADER_LEN, PIQT_ALIGN);
+  if (!piq_container_parse_prefix (prefix, input->name, container, &text_len, error))
+    return FALSE;
 
-  text = g_malloc (text_len + 1);
+  text = g_malloc (text_len);
   if (fread (text, 1, text_len, input->file) != text_len)
     {
       if (ferror (input->file))
@@ -2221,37 +1627,14 @@ container_read_header (Input *input, Container *container, GError **error)
           set_io_error (error, errno, "read", input->name);
           return FALSE;
         }
-      return container_error (error, input->name, "the file ends inside the container header");
+      return file_error (error, input->name, "the file ends inside the container header");
     }
-  text[text_len] = '\0';
-  if (strlen (text) != text_len || !g_utf8_validate (text, text_len, NULL))
-    return container_error (error, input->name, "the container header is not UTF-8 text");
-  if (!container_parse_text (text, input->name, container, error) ||
-      !container_build_format (container, input->name, error) ||
-      !container_check_sizes (container, input->name, error))
+  if (!piq_container_parse_header (text, text_len, input->name, container, error))
     return FALSE;
-
-  container->data_offset = PIQT_PREFIX_LEN + text_len;
-  total = container->data_offset;
-  if (!g_uint64_checked_add (&total, total, container->data_bytes) ||
-      !g_uint64_checked_add (&total, total, container->scales_bytes) ||
-      !g_uint64_checked_add (&total, total, container->zero_points_bytes))
-    return container_error (error, input->name, "the sizes in the container header overflow");
-  if (input->regular && input->size != total)
-    {
-      if (container->scales_bytes == 0 && container->zero_points_bytes == 0)
-        return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; "
-                                "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
-                                " of header, %" G_GSIZE_FORMAT " of data)", input->size, total,
-                                container->data_offset, container->data_bytes);
-      return container_error (error, input->name, "the file has %" G_GUINT64_FORMAT " bytes; "
-                              "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
-                              " of header, %" G_GSIZE_FORMAT " of data, %" G_GSIZE_FORMAT
-                              " of scales, %" G_GSIZE_FORMAT " of zero points)",
-                              input->size, total, container->data_offset, container->data_bytes,
-                              container->scales_bytes, container->zero_points_bytes);
-    }
-  return TRUE;
+  /* Of a pipe, only the sum is checked: the reads find a short file. */
+  if (input->regular)
+    return piq_container_check_file_size (container, input->name, input->size, error);
+  return piq_container_get_file_size (container, input->name, &total, error);
 }
 
 /* -- option values shared by both commands -- */
@@ -2700,13 +2083,13 @@ open_npy_input (Input *input, const QuantizeOptions *options, InputArray *array,
   array->n_dims = header.n_dims;
   memcpy (array->shape, header.shape, sizeof array->shape);
   if (!piq_dtype_get_size_for_n (array->dtype, array->n_elements, &array->data_bytes, &local_error))
-    return container_error (error, input->name, "%s", local_error->message);
+    return file_error (error, input->name, "%s", local_error->message);
   /* Bytes after the array are allowed: numpy.save() can append arrays to
    * one file, and numpy.load() reads the first. */
   if (input->regular && input->size - header.data_offset < array->data_bytes)
-    return container_error (error, input->name, "the file is too short: its header announces %"
-                            G_GSIZE_FORMAT " bytes of data, %" G_GUINT64_FORMAT " follow the header",
-                            array->data_bytes, input->size - header.data_offset);
+    return file_error (error, input->name, "the file is too short: its header announces %"
+                       G_GSIZE_FORMAT " bytes of data, %" G_GUINT64_FORMAT " follow the header",
+                       array->data_bytes, input->size - header.data_offset);
   return TRUE;
 }
 
@@ -2732,9 +2115,9 @@ open_raw_input (Input *input, const QuantizeOptions *options, InputArray *array,
   array->dtype = options->input_dtype;
   element_size = piq_dtype_get_bits (array->dtype) / 8;
   if (input->size % element_size != 0)
-    return container_error (error, input->name, "%" G_GUINT64_FORMAT " bytes is not a whole number "
-                            "of %u-byte %s elements", input->size, element_size,
-                            piq_dtype_get_name (array->dtype));
+    return file_error (error, input->name, "%" G_GUINT64_FORMAT " bytes is not a whole number "
+                       "of %u-byte %s elements", input->size, element_size,
+                       piq_dtype_get_name (array->dtype));
   array->n_elements = input->size / element_size;
   array->n_dims = 1;
   array->shape[0] = array->n_elements;
@@ -2888,7 +2271,7 @@ run_quantize (const QuantizeOptions *options,
   g_autoptr(GBytes) scales = NULL;
   g_autoptr(GBytes) zero_points = NULL;
   g_autoptr(GError) local_error = NULL;
-  g_auto(Container) container = { 0 };
+  g_auto(PiqContainer) container = { 0 };
   PiqDtype dtype = piq_format_get_dtype (format);
   gboolean compute = has_tensor_scale (format) && !options->have_scale;
   FileFormat file_format = options->input_format;
@@ -2920,7 +2303,7 @@ run_quantize (const QuantizeOptions *options,
       ok = FALSE;
     }
   if (ok)
-    library_shape (array.shape, array.n_dims, shape, &n_dims);
+    piq_container_library_shape (array.shape, array.n_dims, shape, &n_dims);
   if (ok && !piq_format_get_sizes (format, shape, n_dims, &dst_bytes, NULL, NULL, &local_error))
     {
       /* The options do not fit this input (an axis it does not have, say). */
@@ -2993,7 +2376,7 @@ run_quantize (const QuantizeOptions *options,
   container.data_bytes = dst_bytes;
   container.scales_bytes = scales != NULL ? g_bytes_get_size (scales) : 0;
   container.zero_points_bytes = zero_points != NULL ? g_bytes_get_size (zero_points) : 0;
-  header = container_format_header (&container, &header_len);
+  header = piq_container_format_header (&container, &header_len);
 
   if (!output_open (&output, output_name, error))
     return FALSE;
@@ -3144,7 +2527,7 @@ run_dequantize (const DequantizeOptions *options,
   g_autofree guint8 *npy_header = NULL;
   g_autofree guint8 *scales = NULL;
   g_autofree guint8 *zero_points = NULL;
-  g_auto(Container) container = { 0 };
+  g_auto(PiqContainer) container = { 0 };
   Input input = { 0 };
   Output output;
   PiqDtype dtype;
@@ -3177,16 +2560,16 @@ run_dequantize (const DequantizeOptions *options,
   if (ok && container.scales_bytes > 0)
     {
       scales = g_try_malloc (container.scales_bytes);
-      ok = scales != NULL || container_error (error, input_name, "cannot allocate %" G_GSIZE_FORMAT
-                                              " bytes of scales", container.scales_bytes);
+      ok = scales != NULL || file_error (error, input_name, "cannot allocate %" G_GSIZE_FORMAT
+                                         " bytes of scales", container.scales_bytes);
       ok = ok && input_read (&input, scales, container.scales_bytes, progress, error);
     }
   if (ok && container.zero_points_bytes > 0)
     {
       zero_points = g_try_malloc (container.zero_points_bytes);
       ok = zero_points != NULL ||
-           container_error (error, input_name, "cannot allocate %" G_GSIZE_FORMAT
-                            " bytes of zero points", container.zero_points_bytes);
+           file_error (error, input_name, "cannot allocate %" G_GSIZE_FORMAT
+                       " bytes of zero points", container.zero_points_bytes);
       ok = ok && input_read (&input, zero_points, container.zero_points_bytes, progress, error);
     }
   input_close (&input);
