@@ -1,0 +1,1177 @@
+/* piq-observer.c: calibration, the statistics of batches of data
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "piq-observer.h"
+#include "piq-quantizer.h"
+#include "piq-enum-types.h"
+#include "piq-error.h"
+#include "piq-parallel-private.h"
+#include "piq-format-private.h"
+#include "piq-tensor-private.h"
+#include "piq-engine-private.h"
+#include "simd/piq-formats-private.h"
+#include "simd/piq-kernels-private.h"
+#include "simd/piq-convert-private.h"
+
+/**
+ * PiqObserver:
+ *
+ * Calibration: an observer reads batches of float data and keeps what a
+ * scale rule needs of them, one tensor or one channel at a time; at any
+ * point it derives the scale and zero point of a target [class@Piq.Format]
+ * from what it has seen ([method@Piq.Observer.compute_recipe] per tensor,
+ * [method@Piq.Observer.compute_channel_params] per channel).
+ *
+ * Two observers of the same configuration that saw different data merge
+ * ([method@Piq.Observer.merge]), so threads, processes and machines can
+ * calibrate together, and an observer's state is a #GVariant
+ * ([method@Piq.Observer.serialize], [ctor@Piq.Observer.new_deserialize]), so
+ * calibration can be checkpointed and resumed.
+ *
+ * The rules of each [enum@Piq.ObserverKind] are PyTorch's observers', and give
+ * the same scales and zero points for the same data; see
+ * [Observers](observers.html).
+ *
+ * ```c
+ * g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+ * for (guint i = 0; i < n_batches; i++)
+ *   if (!piq_observer_observe (obs, batches[i], &error))
+ *     return FALSE;
+ * g_autoptr(PiqFormat) int8 = piq_format_new (PIQ_DTYPE_INT8);
+ * g_autoptr(PiqRecipe) recipe = piq_observer_compute_recipe (obs, int8, &error);
+ * ```
+ *
+ * Since: 1.0
+ */
+struct _PiqObserver
+{
+  GObject          parent_instance;
+
+  PiqObserverKind  kind;
+  PiqGranularity   granularity;
+  int              axis;
+  double           averaging_constant;
+
+  guint64          n_batches;
+  guint64          n_channels;   /* 0: nothing observed yet */
+  double          *min;          /* n_channels binary32 values each (as torch keeps them) */
+  double          *max;
+};
+
+G_DEFINE_FINAL_TYPE (PiqObserver, piq_observer, G_TYPE_OBJECT)
+
+enum {
+  PROP_0,
+  PROP_KIND,
+  PROP_GRANULARITY,
+  PROP_AXIS,
+  PROP_AVERAGING_CONSTANT,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+#define STATE_VERSION 1
+#define STATE_TYPE    "(a{sv})"
+
+static void
+piq_observer_finalize (GObject *object)
+{
+  PiqObserver *self = PIQ_OBSERVER (object);
+
+  g_free (self->min);
+  g_free (self->max);
+  G_OBJECT_CLASS (piq_observer_parent_class)->finalize (object);
+}
+
+static void
+piq_observer_get_property (GObject    *object,
+                           guint       prop_id,
+                           GValue     *value,
+                           GParamSpec *pspec)
+{
+  PiqObserver *self = PIQ_OBSERVER (object);
+
+  switch (prop_id)
+    {
+    case PROP_KIND:               g_value_set_enum (value, self->kind); break;
+    case PROP_GRANULARITY:        g_value_set_enum (value, self->granularity); break;
+    case PROP_AXIS:               g_value_set_int (value, self->axis); break;
+    case PROP_AVERAGING_CONSTANT: g_value_set_double (value, self->averaging_constant); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+piq_observer_set_property (GObject      *object,
+                           guint         prop_id,
+                           const GValue *value,
+                           GParamSpec   *pspec)
+{
+  PiqObserver *self = PIQ_OBSERVER (object);
+
+  switch (prop_id)
+    {
+    case PROP_KIND:               self->kind = g_value_get_enum (value); break;
+    case PROP_GRANULARITY:        self->granularity = g_value_get_enum (value); break;
+    case PROP_AXIS:               self->axis = g_value_get_int (value); break;
+    case PROP_AVERAGING_CONSTANT: self->averaging_constant = g_value_get_double (value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+piq_observer_class_init (PiqObserverClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  const GParamFlags co = G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS;
+
+  object_class->finalize = piq_observer_finalize;
+  object_class->get_property = piq_observer_get_property;
+  object_class->set_property = piq_observer_set_property;
+
+  /**
+   * PiqObserver:kind:
+   *
+   * What the observer keeps of its batches, and so how it derives scales.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_KIND] =
+    g_param_spec_enum ("kind", NULL, NULL, PIQ_TYPE_OBSERVER_KIND, PIQ_OBSERVER_KIND_MIN_MAX, co);
+
+  /**
+   * PiqObserver:granularity:
+   *
+   * One set of statistics for the whole tensor, or one per index of
+   * [property@Piq.Observer:axis] (%PIQ_GRANULARITY_CHANNEL). Per-block
+   * granularity makes the first call fail with %PIQ_ERROR_UNSUPPORTED.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_GRANULARITY] =
+    g_param_spec_enum ("granularity", NULL, NULL, PIQ_TYPE_GRANULARITY, PIQ_GRANULARITY_TENSOR, co);
+
+  /**
+   * PiqObserver:axis:
+   *
+   * The channel axis of a per-channel observer, as
+   * [property@Piq.Format:axis]: an axis of each batch's shape, negative
+   * values counting from the last axis. Any value but 0 needs per-channel
+   * granularity.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_AXIS] =
+    g_param_spec_int ("axis", NULL, NULL, -PIQ_ENGINE_MAX_DIMS, PIQ_ENGINE_MAX_DIMS - 1, 0, co);
+
+  /**
+   * PiqObserver:averaging-constant:
+   *
+   * The weight c of a new batch in a moving-average observer:
+   * `min ← min + c · (batch_min − min)` in binary32, as PyTorch's
+   * `averaging_constant`. Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_AVERAGING_CONSTANT] =
+    g_param_spec_double ("averaging-constant", NULL, NULL, 0.0, 1.0, 0.01, co);
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+}
+
+static void
+piq_observer_init (PiqObserver *self)
+{
+  self->averaging_constant = 0.01;
+}
+
+/**
+ * piq_observer_new:
+ * @kind: what the observer keeps
+ *
+ * A per-tensor observer. Properties other than the kind keep their
+ * defaults; use g_object_new() to set them.
+ *
+ * Returns: (transfer full): a new observer
+ *
+ * Since: 1.0
+ */
+PiqObserver *
+piq_observer_new (PiqObserverKind kind)
+{
+  return g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, NULL);
+}
+
+/**
+ * piq_observer_new_per_channel:
+ * @kind: what the observer keeps
+ * @axis: the channel axis (negative: from the end)
+ *
+ * A per-channel observer.
+ *
+ * Returns: (transfer full): a new observer
+ *
+ * Since: 1.0
+ */
+PiqObserver *
+piq_observer_new_per_channel (PiqObserverKind kind,
+                              int             axis)
+{
+  return g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "granularity", PIQ_GRANULARITY_CHANNEL,
+                       "axis", axis, NULL);
+}
+
+/**
+ * piq_observer_get_kind:
+ * @self: an observer
+ *
+ * Returns: the observer's kind
+ *
+ * Since: 1.0
+ */
+PiqObserverKind
+piq_observer_get_kind (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), PIQ_OBSERVER_KIND_MIN_MAX);
+  return self->kind;
+}
+
+/**
+ * piq_observer_get_granularity:
+ * @self: an observer
+ *
+ * Returns: per tensor or per channel
+ *
+ * Since: 1.0
+ */
+PiqGranularity
+piq_observer_get_granularity (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), PIQ_GRANULARITY_TENSOR);
+  return self->granularity;
+}
+
+/**
+ * piq_observer_get_axis:
+ * @self: an observer
+ *
+ * Returns: the channel axis, as given
+ *
+ * Since: 1.0
+ */
+int
+piq_observer_get_axis (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->axis;
+}
+
+/**
+ * piq_observer_get_averaging_constant:
+ * @self: an observer
+ *
+ * Returns: the moving average's weight of a new batch
+ *
+ * Since: 1.0
+ */
+double
+piq_observer_get_averaging_constant (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0.0);
+  return self->averaging_constant;
+}
+
+/* ---------------------------------------------------------------------------
+ * Configuration */
+
+static gboolean
+check_config (PiqObserver  *self,
+              GError      **error)
+{
+  if ((guint) self->kind > PIQ_OBSERVER_KIND_MOVING_AVERAGE)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observer kind %d does not exist",
+                   (int) self->kind);
+      return FALSE;
+    }
+  if (self->granularity != PIQ_GRANULARITY_TENSOR && self->granularity != PIQ_GRANULARITY_CHANNEL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observers keep statistics per tensor "
+                   "or per channel, not per block");
+      return FALSE;
+    }
+  if (self->axis != 0 && self->granularity != PIQ_GRANULARITY_CHANNEL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "axis %d applies to per-channel "
+                   "observers only", self->axis);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * Reductions
+ *
+ * A batch is read once. Its elements are cut into items of at most
+ * PIQ_REDUCE_BLOCK elements of one row (rows as strided in memory, or the whole
+ * contiguous extent of a channel when the data is packed); each item goes through
+ * the kernel table's min/max reduction (SIMD), items spread over threads, and
+ * their results combine per channel. Min and max do not depend on the order in
+ * which they combine, so neither the thread count nor the SIMD level changes a
+ * result. A channel axis that is the last axis has one element per channel in
+ * each row: a scalar loop over columns, columns spread over threads. */
+
+typedef struct {
+  PiqMinMaxFn    minmax;
+  const guint8  *data;
+  gsize          stride;        /* bytes between rows */
+  gsize          esize;
+  guint64        cols;          /* elements of a row */
+  guint64        blocks_per_row;
+  PiqMinMax     *mm;            /* one per item */
+} RowsJob;
+
+static void
+rows_range (void     *data,
+            uint64_t  start,
+            uint64_t  n)
+{
+  const RowsJob *job = data;
+
+  for (uint64_t i = start; i < start + n; i++)
+    {
+      uint64_t r = i / job->blocks_per_row, off = (i % job->blocks_per_row) * PIQ_REDUCE_BLOCK;
+      size_t len = (size_t) MIN (job->cols - off, (uint64_t) PIQ_REDUCE_BLOCK);
+
+      job->minmax (job->data + r * job->stride + off * job->esize, len, &job->mm[i]);
+    }
+}
+
+typedef struct {
+  const guint8  *data;
+  gsize          stride;
+  int            ft;            /* PIQ_F_* */
+  guint64        rows;
+  double        *lo, *hi;       /* one per column */
+  guint8        *bad;
+} ColumnsJob;
+
+static inline double
+load_element (const guint8 *row,
+              guint64       i,
+              int           ft)
+{
+  double d;
+
+  if (ft == PIQ_F_F64)
+    {
+      memcpy (&d, row + i * sizeof d, sizeof d);   /* rows may be unaligned */
+      return d;
+    }
+  return piq_load_f (row, (size_t) i, ft);
+}
+
+static void
+columns_range (void     *data,
+               uint64_t  start,
+               uint64_t  n)
+{
+  const ColumnsJob *job = data;
+
+  for (uint64_t c = start; c < start + n; c++)
+    {
+      job->lo[c] = INFINITY;
+      job->hi[c] = -INFINITY;
+      job->bad[c] = 0;
+    }
+  for (uint64_t r = 0; r < job->rows; r++)
+    {
+      const guint8 *row = job->data + r * job->stride;
+      for (uint64_t c = start; c < start + n; c++)
+        {
+          double x = load_element (row, c, job->ft);
+          if (x - x != 0.0)   /* NaN or ±Inf */
+            job->bad[c] = 1;
+          else
+            {
+              job->lo[c] = x < job->lo[c] ? x : job->lo[c];
+              job->hi[c] = x > job->hi[c] ? x : job->hi[c];
+            }
+        }
+    }
+  for (uint64_t c = start; c < start + n; c++)
+    {
+      /* −0 and +0 tie; report +0 as the kernels do */
+      job->lo[c] += 0.0;
+      job->hi[c] += 0.0;
+    }
+}
+
+static guint
+observer_threads (void)
+{
+  return piq_quantizer_get_n_threads (piq_quantizer_get_default ());
+}
+
+/* The batch's per-channel min and max (n_ch of each), binary32 values. */
+static gboolean
+reduce_batch (const PiqEngineView *v,
+              guint64              n,
+              int                  axis,        /* normalized; -1: per tensor */
+              guint64              n_ch,
+              double              *lo,
+              double              *hi,
+              GError             **error)
+{
+  const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
+  gsize esize = si->bits / 8;
+  guint64 cols = v->shape[v->n_dims - 1];
+  gsize row_bytes = (gsize) cols * esize;
+  gsize stride = v->row_stride ? v->row_stride : row_bytes;
+  gboolean packed = stride == row_bytes;
+  gboolean bad = FALSE;
+
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      lo[c] = INFINITY;
+      hi[c] = -INFINITY;
+    }
+
+  if (axis >= 0 && axis == (int) v->n_dims - 1)
+    {
+      g_autofree guint8 *bad_cols = g_malloc0 (n_ch);
+      ColumnsJob job = {
+        .data = v->data, .stride = stride, .ft = si->kernel_index, .rows = n / cols,
+        .lo = lo, .hi = hi, .bad = bad_cols,
+      };
+      piq_parallel_run (observer_threads (), n_ch, 16,
+                        MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MAX (job.rows, 1)), columns_range, &job);
+      for (guint64 c = 0; c < n_ch; c++)
+        bad |= bad_cols[c];
+    }
+  else
+    {
+      /* rows of the items, and how many consecutive rows make one channel's slice */
+      guint64 rows, k, inner = 1;
+      RowsJob job = { 0 };
+      g_autofree PiqMinMax *mm = NULL;
+      guint64 n_items;
+
+      if (axis >= 0)
+        for (guint d = (guint) axis + 1; d < v->n_dims; d++)
+          inner *= v->shape[d];
+      if (packed)
+        {
+          job.cols = axis >= 0 ? inner : n;
+          rows = n / job.cols;
+          k = 1;
+        }
+      else
+        {
+          job.cols = cols;
+          rows = n / cols;
+          k = axis >= 0 ? inner / cols : rows;
+        }
+      job.minmax = piq_kernels_best ()->minmax[si->kernel_index];
+      job.data = v->data;
+      job.stride = packed ? (gsize) job.cols * esize : stride;
+      job.esize = esize;
+      job.blocks_per_row = (job.cols + PIQ_REDUCE_BLOCK - 1) / PIQ_REDUCE_BLOCK;
+      n_items = rows * job.blocks_per_row;
+      mm = g_new (PiqMinMax, n_items);
+      job.mm = mm;
+      piq_parallel_run (observer_threads (), n_items, 1,
+                        MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MIN (job.cols, (guint64) PIQ_REDUCE_BLOCK)),
+                        rows_range, &job);
+      for (guint64 i = 0; i < n_items; i++)
+        {
+          guint64 c = (i / job.blocks_per_row / k) % n_ch;
+          if (mm[i].non_finite)
+            {
+              bad = TRUE;
+              break;
+            }
+          lo[c] = MIN (lo[c], mm[i].min);
+          hi[c] = MAX (hi[c], mm[i].max);
+        }
+    }
+  if (bad)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE, "the batch contains NaN or infinity; "
+                   "observers take finite data only");
+      return FALSE;
+    }
+  /* binary32, as torch's observers convert the batch before reducing it */
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      lo[c] = piq_f64_to_f32 (lo[c]);
+      hi[c] = piq_f64_to_f32 (hi[c]);
+      if (isinf (lo[c]) || isinf (hi[c]))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE, "the batch holds %g, beyond "
+                       "binary32's range, in which observers keep their statistics",
+                       isinf (lo[c]) ? v->dtype == PIQ_DTYPE_F64 ? -HUGE_VAL : lo[c] : hi[c]);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* m + c·(x − m), each operation rounded to binary32 as torch computes it. */
+static double
+moving_average (double m,
+                double x,
+                double c)
+{
+  volatile float d = (float) x - (float) m;   /* volatile: no contraction into an FMA */
+  volatile float t = (float) c * d;
+  return (float) m + t;
+}
+
+static void
+update (PiqObserver  *self,
+        const double *lo,
+        const double *hi,
+        guint64       n_ch,
+        guint64       n_batches)
+{
+  if (self->n_channels == 0)
+    {
+      self->min = g_memdup2 (lo, n_ch * sizeof *lo);
+      self->max = g_memdup2 (hi, n_ch * sizeof *hi);
+      self->n_channels = n_ch;
+    }
+  else if (self->kind == PIQ_OBSERVER_KIND_MIN_MAX)
+    for (guint64 c = 0; c < n_ch; c++)
+      {
+        self->min[c] = MIN (self->min[c], lo[c]);
+        self->max[c] = MAX (self->max[c], hi[c]);
+      }
+  else
+    for (guint64 c = 0; c < n_ch; c++)
+      {
+        self->min[c] = moving_average (self->min[c], lo[c], self->averaging_constant);
+        self->max[c] = moving_average (self->max[c], hi[c], self->averaging_constant);
+      }
+  self->n_batches += n_batches;
+}
+
+/**
+ * piq_observer_observe:
+ * @self: an observer
+ * @batch: a float tensor (f32, f64, bf16 or f16; strided rows are read as
+ *   strided)
+ * @error: return location for a #GError
+ *
+ * Adds a batch to the observer's statistics.
+ *
+ * The batch must hold at least one element (%PIQ_ERROR_EMPTY) and only
+ * finite values within binary32's range (%PIQ_ERROR_NON_FINITE: NaN and
+ * ±Inf are rejected, never skipped). A per-channel observer's axis must
+ * exist in the batch's shape, and every batch must have as many channels as
+ * the first (%PIQ_ERROR_SIZE). On error the observer is unchanged.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_observer_observe (PiqObserver  *self,
+                      PiqTensor    *batch,
+                      GError      **error)
+{
+  PiqEngineView v;
+  const PiqDtypeInfo *si;
+  guint64 n, n_ch = 1;
+  int axis = -1;
+  g_autofree double *lo = NULL, *hi = NULL;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (batch), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!check_config (self, error))
+    return FALSE;
+  piq_tensor_to_engine (batch, &v);
+  si = piq_dtype_info (v.dtype);
+  if (si == NULL || si->kind != PIQ_KIND_FLOAT)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observers read float tensors; "
+                   "%s is not a float type", si != NULL ? si->name : "the batch's dtype");
+      return FALSE;
+    }
+  n = piq_tensor_get_n_elements (batch);
+  if (n == 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY, "the batch has no elements");
+      return FALSE;
+    }
+  if (self->granularity == PIQ_GRANULARITY_CHANNEL)
+    {
+      axis = self->axis < 0 ? self->axis + (int) v.n_dims : self->axis;
+      if (axis < 0 || axis >= (int) v.n_dims)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "axis %d does not exist in a tensor "
+                       "of %u dimension%s", self->axis, v.n_dims, v.n_dims == 1 ? "" : "s");
+          return FALSE;
+        }
+      n_ch = v.shape[axis];
+    }
+  if (self->n_channels != 0 && self->n_channels != n_ch)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "the batch has %" G_GUINT64_FORMAT
+                   " channels along axis %d, the observer's earlier batches %" G_GUINT64_FORMAT,
+                   n_ch, self->axis, self->n_channels);
+      return FALSE;
+    }
+  lo = g_new (double, n_ch);
+  hi = g_new (double, n_ch);
+  if (!reduce_batch (&v, n, axis, n_ch, lo, hi, error))
+    return FALSE;
+  update (self, lo, hi, n_ch, 1);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * Merging, resetting, reading */
+
+static gboolean
+same_config (PiqObserver  *self,
+             PiqObserver  *other,
+             GError      **error)
+{
+  if (self->kind != other->kind || self->granularity != other->granularity ||
+      self->axis != other->axis ||
+      (self->kind == PIQ_OBSERVER_KIND_MOVING_AVERAGE &&
+       self->averaging_constant != other->averaging_constant))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "cannot merge observers of "
+                   "different configurations (kind, granularity, axis or averaging constant)");
+      return FALSE;
+    }
+  if (self->n_channels != 0 && other->n_channels != 0 && self->n_channels != other->n_channels)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "cannot merge an observer of %"
+                   G_GUINT64_FORMAT " channels into one of %" G_GUINT64_FORMAT,
+                   other->n_channels, self->n_channels);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_observer_merge:
+ * @self: an observer
+ * @other: an observer of the same configuration
+ * @error: return location for a #GError
+ *
+ * Adds what @other has seen to @self; @other is unchanged.
+ *
+ * For min/max observers the result is exactly the state of one observer
+ * that saw both observers' batches. A moving average depends on the order
+ * of its batches, so merging defines one: @other's running minimum and
+ * maximum count as one more batch of @self (averaged in with
+ * [property@Piq.Observer:averaging-constant]); an observer that has seen
+ * nothing takes @other's state as it is. See [Observers](observers.html).
+ *
+ * Observers of different kinds, granularities, axes or averaging constants
+ * do not merge (%PIQ_ERROR_INVALID_VALUE), nor do observers of different
+ * channel counts (%PIQ_ERROR_SIZE); @self is then unchanged.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_observer_merge (PiqObserver  *self,
+                    PiqObserver  *other,
+                    GError      **error)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_OBSERVER (other), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!check_config (self, error) || !same_config (self, other, error))
+    return FALSE;
+  if (other->n_channels == 0)
+    return TRUE;
+  if (self == other)
+    {
+      /* the same data twice: min/max unchanged; the moving average takes one step
+       * towards itself, which changes nothing either */
+      self->n_batches *= 2;
+      return TRUE;
+    }
+  update (self, other->min, other->max, other->n_channels, other->n_batches);
+  return TRUE;
+}
+
+/**
+ * piq_observer_reset:
+ * @self: an observer
+ *
+ * Forgets every batch: the observer is as new, its configuration unchanged.
+ *
+ * Since: 1.0
+ */
+void
+piq_observer_reset (PiqObserver *self)
+{
+  g_return_if_fail (PIQ_IS_OBSERVER (self));
+
+  g_clear_pointer (&self->min, g_free);
+  g_clear_pointer (&self->max, g_free);
+  self->n_channels = 0;
+  self->n_batches = 0;
+}
+
+/**
+ * piq_observer_get_n_batches:
+ * @self: an observer
+ *
+ * Returns: the number of batches observed, merged observers' included
+ *
+ * Since: 1.0
+ */
+guint64
+piq_observer_get_n_batches (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->n_batches;
+}
+
+/**
+ * piq_observer_get_n_channels:
+ * @self: an observer
+ *
+ * Returns: the number of channels of the batches observed (1 per tensor),
+ *   0 before the first batch
+ *
+ * Since: 1.0
+ */
+guint64
+piq_observer_get_n_channels (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->n_channels;
+}
+
+/**
+ * piq_observer_get_min:
+ * @self: an observer
+ *
+ * The running minimum of each channel (one for a per-tensor observer): an
+ * array of [method@Piq.Observer.get_n_channels] doubles in host byte
+ * order, each a binary32 value. Empty before the first batch.
+ *
+ * Returns: (transfer full): the minima
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_observer_get_min (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  return g_bytes_new (self->min, self->n_channels * sizeof (double));
+}
+
+/**
+ * piq_observer_get_max:
+ * @self: an observer
+ *
+ * The running maximum of each channel, as [method@Piq.Observer.get_min].
+ *
+ * Returns: (transfer full): the maxima
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_observer_get_max (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  return g_bytes_new (self->max, self->n_channels * sizeof (double));
+}
+
+/* ---------------------------------------------------------------------------
+ * Results */
+
+static const PiqDtypeInfo *
+check_target (PiqObserver     *self,
+              PiqFormat       *format,
+              PiqGranularity   granularity,
+              GError         **error)
+{
+  const PiqEngineFormat *f = piq_format_peek (format);
+  const PiqDtypeInfo *info;
+
+  if (!check_config (self, error) || !piq_format_validate (format, error))
+    return NULL;
+  info = piq_dtype_info (f->dtype);
+  if (self->granularity != granularity)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "a %s observer gives %s parameters",
+                   self->granularity == PIQ_GRANULARITY_TENSOR ? "per-tensor" : "per-channel",
+                   self->granularity == PIQ_GRANULARITY_TENSOR ? "per-tensor" : "per-channel");
+      return NULL;
+    }
+  if (f->granularity != (int) granularity)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the format is not %s",
+                   granularity == PIQ_GRANULARITY_TENSOR ? "per-tensor" : "per-channel");
+      return NULL;
+    }
+  if (granularity == PIQ_GRANULARITY_CHANNEL && f->axis != self->axis)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the format's channel axis %d is "
+                   "not the observer's, %d", f->axis, self->axis);
+      return NULL;
+    }
+  if (info->kind != PIQ_KIND_INT)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "min/max observers give integer "
+                   "scales; %s is not an integer type", info->name);
+      return NULL;
+    }
+  if (self->n_channels == 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY, "the observer has seen no data");
+      return NULL;
+    }
+  return info;
+}
+
+/* The min/max rule of the engine (piq_affine_from_range: binary32 arithmetic,
+ * torch's eps, zero included, ties-to-even zero points). */
+static gboolean
+channel_params (const PiqDtypeInfo  *info,
+                gboolean             symmetric,
+                double               lo,
+                double               hi,
+                double              *scale,
+                gint64              *zp,
+                GError             **error)
+{
+  piq_affine_from_range (lo, hi, info->min, info->max, symmetric, TRUE, scale, zp);
+  if (!isfinite (*scale))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE, "the range [%g, %g] gives no "
+                   "finite binary32 scale", lo, hi);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_observer_compute_recipe:
+ * @self: a per-tensor observer
+ * @format: a per-tensor integer format
+ * @error: return location for a #GError
+ *
+ * The per-tensor scale (and, for affine formats, zero point) of @format for
+ * the data observed, in a recipe that [method@Piq.Quantizer.quantize] uses
+ * as given: the observer's running [min, max], widened to include 0, spans
+ * the format's integer range, in binary32 with PyTorch's eps (2⁻²³) as the
+ * smallest scale — PyTorch's `per_tensor_affine` and `per_tensor_symmetric`
+ * rules, and [method@Piq.Quantizer.compute_params]' min/max and abs-max
+ * rules.
+ *
+ * Fails with %PIQ_ERROR_EMPTY before the first batch, and with
+ * %PIQ_ERROR_UNSUPPORTED for a per-channel observer or format, or a format
+ * that is not an integer one.
+ *
+ * Returns: (transfer full) (nullable): a recipe with the scale (and zero
+ *   point), or %NULL on error
+ *
+ * Since: 1.0
+ */
+PiqRecipe *
+piq_observer_compute_recipe (PiqObserver  *self,
+                             PiqFormat    *format,
+                             GError      **error)
+{
+  const PiqDtypeInfo *info;
+  gboolean symmetric;
+  double scale;
+  gint64 zp;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  info = check_target (self, format, PIQ_GRANULARITY_TENSOR, error);
+  if (info == NULL)
+    return NULL;
+  symmetric = piq_format_get_symmetric (format);
+  if (!channel_params (info, symmetric, self->min[0], self->max[0], &scale, &zp, error))
+    return NULL;
+  return symmetric ? piq_recipe_new_fixed (scale) : piq_recipe_new_affine (scale, zp);
+}
+
+/**
+ * piq_observer_compute_channel_params:
+ * @self: a per-channel observer
+ * @format: a per-channel integer format of the observer's axis
+ * @scales: (out) (transfer full) (optional): the scale of each channel,
+ *   [method@Piq.Observer.get_n_channels] doubles in host byte order, each
+ *   a binary32 value
+ * @zero_points: (out) (transfer full) (optional): the zero point of each
+ *   channel, as many `gint64` in host byte order (for a symmetric format,
+ *   the format's own: 0 for signed types, the middle of the range for
+ *   unsigned ones)
+ * @error: return location for a #GError
+ *
+ * The per-channel scales and zero points of @format for the data observed,
+ * by the rule of [method@Piq.Observer.compute_recipe] applied to each
+ * channel (PyTorch's `per_channel_affine` and `per_channel_symmetric`).
+ * To quantize with them, convert the scales to the format's
+ * [property@Piq.Format:scale-dtype] and the zero points to `gint32` for
+ * [ctor@Piq.Tensor.new_quantized_from_bytes].
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_observer_compute_channel_params (PiqObserver  *self,
+                                     PiqFormat    *format,
+                                     GBytes      **scales,
+                                     GBytes      **zero_points,
+                                     GError      **error)
+{
+  const PiqDtypeInfo *info;
+  gboolean symmetric;
+  g_autofree double *s = NULL;
+  g_autofree gint64 *z = NULL;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  info = check_target (self, format, PIQ_GRANULARITY_CHANNEL, error);
+  if (info == NULL)
+    return FALSE;
+  symmetric = piq_format_get_symmetric (format);
+  s = g_new (double, self->n_channels);
+  z = g_new (gint64, self->n_channels);
+  for (guint64 c = 0; c < self->n_channels; c++)
+    if (!channel_params (info, symmetric, self->min[c], self->max[c], &s[c], &z[c], error))
+      return FALSE;
+  if (scales != NULL)
+    *scales = g_bytes_new_take (g_steal_pointer (&s), self->n_channels * sizeof (double));
+  if (zero_points != NULL)
+    *zero_points = g_bytes_new_take (g_steal_pointer (&z), self->n_channels * sizeof (gint64));
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * State */
+
+static const char *
+enum_nick (GType type,
+           int   value)
+{
+  g_autoptr(GEnumClass) klass = g_type_class_ref (type);
+  GEnumValue *v = g_enum_get_value (klass, value);
+
+  return v != NULL ? v->value_nick : "invalid";
+}
+
+/**
+ * piq_observer_serialize:
+ * @self: an observer
+ *
+ * The observer's configuration and statistics as a #GVariant of type
+ * `(a{sv})`, which [ctor@Piq.Observer.new_deserialize] turns back into an
+ * observer in the same state. The keys are listed in
+ * [Observers](observers.html#state). Like every #GVariant, the value is in
+ * host byte order: g_variant_byteswap() converts it for a machine of the
+ * other order.
+ *
+ * Returns: (transfer full): the state, a floating-free new reference
+ *
+ * Since: 1.0
+ */
+GVariant *
+piq_observer_serialize (PiqObserver *self)
+{
+  GVariantBuilder b;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE ("a{sv}"));
+  g_variant_builder_add (&b, "{sv}", "version", g_variant_new_uint32 (STATE_VERSION));
+  g_variant_builder_add (&b, "{sv}", "kind",
+                         g_variant_new_string (enum_nick (PIQ_TYPE_OBSERVER_KIND, self->kind)));
+  g_variant_builder_add (&b, "{sv}", "granularity",
+                         g_variant_new_string (enum_nick (PIQ_TYPE_GRANULARITY, self->granularity)));
+  g_variant_builder_add (&b, "{sv}", "axis", g_variant_new_int32 (self->axis));
+  g_variant_builder_add (&b, "{sv}", "averaging-constant",
+                         g_variant_new_double (self->averaging_constant));
+  g_variant_builder_add (&b, "{sv}", "n-batches", g_variant_new_uint64 (self->n_batches));
+  g_variant_builder_add (&b, "{sv}", "min",
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->min,
+                                                    self->n_channels, sizeof (double)));
+  g_variant_builder_add (&b, "{sv}", "max",
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->max,
+                                                    self->n_channels, sizeof (double)));
+  return g_variant_ref_sink (g_variant_new ("(a{sv})", &b));
+}
+
+static GVariant *
+lookup (GVariantDict  *dict,
+        const char    *key,
+        const char    *type,
+        GError       **error)
+{
+  GVariant *v = g_variant_dict_lookup_value (dict, key, G_VARIANT_TYPE (type));
+
+  if (v == NULL)
+    g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has no '%s' of "
+                 "type %s", key, type);
+  return v;
+}
+
+static gboolean
+lookup_enum (GVariantDict  *dict,
+             const char    *key,
+             GType          type,
+             int           *value,
+             GError       **error)
+{
+  g_autoptr(GVariant) v = lookup (dict, key, "s", error);
+  g_autoptr(GEnumClass) klass = NULL;
+  GEnumValue *ev;
+
+  if (v == NULL)
+    return FALSE;
+  klass = g_type_class_ref (type);
+  ev = g_enum_get_value_by_nick (klass, g_variant_get_string (v, NULL));
+  if (ev == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's %s '%s' is "
+                   "not one of %s", key, g_variant_get_string (v, NULL), g_type_name (type));
+      return FALSE;
+    }
+  *value = ev->value;
+  return TRUE;
+}
+
+static gboolean
+binary32 (double d)
+{
+  return isfinite (d) && (double) (float) d == d;
+}
+
+/**
+ * piq_observer_new_deserialize:
+ * @state: a state made by [method@Piq.Observer.serialize]
+ * @error: return location for a #GError
+ *
+ * An observer in the state that @state describes: the same configuration
+ * and statistics, so calibration goes on where it stopped. A value of
+ * another type, a missing or mistyped key, an unknown version, kind or
+ * granularity, or statistics that no observer can have (arrays of different
+ * lengths, values that are not finite binary32 numbers, a minimum above its
+ * maximum) fail with %PIQ_ERROR_INVALID_VALUE. Unknown keys are ignored.
+ *
+ * Returns: (transfer full) (nullable): a new observer, or %NULL on error
+ *
+ * Since: 1.0
+ */
+PiqObserver *
+piq_observer_new_deserialize (GVariant  *state,
+                              GError   **error)
+{
+  g_autoptr(GVariant) dict_v = NULL, version = NULL, axis = NULL, constant = NULL;
+  g_autoptr(GVariant) n_batches = NULL, min_v = NULL, max_v = NULL;
+  g_autoptr(GVariantDict) dict = NULL;
+  g_autoptr(PiqObserver) self = NULL;
+  g_autoptr(GError) local = NULL;
+  int kind, granularity;
+  const double *lo, *hi;
+  gsize n_lo, n_hi;
+
+  g_return_val_if_fail (state != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!g_variant_is_of_type (state, G_VARIANT_TYPE (STATE_TYPE)))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "an observer state has type %s, "
+                   "this value %s", STATE_TYPE, g_variant_get_type_string (state));
+      return NULL;
+    }
+  dict_v = g_variant_get_child_value (state, 0);
+  dict = g_variant_dict_new (dict_v);
+  if ((version = lookup (dict, "version", "u", error)) == NULL)
+    return NULL;
+  if (g_variant_get_uint32 (version) != STATE_VERSION)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "observer state version %u is not "
+                   "%u", g_variant_get_uint32 (version), STATE_VERSION);
+      return NULL;
+    }
+  if (!lookup_enum (dict, "kind", PIQ_TYPE_OBSERVER_KIND, &kind, error) ||
+      !lookup_enum (dict, "granularity", PIQ_TYPE_GRANULARITY, &granularity, error) ||
+      (axis = lookup (dict, "axis", "i", error)) == NULL ||
+      (constant = lookup (dict, "averaging-constant", "d", error)) == NULL ||
+      (n_batches = lookup (dict, "n-batches", "t", error)) == NULL ||
+      (min_v = lookup (dict, "min", "ad", error)) == NULL ||
+      (max_v = lookup (dict, "max", "ad", error)) == NULL)
+    return NULL;
+  if (g_variant_get_int32 (axis) < -PIQ_ENGINE_MAX_DIMS ||
+      g_variant_get_int32 (axis) >= PIQ_ENGINE_MAX_DIMS ||
+      !(g_variant_get_double (constant) >= 0.0 && g_variant_get_double (constant) <= 1.0))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's axis %d or "
+                   "averaging constant %g is out of range", g_variant_get_int32 (axis),
+                   g_variant_get_double (constant));
+      return NULL;
+    }
+  self = g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "granularity", granularity,
+                       "axis", g_variant_get_int32 (axis),
+                       "averaging-constant", g_variant_get_double (constant), NULL);
+  if (!check_config (self, &local))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
+                   "configuration: %s", local->message);
+      return NULL;
+    }
+  lo = g_variant_get_fixed_array (min_v, &n_lo, sizeof (double));
+  hi = g_variant_get_fixed_array (max_v, &n_hi, sizeof (double));
+  if (n_lo != n_hi || (granularity == PIQ_GRANULARITY_TENSOR && n_lo > 1) ||
+      (n_lo == 0) != (g_variant_get_uint64 (n_batches) == 0))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has %"
+                   G_GSIZE_FORMAT " minima, %" G_GSIZE_FORMAT " maxima and %" G_GUINT64_FORMAT
+                   " batches", n_lo, n_hi, g_variant_get_uint64 (n_batches));
+      return NULL;
+    }
+  for (gsize c = 0; c < n_lo; c++)
+    if (!binary32 (lo[c]) || !binary32 (hi[c]) || !(lo[c] <= hi[c]))
+      {
+        g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's channel %"
+                     G_GSIZE_FORMAT " has the range [%g, %g]", c, lo[c], hi[c]);
+        return NULL;
+      }
+  if (n_lo > 0)
+    {
+      /* +0 for −0, as the reductions report */
+      self->min = g_new (double, n_lo);
+      self->max = g_new (double, n_lo);
+      for (gsize c = 0; c < n_lo; c++)
+        {
+          self->min[c] = lo[c] + 0.0;
+          self->max[c] = hi[c] + 0.0;
+        }
+    }
+  self->n_channels = n_lo;
+  self->n_batches = g_variant_get_uint64 (n_batches);
+  return g_steal_pointer (&self);
+}
