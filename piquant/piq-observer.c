@@ -4,6 +4,14 @@
  */
 #include "config.h"
 
+/* The binary32 rules below are torch's, one rounding per operation: never contract a
+ * multiply and an add into an FMA, whatever the target. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize ("fp-contract=off")
+#endif
+
 #include <math.h>
 #include <string.h>
 
@@ -57,11 +65,14 @@ struct _PiqObserver
   PiqGranularity   granularity;
   int              axis;
   double           averaging_constant;
+  guint            n_bins;
+  guint            upsample_rate;
 
   guint64          n_batches;
   guint64          n_channels;   /* 0: nothing observed yet */
   double          *min;          /* n_channels binary32 values each (as torch keeps them) */
   double          *max;
+  float           *hist;         /* histogram: n_bins counts over [min[0], max[0]] */
 };
 
 G_DEFINE_FINAL_TYPE (PiqObserver, piq_observer, G_TYPE_OBJECT)
@@ -72,11 +83,15 @@ enum {
   PROP_GRANULARITY,
   PROP_AXIS,
   PROP_AVERAGING_CONSTANT,
+  PROP_N_BINS,
+  PROP_UPSAMPLE_RATE,
   N_PROPS
 };
 
 static GParamSpec *properties[N_PROPS];
 
+#define MAX_BINS      (1u << 20)
+#define MAX_UPSAMPLE  (1u << 16)
 #define STATE_VERSION 1
 #define STATE_TYPE    "(a{sv})"
 
@@ -87,6 +102,7 @@ piq_observer_finalize (GObject *object)
 
   g_free (self->min);
   g_free (self->max);
+  g_free (self->hist);
   G_OBJECT_CLASS (piq_observer_parent_class)->finalize (object);
 }
 
@@ -104,6 +120,8 @@ piq_observer_get_property (GObject    *object,
     case PROP_GRANULARITY:        g_value_set_enum (value, self->granularity); break;
     case PROP_AXIS:               g_value_set_int (value, self->axis); break;
     case PROP_AVERAGING_CONSTANT: g_value_set_double (value, self->averaging_constant); break;
+    case PROP_N_BINS:             g_value_set_uint (value, self->n_bins); break;
+    case PROP_UPSAMPLE_RATE:      g_value_set_uint (value, self->upsample_rate); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -122,6 +140,8 @@ piq_observer_set_property (GObject      *object,
     case PROP_GRANULARITY:        self->granularity = g_value_get_enum (value); break;
     case PROP_AXIS:               self->axis = g_value_get_int (value); break;
     case PROP_AVERAGING_CONSTANT: self->averaging_constant = g_value_get_double (value); break;
+    case PROP_N_BINS:             self->n_bins = g_value_get_uint (value); break;
+    case PROP_UPSAMPLE_RATE:      self->upsample_rate = g_value_get_uint (value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -183,6 +203,29 @@ piq_observer_class_init (PiqObserverClass *klass)
   properties[PROP_AVERAGING_CONSTANT] =
     g_param_spec_double ("averaging-constant", NULL, NULL, 0.0, 1.0, 0.01, co);
 
+  /**
+   * PiqObserver:n-bins:
+   *
+   * The number of bins of a histogram observer's histogram (PyTorch's
+   * `bins`, 2048 by default). Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_N_BINS] =
+    g_param_spec_uint ("n-bins", NULL, NULL, 1, MAX_BINS, 2048, co);
+
+  /**
+   * PiqObserver:upsample-rate:
+   *
+   * How finely a histogram observer splits its bins when the range grows and
+   * the histogram is re-binned onto the wider range (PyTorch's
+   * `upsample_rate`, 128 by default). Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_UPSAMPLE_RATE] =
+    g_param_spec_uint ("upsample-rate", NULL, NULL, 1, MAX_UPSAMPLE, 128, co);
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -190,6 +233,8 @@ static void
 piq_observer_init (PiqObserver *self)
 {
   self->averaging_constant = 0.01;
+  self->n_bins = 2048;
+  self->upsample_rate = 128;
 }
 
 /**
@@ -295,7 +340,7 @@ static gboolean
 check_config (PiqObserver  *self,
               GError      **error)
 {
-  if ((guint) self->kind > PIQ_OBSERVER_KIND_MOVING_AVERAGE)
+  if ((guint) self->kind > PIQ_OBSERVER_KIND_HISTOGRAM)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observer kind %d does not exist",
                    (int) self->kind);
@@ -311,6 +356,11 @@ check_config (PiqObserver  *self,
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "axis %d applies to per-channel "
                    "observers only", self->axis);
+      return FALSE;
+    }
+  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM && self->granularity != PIQ_GRANULARITY_TENSOR)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histogram observers are per tensor");
       return FALSE;
     }
   return TRUE;
@@ -524,6 +574,322 @@ reduce_batch (const PiqEngineView *v,
   return TRUE;
 }
 
+/* ---------------------------------------------------------------------------
+ * Histograms: torch 1.13's HistogramObserver, operation by operation, binary32
+ * where torch computes on float32 tensors and binary64 where it computes on Python
+ * floats or double tensors (see docs/observers.md). */
+
+typedef struct {
+  const guint8  *data;
+  gsize          stride;
+  int            ft;
+  guint64        cols, n;
+  float          lo, hi;        /* the outer bin edges */
+  guint          bins;
+  guint64        chunk;         /* elements per chunk */
+  guint64       *counts;        /* bins per chunk */
+} HistJob;
+
+static inline float
+load_f32 (const guint8 *row,
+          guint64       i,
+          int           ft)
+{
+  /* f64 batches were checked to lie within binary32's range */
+  return ft == PIQ_F_F64 ? piq_f64_to_f32 (load_element (row, i, ft)) : piq_load_f (row, i, ft);
+}
+
+static void
+hist_range (void     *data,
+            uint64_t  start,
+            uint64_t  n)
+{
+  const HistJob *job = data;
+  float width = job->hi - job->lo, nb = (float) job->bins;
+
+  for (uint64_t k = start; k < start + n; k++)
+    {
+      guint64 *counts = job->counts + k * job->bins;
+      guint64 i = k * job->chunk, i1 = MIN (i + job->chunk, job->n);
+
+      memset (counts, 0, job->bins * sizeof *counts);
+      while (i < i1)
+        {
+          guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
+          const guint8 *row = job->data + r * job->stride;
+          for (guint64 j = c; j < c + len; j++)
+            {
+              float x = load_f32 (row, j, job->ft);
+              if (x >= job->lo && x <= job->hi)
+                {
+                  /* torch.histc: ((x − lo) · bins) / (hi − lo), truncated; hi
+                   * itself goes to the last bin */
+                  float t = ((x - job->lo) * nb) / width;
+                  guint64 pos = (guint64) t;
+                  counts[pos < job->bins ? pos : job->bins - 1]++;
+                }
+            }
+          i += len;
+        }
+    }
+}
+
+/* torch.histc (x, bins, min=L, max=R) as float counts. L == R takes the batch's own
+ * range, widened by 1 each way when it is a single value. Counts are exact integers
+ * (torch accumulates in binary32, which loses counts past 2^24 in one bin). */
+static void
+histc (const PiqEngineView *v,
+       guint64              n,
+       double               L,
+       double               R,
+       float                data_lo,
+       float                data_hi,
+       guint                bins,
+       float               *out)
+{
+  const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
+  gsize esize = si->bits / 8;
+  guint64 cols = v->shape[v->n_dims - 1];
+  gsize row_bytes = (gsize) cols * esize, stride = v->row_stride ? v->row_stride : row_bytes;
+  HistJob job = { .data = v->data, .ft = si->kernel_index, .n = n, .bins = bins };
+  guint64 n_chunks;
+  g_autofree guint64 *counts = NULL;
+
+  job.lo = (float) L;
+  job.hi = (float) R;
+  if (L == R)
+    {
+      job.lo = data_lo;
+      job.hi = data_hi;
+      if (job.lo == job.hi)
+        {
+          job.lo -= 1.0f;
+          job.hi += 1.0f;
+        }
+    }
+  job.cols = stride == row_bytes ? n : cols;
+  job.stride = stride == row_bytes ? n * esize : stride;
+  /* chunks of at least 64 Ki elements, at most 4 per thread, at most 8 Mi counts */
+  n_chunks = MIN ((n + 65535) / 65536, 4 * (guint64) piq_parallel_max_threads ());
+  n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / bins));
+  job.chunk = (n + n_chunks - 1) / n_chunks;
+  n_chunks = (n + job.chunk - 1) / job.chunk;
+  counts = g_new (guint64, n_chunks * bins);
+  job.counts = counts;
+  piq_parallel_run (observer_threads (), n_chunks, 1, 2, hist_range, &job);
+  for (guint b = 0; b < bins; b++)
+    {
+      guint64 total = 0;
+      for (guint64 k = 0; k < n_chunks; k++)
+        total += counts[k * bins + b];
+      out[b] = (float) total;
+    }
+}
+
+/* torch's _combine_histograms: @old upsampled by @up into cells [start, start +
+ * bins·up) of a grid of bins·down cells (cells past the grid are dropped: torch
+ * raises there), integrated in binary64 in cell order, read every down cells, and
+ * the differences / up added to @orig. Only the non-zero cells are visited. */
+static void
+combine_histograms (float       *orig,
+                    const float *old,
+                    guint        up,
+                    guint64      down,
+                    guint64      start,
+                    guint        bins)
+{
+  guint64 cells = (guint64) bins * down, end = MIN (start + (guint64) bins * up, cells), j = start;
+  double acc = 0.0;
+  float shifted = 0.0f;
+
+  for (guint k = 0; k < bins; k++)
+    {
+      guint64 p = MIN ((guint64) (k + 1) * down, end);
+      double interpolated;
+      for (; j < p; j++)
+        acc += (double) old[(j - start) / up];
+      interpolated = (acc - (double) shifted) / (double) up;
+      orig[k] = orig[k] + (float) interpolated;
+      shifted = (float) acc;
+    }
+}
+
+/* A batch into the histogram (torch's forward), into new state that the caller
+ * commits. */
+static gboolean
+hist_observe (PiqObserver          *self,
+              const PiqEngineView  *v,
+              guint64               n,
+              float                 lo,
+              float                 hi,
+              float                *h,
+              float                *new_min,
+              float                *new_max,
+              GError              **error)
+{
+  guint bins = self->n_bins;
+  float mn, mx, cmin, cmax, hbw, span, ratio, e;
+  double down_d, start_d;
+
+  if (self->n_channels == 0 || self->min[0] == self->max[0])
+    {
+      /* a first batch, or a histogram of one value: start over from this batch */
+      histc (v, n, trunc (lo), trunc (hi), lo, hi, bins, h);
+      *new_min = lo;
+      *new_max = hi;
+      return TRUE;
+    }
+  mn = (float) self->min[0];
+  mx = (float) self->max[0];
+  cmin = MIN (lo, mn);
+  cmax = MAX (hi, mx);
+  /* _adjust_min_max: a grid of the old bin width / up that the combined range
+   * spans in a whole number of groups of bins cells; only the max moves */
+  hbw = (mx - mn) / (float) ((double) bins * self->upsample_rate);
+  span = (float) bins * hbw;
+  ratio = (cmax - cmin) / span;
+  down_d = ceilf (ratio);
+  if (!(down_d >= 1.0 && down_d <= 0x1p40))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the batch's range [%g, %g] is "
+                   "%g times the histogram's [%g, %g]: too wide to re-bin", lo, hi, ratio, mn, mx);
+      return FALSE;
+    }
+  e = (float) down_d * span - (cmax - cmin);
+  cmax = cmax + e;
+  start_d = nearbyintf ((mn - cmin) / hbw);
+  histc (v, n, trunc (cmin), trunc (cmax), lo, hi, bins, h);
+  if (cmin == mn && cmax == mx)
+    for (guint b = 0; b < bins; b++)
+      h[b] = h[b] + self->hist[b];
+  else
+    combine_histograms (h, self->hist, self->upsample_rate, (guint64) down_d,
+                        start_d > 0 ? (guint64) start_d : 0, bins);
+  *new_min = cmin;
+  *new_max = cmax;
+  return TRUE;
+}
+
+/* c10::div_floor_floating, binary32. */
+static float
+floor_divide (float a,
+              float b)
+{
+  float mod, div, fl;
+
+  if (b == 0.0f)
+    return a / b;
+  mod = fmodf (a, b);
+  div = (a - mod) / b;
+  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f))
+    div -= 1.0f;
+  if (div == 0.0f)
+    return copysignf (0.0f, a / b);
+  fl = floorf (div);
+  if (div - fl > 0.5f)
+    fl += 1.0f;
+  return fl;
+}
+
+/* torch's _compute_quantization_error: the L2 error of quantizing the histogram
+ * with bins [ns, ne] as the range onto dst_nbins levels. The terms are binary32 as
+ * torch's; their sum is binary64, rounded to binary32 (torch sums in binary32 in an
+ * order that depends on its SIMD build). */
+static double
+quantization_error (const PiqObserver *self,
+                    gint64             ns,
+                    gint64             ne,
+                    double             dst_nbins)
+{
+  guint bins = self->n_bins;
+  double bin_width = (self->max[0] - self->min[0]) / bins;
+  double dbw = bin_width * (double) (ne - ns + 1) / dst_nbins, sum = 0.0;
+  float bwf, dbwf, half, nhalf, top, mid;
+
+  if (dbw == 0.0)
+    return 0.0;
+  bwf = (float) bin_width;
+  dbwf = (float) dbw;
+  half = (float) (dbw / 2);
+  nhalf = (float) (-dbw / 2);
+  top = (float) (dst_nbins - 1);
+  mid = (half * half * half - nhalf * nhalf * nhalf) / 3.0f;
+  for (guint i = 0; i < bins; i++)
+    {
+      float sbb = (float) ((gint64) i - ns) * bwf;
+      float sbe = sbb + bwf;
+      float dob = CLAMP (floor_divide (sbb, dbwf), 0.0f, top);
+      float doe = CLAMP (floor_divide (sbe, dbwf), 0.0f, top);
+      float dobc = (dob + 0.5f) * dbwf;
+      float density = self->hist[i] / bwf;
+      float db = sbb - dobc;
+      float norm = density * ((half * half * half - db * db * db) / 3.0f);
+      float doec, de;
+
+      norm = norm + (doe - dob - 1.0f) * (density * mid);
+      doec = doe * dbwf + half;
+      de = sbe - doec;
+      norm = norm + density * ((de * de * de - nhalf * nhalf * nhalf) / 3.0f);
+      sum += norm;
+    }
+  return (float) sum;
+}
+
+/* torch's _non_linear_param_search: moves the range's ends inwards by quantiles of
+ * 1e-5 while the quantization error decreases. */
+static void
+hist_search (const PiqObserver *self,
+             double             dst_nbins,
+             float             *new_min,
+             float             *new_max)
+{
+  guint bins = self->n_bins;
+  float min_val = (float) self->min[0], max_val = (float) self->max[0];
+  float bwf = (max_val - min_val) / (float) bins;
+  g_autofree float *csum = g_new (float, bins);
+  double acc = 0.0, total, alpha = 0.0, beta = 1.0, norm_min = INFINITY;
+  const double step = 1e-5;
+  gint64 start = 0, end = (gint64) bins - 1;
+
+  for (guint b = 0; b < bins; b++)
+    {
+      acc += self->hist[b];      /* torch's cumsum accumulates in binary64 */
+      csum[b] = (float) acc;
+    }
+  total = (float) acc;
+  while (alpha < beta)
+    {
+      double next_alpha = alpha + step, next_beta = beta - step, norm;
+      float ta = (float) (next_alpha * total), tb = (float) (next_beta * total);
+      gint64 l = start, r = end, ns = start, ne = end;
+
+      while (l < end && csum[l] < ta)
+        l++;
+      while (r > start && csum[r] > tb)
+        r--;
+      if (l - start > end - r)
+        {
+          ns = l;
+          alpha = next_alpha;
+        }
+      else
+        {
+          ne = r;
+          beta = next_beta;
+        }
+      if (ns == start && ne == end)
+        continue;
+      norm = quantization_error (self, ns, ne, dst_nbins);
+      if (norm > norm_min)
+        break;
+      norm_min = norm;
+      start = ns;
+      end = ne;
+    }
+  *new_min = min_val + bwf * (float) start;
+  *new_max = min_val + bwf * (float) (end + 1);
+}
+
 /* m + c·(x − m), each operation rounded to binary32 as torch computes it. */
 static double
 moving_average (double m,
@@ -635,6 +1001,27 @@ piq_observer_observe (PiqObserver  *self,
   hi = g_new (double, n_ch);
   if (!reduce_batch (&v, n, axis, n_ch, lo, hi, error))
     return FALSE;
+  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+    {
+      g_autofree float *h = g_new (float, self->n_bins);
+      float new_min, new_max;
+      if (!hist_observe (self, &v, n, (float) lo[0], (float) hi[0], h, &new_min, &new_max, error))
+        return FALSE;
+      g_free (self->hist);
+      self->hist = g_steal_pointer (&h);
+      lo[0] = new_min;
+      hi[0] = new_max;
+      if (self->n_channels == 0)
+        {
+          self->min = g_new (double, 1);
+          self->max = g_new (double, 1);
+          self->n_channels = 1;
+        }
+      self->min[0] = lo[0] + 0.0;
+      self->max[0] = hi[0] + 0.0;
+      self->n_batches++;
+      return TRUE;
+    }
   update (self, lo, hi, n_ch, 1);
   return TRUE;
 }
@@ -650,10 +1037,13 @@ same_config (PiqObserver  *self,
   if (self->kind != other->kind || self->granularity != other->granularity ||
       self->axis != other->axis ||
       (self->kind == PIQ_OBSERVER_KIND_MOVING_AVERAGE &&
-       self->averaging_constant != other->averaging_constant))
+       self->averaging_constant != other->averaging_constant) ||
+      (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM &&
+       (self->n_bins != other->n_bins || self->upsample_rate != other->upsample_rate)))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "cannot merge observers of "
-                   "different configurations (kind, granularity, axis or averaging constant)");
+                   "different configurations (kind, granularity, axis, averaging constant, bins or "
+                   "upsample rate)");
       return FALSE;
     }
   if (self->n_channels != 0 && other->n_channels != 0 && self->n_channels != other->n_channels)
@@ -702,6 +1092,31 @@ piq_observer_merge (PiqObserver  *self,
     return FALSE;
   if (other->n_channels == 0)
     return TRUE;
+  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+    {
+      if (self->n_channels != 0 && (self->min[0] != other->min[0] || self->max[0] != other->max[0]))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histograms over different "
+                       "ranges ([%g, %g] and [%g, %g]) do not merge", self->min[0], self->max[0],
+                       other->min[0], other->max[0]);
+          return FALSE;
+        }
+      if (self->n_channels == 0)
+        {
+          self->min = g_memdup2 (other->min, sizeof (double));
+          self->max = g_memdup2 (other->max, sizeof (double));
+          self->hist = g_memdup2 (other->hist, other->n_bins * sizeof (float));
+          self->n_channels = 1;
+        }
+      else
+        {
+          /* the same bins: counts add (for self == other too) */
+          for (guint b = 0; b < self->n_bins; b++)
+            self->hist[b] = self->hist[b] + other->hist[b];
+        }
+      self->n_batches += other->n_batches;
+      return TRUE;
+    }
   if (self == other)
     {
       /* the same data twice: min/max unchanged; the moving average takes one step
@@ -728,8 +1143,66 @@ piq_observer_reset (PiqObserver *self)
 
   g_clear_pointer (&self->min, g_free);
   g_clear_pointer (&self->max, g_free);
+  g_clear_pointer (&self->hist, g_free);
   self->n_channels = 0;
   self->n_batches = 0;
+}
+
+/**
+ * piq_observer_get_n_bins:
+ * @self: an observer
+ *
+ * Returns: the number of bins of a histogram observer
+ *
+ * Since: 1.0
+ */
+guint
+piq_observer_get_n_bins (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->n_bins;
+}
+
+/**
+ * piq_observer_get_upsample_rate:
+ * @self: an observer
+ *
+ * Returns: a histogram observer's upsample rate
+ *
+ * Since: 1.0
+ */
+guint
+piq_observer_get_upsample_rate (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->upsample_rate;
+}
+
+/**
+ * piq_observer_get_histogram:
+ * @self: an observer
+ *
+ * A histogram observer's histogram: [property@Piq.Observer:n-bins] doubles
+ * in host byte order, each a binary32 value, over the range from
+ * [method@Piq.Observer.get_min] to [method@Piq.Observer.get_max]. Empty
+ * before the first batch and for other kinds.
+ *
+ * Returns: (transfer full): the bins
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_observer_get_histogram (PiqObserver *self)
+{
+  g_autofree double *h = NULL;
+  gsize n;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  n = self->hist != NULL ? self->n_bins : 0;
+  h = g_new (double, MAX (n, 1));
+  for (gsize i = 0; i < n; i++)
+    h[i] = self->hist[i];
+  return g_bytes_new_take (g_steal_pointer (&h), n * sizeof (double));
 }
 
 /**
@@ -909,7 +1382,14 @@ piq_observer_compute_recipe (PiqObserver  *self,
   if (info == NULL)
     return NULL;
   symmetric = piq_format_get_symmetric (format);
-  if (!channel_params (info, symmetric, self->min[0], self->max[0], &scale, &zp, error))
+  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+    {
+      float lo, hi;
+      hist_search (self, ldexp (1.0, (int) info->bits), &lo, &hi);
+      if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
+        return NULL;
+    }
+  else if (!channel_params (info, symmetric, self->min[0], self->max[0], &scale, &zp, error))
     return NULL;
   return symmetric ? piq_recipe_new_fixed (scale) : piq_recipe_new_affine (scale, zp);
 }
@@ -1014,6 +1494,8 @@ piq_observer_serialize (PiqObserver *self)
   g_variant_builder_add (&b, "{sv}", "axis", g_variant_new_int32 (self->axis));
   g_variant_builder_add (&b, "{sv}", "averaging-constant",
                          g_variant_new_double (self->averaging_constant));
+  g_variant_builder_add (&b, "{sv}", "n-bins", g_variant_new_uint32 (self->n_bins));
+  g_variant_builder_add (&b, "{sv}", "upsample-rate", g_variant_new_uint32 (self->upsample_rate));
   g_variant_builder_add (&b, "{sv}", "n-batches", g_variant_new_uint64 (self->n_batches));
   g_variant_builder_add (&b, "{sv}", "min",
                          g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->min,
@@ -1021,6 +1503,14 @@ piq_observer_serialize (PiqObserver *self)
   g_variant_builder_add (&b, "{sv}", "max",
                          g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->max,
                                                     self->n_channels, sizeof (double)));
+  {
+    gsize n = self->hist != NULL ? self->n_bins : 0;
+    g_autofree double *h = g_new (double, MAX (n, 1));
+    for (gsize i = 0; i < n; i++)
+      h[i] = self->hist[i];
+    g_variant_builder_add (&b, "{sv}", "histogram",
+                           g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, h, n, sizeof (double)));
+  }
   return g_variant_ref_sink (g_variant_new ("(a{sv})", &b));
 }
 
@@ -1091,6 +1581,9 @@ piq_observer_new_deserialize (GVariant  *state,
 {
   g_autoptr(GVariant) dict_v = NULL, version = NULL, axis = NULL, constant = NULL;
   g_autoptr(GVariant) n_batches = NULL, min_v = NULL, max_v = NULL;
+  g_autoptr(GVariant) n_bins = NULL, upsample = NULL, hist_v = NULL;
+  const double *hist;
+  gsize n_hist;
   g_autoptr(GVariantDict) dict = NULL;
   g_autoptr(PiqObserver) self = NULL;
   g_autoptr(GError) local = NULL;
@@ -1122,21 +1615,29 @@ piq_observer_new_deserialize (GVariant  *state,
       (axis = lookup (dict, "axis", "i", error)) == NULL ||
       (constant = lookup (dict, "averaging-constant", "d", error)) == NULL ||
       (n_batches = lookup (dict, "n-batches", "t", error)) == NULL ||
+      (n_bins = lookup (dict, "n-bins", "u", error)) == NULL ||
+      (upsample = lookup (dict, "upsample-rate", "u", error)) == NULL ||
+      (hist_v = lookup (dict, "histogram", "ad", error)) == NULL ||
       (min_v = lookup (dict, "min", "ad", error)) == NULL ||
       (max_v = lookup (dict, "max", "ad", error)) == NULL)
     return NULL;
   if (g_variant_get_int32 (axis) < -PIQ_ENGINE_MAX_DIMS ||
       g_variant_get_int32 (axis) >= PIQ_ENGINE_MAX_DIMS ||
-      !(g_variant_get_double (constant) >= 0.0 && g_variant_get_double (constant) <= 1.0))
+      !(g_variant_get_double (constant) >= 0.0 && g_variant_get_double (constant) <= 1.0) ||
+      g_variant_get_uint32 (n_bins) < 1 || g_variant_get_uint32 (n_bins) > MAX_BINS ||
+      g_variant_get_uint32 (upsample) < 1 || g_variant_get_uint32 (upsample) > MAX_UPSAMPLE)
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's axis %d or "
-                   "averaging constant %g is out of range", g_variant_get_int32 (axis),
-                   g_variant_get_double (constant));
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's axis %d, "
+                   "averaging constant %g, bins %u or upsample rate %u is out of range",
+                   g_variant_get_int32 (axis), g_variant_get_double (constant),
+                   g_variant_get_uint32 (n_bins), g_variant_get_uint32 (upsample));
       return NULL;
     }
   self = g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "granularity", granularity,
                        "axis", g_variant_get_int32 (axis),
-                       "averaging-constant", g_variant_get_double (constant), NULL);
+                       "averaging-constant", g_variant_get_double (constant),
+                       "n-bins", g_variant_get_uint32 (n_bins),
+                       "upsample-rate", g_variant_get_uint32 (upsample), NULL);
   if (!check_config (self, &local))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
@@ -1160,6 +1661,27 @@ piq_observer_new_deserialize (GVariant  *state,
                      G_GSIZE_FORMAT " has the range [%g, %g]", c, lo[c], hi[c]);
         return NULL;
       }
+  hist = g_variant_get_fixed_array (hist_v, &n_hist, sizeof (double));
+  if (n_hist != (kind == PIQ_OBSERVER_KIND_HISTOGRAM && n_lo > 0 ? self->n_bins : 0))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has a "
+                   "histogram of %" G_GSIZE_FORMAT " bins, not %u", n_hist,
+                   kind == PIQ_OBSERVER_KIND_HISTOGRAM && n_lo > 0 ? self->n_bins : 0);
+      return NULL;
+    }
+  for (gsize i = 0; i < n_hist; i++)
+    if (!binary32 (hist[i]) || !(hist[i] >= 0.0))
+      {
+        g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's histogram "
+                     "bin %" G_GSIZE_FORMAT " holds %g", i, hist[i]);
+        return NULL;
+      }
+  if (n_hist > 0)
+    {
+      self->hist = g_new (float, n_hist);
+      for (gsize i = 0; i < n_hist; i++)
+        self->hist[i] = (float) hist[i] + 0.0f;
+    }
   if (n_lo > 0)
     {
       /* +0 for −0, as the reductions report */

@@ -25,6 +25,9 @@ G_BEGIN_DECLS
  *   averaged with [property@Piq.Observer:averaging-constant]
  *   (PyTorch's `MovingAverageMinMaxObserver` and
  *   `MovingAveragePerChannelMinMaxObserver`)
+ * @PIQ_OBSERVER_KIND_HISTOGRAM: a histogram of [property@Piq.Observer:n-bins]
+ *   bins over the running range, and the L2-optimal clipping range searched on
+ *   it (PyTorch's `HistogramObserver`; per tensor only)
  *
  * What an observer keeps of the batches it sees, and so how it derives scales.
  * See [Observers](observers.html) for the exact rules.
@@ -34,6 +37,7 @@ G_BEGIN_DECLS
 typedef enum {
   PIQ_OBSERVER_KIND_MIN_MAX        = 0,
   PIQ_OBSERVER_KIND_MOVING_AVERAGE = 1,
+  PIQ_OBSERVER_KIND_HISTOGRAM      = 2,
 } PiqObserverKind;
 
 #define PIQ_TYPE_OBSERVER (piq_observer_get_type ())
@@ -58,6 +62,10 @@ PIQ_AVAILABLE_IN_1_0
 int             piq_observer_get_axis           (PiqObserver     *self);
 PIQ_AVAILABLE_IN_1_0
 double          piq_observer_get_averaging_constant (PiqObserver *self);
+PIQ_AVAILABLE_IN_1_0
+guint           piq_observer_get_n_bins         (PiqObserver     *self);
+PIQ_AVAILABLE_IN_1_0
+guint           piq_observer_get_upsample_rate  (PiqObserver     *self);
 
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_observer_observe            (PiqObserver     *self,
@@ -78,6 +86,8 @@ PIQ_AVAILABLE_IN_1_0
 GBytes *        piq_observer_get_min            (PiqObserver     *self);
 PIQ_AVAILABLE_IN_1_0
 GBytes *        piq_observer_get_max            (PiqObserver     *self);
+PIQ_AVAILABLE_IN_1_0
+GBytes *        piq_observer_get_histogram      (PiqObserver     *self);
 
 PIQ_AVAILABLE_IN_1_0
 PiqRecipe *     piq_observer_compute_recipe     (PiqObserver     *self,

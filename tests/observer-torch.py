@@ -6,8 +6,9 @@
 # For the same batches (f32, f64, bf16 and f16; packed and strided rows), the
 # running min/max and the scale and zero point of Piq.Observer must equal those of
 # torch.ao.quantization's MinMaxObserver, MovingAverageMinMaxObserver,
-# PerChannelMinMaxObserver and MovingAveragePerChannelMinMaxObserver, for qint8 and
-# quint8, affine and symmetric, bit for bit. TAP, the plan comes last; the whole
+# PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver and (per tensor)
+# HistogramObserver, for qint8 and quint8, affine and symmetric, bit for bit; the
+# histogram observer's histogram and range too. TAP, the plan comes last; the whole
 # script is skipped when PyGObject or torch is missing.
 #
 # Environment (tests/Makefile.am sets it): GI_TYPELIB_PATH, LD_LIBRARY_PATH.
@@ -156,6 +157,38 @@ def check_case(moving, dname, shape, axis, pad, c):
     return compared
 
 
+def check_histogram(dname, shape, pad, seed, small):
+    """HistogramObserver: the histogram, its range and the searched qparams."""
+    pdtype, tdtype = DTYPES[dname]
+    obs = Piq.Observer(kind=Piq.ObserverKind.HISTOGRAM)
+    xs = batches(shape, tdtype, seed, n=1 + seed % 3)
+    if small:
+        xs = [x * 0.05 for x in xs]   # inside (-1, 1): torch's int() bounds collapse
+    tos = {}
+    for name, _, tq in TARGETS:
+        for sym in (False, True):
+            qs = torch.per_tensor_symmetric if sym else torch.per_tensor_affine
+            tos[(name, sym)] = tobs.HistogramObserver(dtype=tq, qscheme=qs)
+    for x in xs:
+        obs.observe(to_piq(x, pdtype, pad))
+        for t in tos.values():
+            t(x.float())   # the observer reads binary32, as documented
+    ref = tos[("qint8", False)]
+    assert doubles(obs.get_min()) == [float(ref.min_val) + 0.0]
+    assert doubles(obs.get_max()) == [float(ref.max_val) + 0.0]
+    assert doubles(obs.get_histogram()) == ref.histogram.double().tolist()
+    compared = 0
+    for name, pq, _ in TARGETS:
+        for sym in (False, True):
+            ts, tz = tos[(name, sym)].calculate_qparams()
+            r = obs.compute_recipe(Piq.Format(dtype=pq, symmetric=sym))
+            assert r.get_scale() == float(ts), (name, sym, r.get_scale(), float(ts))
+            zp = r.get_zero_point() if not sym else (128 if pq == Piq.Dtype.UINT8 else 0)
+            assert zp == int(tz), (name, sym, zp, int(tz))
+            compared += 1
+    return compared
+
+
 def main():
     cases = []
     for moving in (False, True):
@@ -165,15 +198,28 @@ def main():
                     for axis in axes:
                         for pad in (0, 3):
                             cases.append((moving, dname, shape, axis, pad, c))
+    for dname in DTYPES:
+        for shape in ((40, 33), (3, 4, 170)):
+            for pad in (0, 3):
+                for small in (False, True):
+                    cases.append(("histogram", dname, shape, small, pad, 0))
     failed = 0
     total = 0
     for i, (moving, dname, shape, axis, pad, c) in enumerate(cases, 1):
-        name = "%s/c=%g/%s/%s/%s/%s" % ("moving-average" if moving else "min-max", c, dname,
-                                        "x".join(map(str, shape)),
-                                        "tensor" if axis is None else "axis%d" % axis,
-                                        "strided" if pad else "packed")
+        if moving == "histogram":
+            name = "histogram/%s/%s/%s/%s" % (dname, "x".join(map(str, shape)),
+                                              "small" if axis else "wide",
+                                              "strided" if pad else "packed")
+        else:
+            name = "%s/c=%g/%s/%s/%s/%s" % ("moving-average" if moving else "min-max", c, dname,
+                                            "x".join(map(str, shape)),
+                                            "tensor" if axis is None else "axis%d" % axis,
+                                            "strided" if pad else "packed")
         try:
-            total += check_case(moving, dname, shape, axis, pad, c)
+            if moving == "histogram":
+                total += check_histogram(dname, shape, pad, i, axis)
+            else:
+                total += check_case(moving, dname, shape, axis, pad, c)
             print("ok %d - %s" % (i, name))
         except Exception:
             failed += 1

@@ -770,40 +770,56 @@ test_bad_states (void)
     "@a{sv} {}",
     "({'version': <uint32 1>},)",
     "({'version': <uint32 2>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'nonsense'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'block'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <1>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'channel'>, 'axis': <9>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <1.5>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <1.5>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint32 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint32 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <[1.0]>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0]>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <[1.0, 2.0]>, 'max': <[3.0, 4.0]>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0, 2.0]>, 'max': <[3.0, 4.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 0>, 'min': <[1.0]>, 'max': <[3.0]>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <[1.0]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <[5.0]>, 'max': <[3.0]>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[5.0]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <[nan]>, 'max': <[3.0]>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[nan]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <[-inf]>, 'max': <[3.0]>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[-inf]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
-    "'averaging-constant': <0.01>, 'n-batches': <uint64 1>, 'min': <[0.1]>, 'max': <[3.0]>},)",
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[0.1]>, 'max': <[3.0]>},)",
   };
   /* and the same text with good values parses, so the cases fail for their reason */
   static const char *good =
     "({'version': <uint32 1>, 'kind': <'moving-average'>, 'granularity': <'channel'>, "
-    "'axis': <-1>, 'averaging-constant': <0.5>, 'n-batches': <uint64 3>, "
+    "'axis': <-1>, 'averaging-constant': <0.5>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 3>, "
     "'min': <[-1.0, 0.5]>, 'max': <[3.0, 0.5]>, 'unknown-key': <'ignored'>},)";
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) gv = g_variant_parse (NULL, good, NULL, NULL, &error);
@@ -850,6 +866,194 @@ test_properties (void)
   g_assert_cmpint (piq_observer_get_granularity (obs), ==, PIQ_GRANULARITY_CHANNEL);
   g_assert_cmpuint (piq_observer_get_n_channels (obs), ==, 0);
   g_assert_cmpuint (g_bytes_get_size (piq_observer_get_min (obs)), ==, 0);
+}
+
+/* ---- histograms (the search itself is compared with torch by observer-torch.py) ---- */
+
+static void
+assert_histogram (PiqObserver *obs, double lo, double hi, const double *bins, guint n)
+{
+  g_autoptr(GBytes) h = piq_observer_get_histogram (obs);
+  g_autoptr(GBytes) bmin = piq_observer_get_min (obs), bmax = piq_observer_get_max (obs);
+  gsize size;
+  const double *p = g_bytes_get_data (h, &size);
+
+  g_assert_cmpuint (size, ==, n * sizeof (double));
+  for (guint i = 0; i < n; i++)
+    g_assert_cmpfloat (p[i], ==, bins[i]);
+  g_assert_cmpfloat (*(const double *) g_bytes_get_data (bmin, NULL), ==, lo);
+  g_assert_cmpfloat (*(const double *) g_bytes_get_data (bmax, NULL), ==, hi);
+}
+
+static double
+first_double (GBytes *b)
+{
+  return *(const double *) g_bytes_get_data (b, NULL);
+}
+
+/* torch.histc over [int(min), int(max)] (1.13 truncates the bounds), the last bin
+ * closed; equal bounds take the batch's range widened by 1; a histogram of one
+ * value starts over at the next batch; the same range adds counts. */
+static void
+test_histogram_bins (void)
+{
+  static const double a[4] = { 0.5, 1.5, 2.5, 3.5 }, c[3] = { 2, 2, 2 };
+  static const double h_a[4] = { 1, 0, 1, 1 }, h_aa[4] = { 2, 0, 2, 2 }, h_c[4] = { 0, 0, 3, 0 };
+  static const double h4[4] = { 4, 0, 4, 4 };
+  g_autoptr(PiqObserver) obs = g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_HISTOGRAM,
+                                             "n-bins", 4, NULL);
+  g_autoptr(PiqObserver) other = g_object_new (PIQ_TYPE_OBSERVER, "kind",
+                                               PIQ_OBSERVER_KIND_HISTOGRAM, "n-bins", 4, NULL);
+  g_autoptr(PiqTensor) ta = values_tensor (PIQ_DTYPE_F32, a, 4, 0, NULL);
+  g_autoptr(PiqTensor) tc = values_tensor (PIQ_DTYPE_F16, c, 3, 0, NULL);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpuint (piq_observer_get_n_bins (obs), ==, 4);
+  g_assert_cmpuint (piq_observer_get_upsample_rate (obs), ==, 128);
+  g_assert_true (piq_observer_observe (obs, tc, &error));
+  assert_histogram (obs, 2, 2, h_c, 4);
+  g_assert_true (piq_observer_observe (obs, ta, &error));
+  /* 3.5 falls outside [0, 3]: torch 1.13 counts it nowhere either */
+  assert_histogram (obs, 0.5, 3.5, h_a, 4);
+  g_assert_true (piq_observer_observe (obs, ta, &error));
+  assert_histogram (obs, 0.5, 3.5, h_aa, 4);
+  g_assert_no_error (error);
+
+  /* merging: an empty observer takes the state; the same range adds the counts */
+  g_assert_true (piq_observer_merge (other, obs, &error));
+  assert_same_state (other, obs);
+  g_assert_true (piq_observer_merge (other, obs, &error));
+  g_assert_no_error (error);
+  assert_histogram (other, 0.5, 3.5, h4, 4);
+  g_assert_cmpuint (piq_observer_get_n_batches (other), ==, 6);
+}
+
+/* A wider batch re-bins the old histogram (torch's upsample-and-interpolate), which
+ * keeps its total; the new batch adds its elements inside the truncated range. */
+static void
+test_histogram_rebin (void)
+{
+  g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_HISTOGRAM);
+  g_autoptr(GError) error = NULL;
+  Layout l = { PIQ_DTYPE_F32, 2, { 50, 40 }, 0 };
+  double expected = 0.0;
+
+  for (guint i = 0; i < 3; i++)
+    {
+      Batch b = make_batch (&l, 40 + i);
+      g_autoptr(GBytes) h = NULL, bmin = NULL, bmax = NULL;
+      g_autoptr(PiqTensor) t = NULL;
+      double sum = 0.0, lo = INFINITY, hi = -INFINITY, new_lo, new_hi;
+      const double *p;
+
+      for (guint64 k = 0; k < b.n; k++)
+        {
+          b.values[k] = (double) (float) (b.values[k] * (1.0 + 2.0 * i));   /* wider each time */
+          lo = MIN (lo, b.values[k]);
+          hi = MAX (hi, b.values[k]);
+        }
+      t = values_tensor (PIQ_DTYPE_F32, b.values, b.n, 0, NULL);
+      g_assert_true (piq_observer_observe (obs, t, &error));
+      g_assert_no_error (error);
+      bmin = piq_observer_get_min (obs);
+      bmax = piq_observer_get_max (obs);
+      new_lo = first_double (bmin);
+      new_hi = first_double (bmax);
+      g_assert_cmpfloat (new_lo, <=, lo);
+      g_assert_cmpfloat (new_hi, >=, hi);
+      for (guint64 k = 0; k < b.n; k++)
+        if (b.values[k] >= trunc (new_lo) && b.values[k] <= trunc (new_hi))
+          expected += 1.0;
+      h = piq_observer_get_histogram (obs);
+      p = g_bytes_get_data (h, NULL);
+      for (guint k = 0; k < 2048; k++)
+        {
+          g_assert_cmpfloat (p[k], >=, 0.0);
+          sum += p[k];
+        }
+      /* interpolation in binary64, bins in binary32: the total within rounding */
+      g_assert_cmpfloat (fabs (sum - expected), <=, 1e-3 * expected);
+      batch_clear (&b);
+    }
+}
+
+static void
+test_histogram_bad (void)
+{
+  static const double a[4] = { 0.5, 1.5, 2.5, 3.5 }, b[4] = { 0.5, 1.5, 2.5, 9.5 };
+  g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_HISTOGRAM);
+  g_autoptr(PiqObserver) other = piq_observer_new (PIQ_OBSERVER_KIND_HISTOGRAM);
+  g_autoptr(PiqObserver) fewer = g_object_new (PIQ_TYPE_OBSERVER, "kind",
+                                               PIQ_OBSERVER_KIND_HISTOGRAM, "n-bins", 100, NULL);
+  g_autoptr(PiqObserver) per_c = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_HISTOGRAM, 0);
+  g_autoptr(PiqTensor) ta = values_tensor (PIQ_DTYPE_F32, a, 4, 0, NULL);
+  g_autoptr(PiqTensor) tb = values_tensor (PIQ_DTYPE_F32, b, 4, 0, NULL);
+  g_autoptr(PiqFormat) u8_c = piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0);
+  g_autoptr(GVariant) before = NULL, after = NULL, other_before = NULL, other_after = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) s = NULL;
+  static const int codes[2] = { PIQ_ERROR_UNSUPPORTED, PIQ_ERROR_INVALID_VALUE };
+  PiqObserver *from[2];
+
+  assert_fails_unchanged (per_c, ta, PIQ_ERROR_UNSUPPORTED);
+  g_assert_true (piq_observer_observe (obs, ta, &error));
+  g_assert_true (piq_observer_observe (other, tb, &error));
+  g_assert_true (piq_observer_observe (fewer, ta, &error));
+  g_assert_no_error (error);
+  g_assert_false (piq_observer_compute_channel_params (obs, u8_c, &s, NULL, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+
+  /* different ranges, and different bin counts, do not merge */
+  from[0] = other;
+  from[1] = fewer;
+  for (guint i = 0; i < 2; i++)
+    {
+      g_clear_pointer (&before, g_variant_unref);
+      g_clear_pointer (&after, g_variant_unref);
+      g_clear_pointer (&other_before, g_variant_unref);
+      g_clear_pointer (&other_after, g_variant_unref);
+      before = piq_observer_serialize (obs);
+      other_before = piq_observer_serialize (from[i]);
+      g_assert_false (piq_observer_merge (obs, from[i], &error));
+      g_assert_error (error, PIQ_ERROR, codes[i]);
+      g_clear_error (&error);
+      after = piq_observer_serialize (obs);
+      other_after = piq_observer_serialize (from[i]);
+      g_assert_true (g_variant_equal (before, after));
+      g_assert_true (g_variant_equal (other_before, other_after));
+    }
+
+  /* a histogram state round-trips; a damaged one is refused */
+  {
+    g_autoptr(GVariant) state = piq_observer_serialize (obs);
+    g_autoptr(PiqObserver) back = piq_observer_new_deserialize (state, &error);
+    g_autoptr(GVariantDict) dict = NULL;
+    g_autoptr(GVariant) inner = g_variant_get_child_value (state, 0);
+    static const double short_h[3] = { 1, 2, 3 };
+    g_autofree double *neg = g_new0 (double, 2048);
+
+    g_assert_no_error (error);
+    assert_same_state (back, obs);
+    neg[7] = -1.0;
+    for (guint i = 0; i < 2; i++)
+      {
+        g_autoptr(GVariant) bad = NULL;
+        g_autoptr(PiqObserver) none = NULL;
+        g_clear_pointer (&dict, g_variant_dict_unref);
+        dict = g_variant_dict_new (inner);
+        g_variant_dict_insert_value (dict, "histogram",
+                                     i == 0 ? g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE,
+                                                                         short_h, 3, sizeof (double))
+                                            : g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE,
+                                                                         neg, 2048, sizeof (double)));
+        bad = g_variant_ref_sink (g_variant_new ("(@a{sv})", g_variant_dict_end (dict)));
+        none = piq_observer_new_deserialize (bad, &error);
+        g_assert_null (none);
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+        g_clear_error (&error);
+      }
+  }
 }
 
 static GPtrArray *cases;
@@ -925,6 +1129,9 @@ main (int argc, char **argv)
   g_test_add_func ("/observer/bad/results", test_bad_results);
   g_test_add_func ("/observer/bad/merges", test_bad_merges);
   g_test_add_func ("/observer/bad/states", test_bad_states);
+  g_test_add_func ("/observer/histogram/bins", test_histogram_bins);
+  g_test_add_func ("/observer/histogram/rebin", test_histogram_rebin);
+  g_test_add_func ("/observer/histogram/bad", test_histogram_bad);
 
   return g_test_run ();
 }
