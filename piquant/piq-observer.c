@@ -938,6 +938,9 @@ update (PiqObserver  *self,
  *
  * Adds a batch to the observer's statistics.
  *
+ * Min/max observers read the batch once; a histogram observer reads it a
+ * second time to count it into its bins.
+ *
  * The batch must hold at least one element (%PIQ_ERROR_EMPTY) and only
  * finite values within binary32's range (%PIQ_ERROR_NON_FINITE: NaN and
  * ±Inf are rejected, never skipped). A per-channel observer's axis must
@@ -1069,10 +1072,12 @@ same_config (PiqObserver  *self,
  * of its batches, so merging defines one: @other's running minimum and
  * maximum count as one more batch of @self (averaged in with
  * [property@Piq.Observer:averaging-constant]); an observer that has seen
- * nothing takes @other's state as it is. See [Observers](observers.html).
+ * nothing takes @other's state as it is. Histograms over the same range
+ * add bin by bin; over different ranges they do not merge
+ * (%PIQ_ERROR_UNSUPPORTED). See [Observers](observers.html).
  *
- * Observers of different kinds, granularities, axes or averaging constants
- * do not merge (%PIQ_ERROR_INVALID_VALUE), nor do observers of different
+ * Observers of different kinds, granularities, axes, averaging constants,
+ * bin counts or upsample rates do not merge (%PIQ_ERROR_INVALID_VALUE), nor do observers of different
  * channel counts (%PIQ_ERROR_SIZE); @self is then unchanged.
  *
  * Returns: %TRUE on success
@@ -1353,7 +1358,9 @@ channel_params (const PiqDtypeInfo  *info,
  * the format's integer range, in binary32 with PyTorch's eps (2⁻²³) as the
  * smallest scale — PyTorch's `per_tensor_affine` and `per_tensor_symmetric`
  * rules, and [method@Piq.Quantizer.compute_params]' min/max and abs-max
- * rules.
+ * rules. A histogram observer first searches the range that minimizes the
+ * L2 quantization error on its histogram (PyTorch's `HistogramObserver`),
+ * and applies the same rule to that range.
  *
  * Fails with %PIQ_ERROR_EMPTY before the first batch, and with
  * %PIQ_ERROR_UNSUPPORTED for a per-channel observer or format, or a format
