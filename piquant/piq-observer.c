@@ -277,6 +277,8 @@ piq_observer_new_per_channel (PiqObserverKind kind,
  * piq_observer_get_kind:
  * @self: an observer
  *
+ * The kind of statistics the observer keeps.
+ *
  * Returns: the observer's kind
  *
  * Since: 1.0
@@ -291,6 +293,8 @@ piq_observer_get_kind (PiqObserver *self)
 /**
  * piq_observer_get_granularity:
  * @self: an observer
+ *
+ * Whether the observer keeps statistics per tensor or per channel.
  *
  * Returns: per tensor or per channel
  *
@@ -307,6 +311,8 @@ piq_observer_get_granularity (PiqObserver *self)
  * piq_observer_get_axis:
  * @self: an observer
  *
+ * The channel axis of a per-channel observer.
+ *
  * Returns: the channel axis, as given
  *
  * Since: 1.0
@@ -321,6 +327,8 @@ piq_observer_get_axis (PiqObserver *self)
 /**
  * piq_observer_get_averaging_constant:
  * @self: an observer
+ *
+ * The weight of a new batch in a moving-average observer.
  *
  * Returns: the moving average's weight of a new batch
  *
@@ -1157,6 +1165,8 @@ piq_observer_reset (PiqObserver *self)
  * piq_observer_get_n_bins:
  * @self: an observer
  *
+ * The number of bins of a histogram observer's histogram.
+ *
  * Returns: the number of bins of a histogram observer
  *
  * Since: 1.0
@@ -1171,6 +1181,8 @@ piq_observer_get_n_bins (PiqObserver *self)
 /**
  * piq_observer_get_upsample_rate:
  * @self: an observer
+ *
+ * How finely a histogram observer splits its bins when it re-bins.
  *
  * Returns: a histogram observer's upsample rate
  *
@@ -1214,6 +1226,8 @@ piq_observer_get_histogram (PiqObserver *self)
  * piq_observer_get_n_batches:
  * @self: an observer
  *
+ * How many batches the observer has seen.
+ *
  * Returns: the number of batches observed, merged observers' included
  *
  * Since: 1.0
@@ -1228,6 +1242,8 @@ piq_observer_get_n_batches (PiqObserver *self)
 /**
  * piq_observer_get_n_channels:
  * @self: an observer
+ *
+ * How many channels the observer keeps statistics for.
  *
  * Returns: the number of channels of the batches observed (1 per tensor),
  *   0 before the first batch

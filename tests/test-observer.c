@@ -1056,6 +1056,47 @@ test_histogram_bad (void)
   }
 }
 
+/* The thread count never changes a state: one thread and every thread give the
+ * same statistics, histograms included. */
+static void
+test_threads (void)
+{
+  static const PiqObserverKind kinds[] = {
+    PIQ_OBSERVER_KIND_MIN_MAX, PIQ_OBSERVER_KIND_MOVING_AVERAGE, PIQ_OBSERVER_KIND_HISTOGRAM,
+  };
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint saved = piq_quantizer_get_n_threads (q);
+  Layout l = { PIQ_DTYPE_F32, 2, { 7, 50001 }, 0 }, ls = { PIQ_DTYPE_BF16, 2, { 7, 50001 }, 10 };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (int channel = 0; channel < (kinds[k] == PIQ_OBSERVER_KIND_HISTOGRAM ? 1 : 3); channel++)
+      {
+        g_autoptr(PiqObserver) one = NULL, all = NULL;
+        g_autoptr(GError) error = NULL;
+
+        for (int pass = 0; pass < 2; pass++)
+          {
+            PiqObserver *obs = channel
+              ? piq_observer_new_per_channel (kinds[k], channel == 1 ? 0 : -1)
+              : piq_observer_new (kinds[k]);
+            piq_quantizer_set_n_threads (q, pass == 0 ? 1 : 0);
+            for (guint i = 0; i < 3; i++)
+              {
+                Batch b = make_batch (i == 1 ? &ls : &l, 60 + i);
+                g_assert_true (piq_observer_observe (obs, b.tensor, &error));
+                g_assert_no_error (error);
+                batch_clear (&b);
+              }
+            if (pass == 0)
+              one = obs;
+            else
+              all = obs;
+          }
+        assert_same_state (one, all);
+      }
+  piq_quantizer_set_n_threads (q, saved);
+}
+
 static GPtrArray *cases;
 
 static void
@@ -1132,6 +1173,7 @@ main (int argc, char **argv)
   g_test_add_func ("/observer/histogram/bins", test_histogram_bins);
   g_test_add_func ("/observer/histogram/rebin", test_histogram_rebin);
   g_test_add_func ("/observer/histogram/bad", test_histogram_bad);
+  g_test_add_func ("/observer/threads", test_threads);
 
   return g_test_run ();
 }
