@@ -67,6 +67,7 @@ struct _PiqObserver
   double           averaging_constant;
   guint            n_bins;
   guint            upsample_rate;
+  double           percentile;
 
   guint64          n_batches;
   guint64          n_channels;   /* 0: nothing observed yet */
@@ -85,6 +86,7 @@ enum {
   PROP_AVERAGING_CONSTANT,
   PROP_N_BINS,
   PROP_UPSAMPLE_RATE,
+  PROP_PERCENTILE,
   N_PROPS
 };
 
@@ -93,6 +95,8 @@ static GParamSpec *properties[N_PROPS];
 #define MAX_BINS      (1u << 20)
 #define MAX_UPSAMPLE  (1u << 16)
 #define STATE_VERSION 1
+#define HAS_HISTOGRAM(self) ((self)->kind == PIQ_OBSERVER_KIND_HISTOGRAM || \
+                             (self)->kind == PIQ_OBSERVER_KIND_PERCENTILE)
 #define STATE_TYPE    "(a{sv})"
 
 static void
@@ -122,6 +126,7 @@ piq_observer_get_property (GObject    *object,
     case PROP_AVERAGING_CONSTANT: g_value_set_double (value, self->averaging_constant); break;
     case PROP_N_BINS:             g_value_set_uint (value, self->n_bins); break;
     case PROP_UPSAMPLE_RATE:      g_value_set_uint (value, self->upsample_rate); break;
+    case PROP_PERCENTILE:         g_value_set_double (value, self->percentile); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -142,6 +147,7 @@ piq_observer_set_property (GObject      *object,
     case PROP_AVERAGING_CONSTANT: self->averaging_constant = g_value_get_double (value); break;
     case PROP_N_BINS:             self->n_bins = g_value_get_uint (value); break;
     case PROP_UPSAMPLE_RATE:      self->upsample_rate = g_value_get_uint (value); break;
+    case PROP_PERCENTILE:         self->percentile = g_value_get_double (value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -226,6 +232,19 @@ piq_observer_class_init (PiqObserverClass *klass)
   properties[PROP_UPSAMPLE_RATE] =
     g_param_spec_uint ("upsample-rate", NULL, NULL, 1, MAX_UPSAMPLE, 128, co);
 
+  /**
+   * PiqObserver:percentile:
+   *
+   * The percent of the counts that a percentile observer's range keeps,
+   * from 50 to 100 (99.99 by default): the range runs from the bin where the
+   * cumulative count first exceeds (100 − percentile)% of the total to the
+   * bin where it first reaches percentile%. Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_PERCENTILE] =
+    g_param_spec_double ("percentile", NULL, NULL, 50.0, 100.0, 99.99, co);
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -235,6 +254,7 @@ piq_observer_init (PiqObserver *self)
   self->averaging_constant = 0.01;
   self->n_bins = 2048;
   self->upsample_rate = 128;
+  self->percentile = 99.99;
 }
 
 /**
@@ -348,7 +368,7 @@ static gboolean
 check_config (PiqObserver  *self,
               GError      **error)
 {
-  if ((guint) self->kind > PIQ_OBSERVER_KIND_HISTOGRAM)
+  if ((guint) self->kind > PIQ_OBSERVER_KIND_PERCENTILE)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observer kind %d does not exist",
                    (int) self->kind);
@@ -366,9 +386,10 @@ check_config (PiqObserver  *self,
                    "observers only", self->axis);
       return FALSE;
     }
-  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM && self->granularity != PIQ_GRANULARITY_TENSOR)
+  if (HAS_HISTOGRAM (self) && self->granularity != PIQ_GRANULARITY_TENSOR)
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histogram observers are per tensor");
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histogram and percentile observers "
+                   "are per tensor");
       return FALSE;
     }
   return TRUE;
@@ -898,6 +919,43 @@ hist_search (const PiqObserver *self,
   *new_max = min_val + bwf * (float) (end + 1);
 }
 
+/* The percentile rule: the cumulative counts (binary64, in bin order) against
+ * fractions of the total; the range is the lower edge of the first bin whose
+ * cumulative count exceeds (1 − p)·total and the upper edge of the first whose
+ * cumulative count reaches p·total, edges min + k·(max − min)/bins in binary64,
+ * rounded to binary32. */
+static void
+percentile_range (const PiqObserver *self,
+                  float             *lo,
+                  float             *hi)
+{
+  guint bins = self->n_bins, k_lo = 0, k_hi = bins - 1;
+  double total = 0.0, acc = 0.0, p = self->percentile / 100.0;
+  double width = (self->max[0] - self->min[0]) / bins;
+  gboolean have_lo = FALSE;
+
+  for (guint b = 0; b < bins; b++)
+    total += self->hist[b];
+  for (guint b = 0; b < bins; b++)
+    {
+      acc += self->hist[b];
+      if (!have_lo && acc > (1.0 - p) * total)
+        {
+          k_lo = b;
+          have_lo = TRUE;
+        }
+      if (acc >= p * total)
+        {
+          k_hi = b;
+          break;
+        }
+    }
+  *lo = (float) (self->min[0] + width * k_lo);
+  *hi = (float) (self->min[0] + width * (k_hi + 1));
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
 /* m + c·(x − m), each operation rounded to binary32 as torch computes it. */
 static double
 moving_average (double m,
@@ -1012,7 +1070,7 @@ piq_observer_observe (PiqObserver  *self,
   hi = g_new (double, n_ch);
   if (!reduce_batch (&v, n, axis, n_ch, lo, hi, error))
     return FALSE;
-  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+  if (HAS_HISTOGRAM (self))
     {
       g_autofree float *h = g_new (float, self->n_bins);
       float new_min, new_max;
@@ -1049,12 +1107,13 @@ same_config (PiqObserver  *self,
       self->axis != other->axis ||
       (self->kind == PIQ_OBSERVER_KIND_MOVING_AVERAGE &&
        self->averaging_constant != other->averaging_constant) ||
-      (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM &&
-       (self->n_bins != other->n_bins || self->upsample_rate != other->upsample_rate)))
+      (HAS_HISTOGRAM (self) &&
+       (self->n_bins != other->n_bins || self->upsample_rate != other->upsample_rate)) ||
+      (self->kind == PIQ_OBSERVER_KIND_PERCENTILE && self->percentile != other->percentile))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "cannot merge observers of "
-                   "different configurations (kind, granularity, axis, averaging constant, bins or "
-                   "upsample rate)");
+                   "different configurations (kind, granularity, axis, averaging constant, bins, "
+                   "upsample rate or percentile)");
       return FALSE;
     }
   if (self->n_channels != 0 && other->n_channels != 0 && self->n_channels != other->n_channels)
@@ -1105,7 +1164,7 @@ piq_observer_merge (PiqObserver  *self,
     return FALSE;
   if (other->n_channels == 0)
     return TRUE;
-  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+  if (HAS_HISTOGRAM (self))
     {
       if (self->n_channels != 0 && (self->min[0] != other->min[0] || self->max[0] != other->max[0]))
         {
@@ -1196,10 +1255,28 @@ piq_observer_get_upsample_rate (PiqObserver *self)
 }
 
 /**
+ * piq_observer_get_percentile:
+ * @self: an observer
+ *
+ * The percent of the counts that a percentile observer's range keeps.
+ *
+ * Returns: the percentile
+ *
+ * Since: 1.0
+ */
+double
+piq_observer_get_percentile (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0.0);
+  return self->percentile;
+}
+
+/**
  * piq_observer_get_histogram:
  * @self: an observer
  *
- * A histogram observer's histogram: [property@Piq.Observer:n-bins] doubles
+ * A histogram or percentile observer's histogram:
+ * [property@Piq.Observer:n-bins] doubles
  * in host byte order, each a binary32 value, over the range from
  * [method@Piq.Observer.get_min] to [method@Piq.Observer.get_max]. Empty
  * before the first batch and for other kinds.
@@ -1376,7 +1453,8 @@ channel_params (const PiqDtypeInfo  *info,
  * rules, and [method@Piq.Quantizer.compute_params]' min/max and abs-max
  * rules. A histogram observer first searches the range that minimizes the
  * L2 quantization error on its histogram (PyTorch's `HistogramObserver`),
- * and applies the same rule to that range.
+ * and applies the same rule to that range; a percentile observer takes the
+ * range of [property@Piq.Observer:percentile].
  *
  * Fails with %PIQ_ERROR_EMPTY before the first batch, and with
  * %PIQ_ERROR_UNSUPPORTED for a per-channel observer or format, or a format
@@ -1409,6 +1487,13 @@ piq_observer_compute_recipe (PiqObserver  *self,
     {
       float lo, hi;
       hist_search (self, ldexp (1.0, (int) info->bits), &lo, &hi);
+      if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
+        return NULL;
+    }
+  else if (self->kind == PIQ_OBSERVER_KIND_PERCENTILE)
+    {
+      float lo, hi;
+      percentile_range (self, &lo, &hi);
       if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
         return NULL;
     }
@@ -1519,6 +1604,7 @@ piq_observer_serialize (PiqObserver *self)
                          g_variant_new_double (self->averaging_constant));
   g_variant_builder_add (&b, "{sv}", "n-bins", g_variant_new_uint32 (self->n_bins));
   g_variant_builder_add (&b, "{sv}", "upsample-rate", g_variant_new_uint32 (self->upsample_rate));
+  g_variant_builder_add (&b, "{sv}", "percentile", g_variant_new_double (self->percentile));
   g_variant_builder_add (&b, "{sv}", "n-batches", g_variant_new_uint64 (self->n_batches));
   g_variant_builder_add (&b, "{sv}", "min",
                          g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->min,
@@ -1604,7 +1690,7 @@ piq_observer_new_deserialize (GVariant  *state,
 {
   g_autoptr(GVariant) dict_v = NULL, version = NULL, axis = NULL, constant = NULL;
   g_autoptr(GVariant) n_batches = NULL, min_v = NULL, max_v = NULL;
-  g_autoptr(GVariant) n_bins = NULL, upsample = NULL, hist_v = NULL;
+  g_autoptr(GVariant) n_bins = NULL, upsample = NULL, hist_v = NULL, pct = NULL;
   const double *hist;
   gsize n_hist;
   g_autoptr(GVariantDict) dict = NULL;
@@ -1640,6 +1726,7 @@ piq_observer_new_deserialize (GVariant  *state,
       (n_batches = lookup (dict, "n-batches", "t", error)) == NULL ||
       (n_bins = lookup (dict, "n-bins", "u", error)) == NULL ||
       (upsample = lookup (dict, "upsample-rate", "u", error)) == NULL ||
+      (pct = lookup (dict, "percentile", "d", error)) == NULL ||
       (hist_v = lookup (dict, "histogram", "ad", error)) == NULL ||
       (min_v = lookup (dict, "min", "ad", error)) == NULL ||
       (max_v = lookup (dict, "max", "ad", error)) == NULL)
@@ -1648,19 +1735,23 @@ piq_observer_new_deserialize (GVariant  *state,
       g_variant_get_int32 (axis) >= PIQ_ENGINE_MAX_DIMS ||
       !(g_variant_get_double (constant) >= 0.0 && g_variant_get_double (constant) <= 1.0) ||
       g_variant_get_uint32 (n_bins) < 1 || g_variant_get_uint32 (n_bins) > MAX_BINS ||
-      g_variant_get_uint32 (upsample) < 1 || g_variant_get_uint32 (upsample) > MAX_UPSAMPLE)
+      g_variant_get_uint32 (upsample) < 1 || g_variant_get_uint32 (upsample) > MAX_UPSAMPLE ||
+      !(g_variant_get_double (pct) >= 50.0 && g_variant_get_double (pct) <= 100.0))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's axis %d, "
-                   "averaging constant %g, bins %u or upsample rate %u is out of range",
+                   "averaging constant %g, bins %u, upsample rate %u or percentile %g is out of "
+                   "range",
                    g_variant_get_int32 (axis), g_variant_get_double (constant),
-                   g_variant_get_uint32 (n_bins), g_variant_get_uint32 (upsample));
+                   g_variant_get_uint32 (n_bins), g_variant_get_uint32 (upsample),
+                   g_variant_get_double (pct));
       return NULL;
     }
   self = g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "granularity", granularity,
                        "axis", g_variant_get_int32 (axis),
                        "averaging-constant", g_variant_get_double (constant),
                        "n-bins", g_variant_get_uint32 (n_bins),
-                       "upsample-rate", g_variant_get_uint32 (upsample), NULL);
+                       "upsample-rate", g_variant_get_uint32 (upsample),
+                       "percentile", g_variant_get_double (pct), NULL);
   if (!check_config (self, &local))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
@@ -1685,11 +1776,11 @@ piq_observer_new_deserialize (GVariant  *state,
         return NULL;
       }
   hist = g_variant_get_fixed_array (hist_v, &n_hist, sizeof (double));
-  if (n_hist != (kind == PIQ_OBSERVER_KIND_HISTOGRAM && n_lo > 0 ? self->n_bins : 0))
+  if (n_hist != (HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has a "
                    "histogram of %" G_GSIZE_FORMAT " bins, not %u", n_hist,
-                   kind == PIQ_OBSERVER_KIND_HISTOGRAM && n_lo > 0 ? self->n_bins : 0);
+                   HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0);
       return NULL;
     }
   for (gsize i = 0; i < n_hist; i++)

@@ -28,6 +28,9 @@ G_BEGIN_DECLS
  * @PIQ_OBSERVER_KIND_HISTOGRAM: a histogram of [property@Piq.Observer:n-bins]
  *   bins over the running range, and the L2-optimal clipping range searched on
  *   it (PyTorch's `HistogramObserver`; per tensor only)
+ * @PIQ_OBSERVER_KIND_PERCENTILE: the same histogram; the range keeps the
+ *   central [property@Piq.Observer:percentile] percent of the counts (per
+ *   tensor only)
  *
  * What an observer keeps of the batches it sees, and so how it derives scales.
  * See [Observers](observers.html) for the exact rules.
@@ -38,6 +41,7 @@ typedef enum {
   PIQ_OBSERVER_KIND_MIN_MAX        = 0,
   PIQ_OBSERVER_KIND_MOVING_AVERAGE = 1,
   PIQ_OBSERVER_KIND_HISTOGRAM      = 2,
+  PIQ_OBSERVER_KIND_PERCENTILE     = 3,
 } PiqObserverKind;
 
 #define PIQ_TYPE_OBSERVER (piq_observer_get_type ())
@@ -66,6 +70,8 @@ PIQ_AVAILABLE_IN_1_0
 guint           piq_observer_get_n_bins         (PiqObserver     *self);
 PIQ_AVAILABLE_IN_1_0
 guint           piq_observer_get_upsample_rate  (PiqObserver     *self);
+PIQ_AVAILABLE_IN_1_0
+double          piq_observer_get_percentile     (PiqObserver     *self);
 
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_observer_observe            (PiqObserver     *self,

@@ -771,55 +771,58 @@ test_bad_states (void)
     "({'version': <uint32 1>},)",
     "({'version': <uint32 2>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'nonsense'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'block'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <1>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'channel'>, 'axis': <9>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <1.5>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint32 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint32 0>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0]>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0]>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0, 2.0]>, 'max': <[3.0, 4.0]>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0, 2.0]>, 'max': <[3.0, 4.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <[1.0]>, 'max': <[3.0]>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <[1.0]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <@ad []>, 'max': <@ad []>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[5.0]>, 'max': <[3.0]>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[5.0]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[nan]>, 'max': <[3.0]>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[nan]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[-inf]>, 'max': <[3.0]>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[-inf]>, 'max': <[3.0]>},)",
     "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
     "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[0.1]>, 'max': <[3.0]>},)",
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[0.1]>, 'max': <[3.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'percentile'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <40.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
   };
   /* and the same text with good values parses, so the cases fail for their reason */
   static const char *good =
     "({'version': <uint32 1>, 'kind': <'moving-average'>, 'granularity': <'channel'>, "
     "'axis': <-1>, 'averaging-constant': <0.5>, 'n-bins': <uint32 2048>, "
-    "'upsample-rate': <uint32 128>, 'histogram': <@ad []>, 'n-batches': <uint64 3>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 3>, "
     "'min': <[-1.0, 0.5]>, 'max': <[3.0, 0.5]>, 'unknown-key': <'ignored'>},)";
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) gv = g_variant_parse (NULL, good, NULL, NULL, &error);
@@ -977,6 +980,62 @@ test_histogram_rebin (void)
     }
 }
 
+/* The percentile range on a histogram worked by hand: −50 … 50 in 10 bins of 10,
+ * the last holding 11; 80% keeps [−30, 40]. */
+static void
+test_percentile (void)
+{
+  g_autofree double *v = g_new (double, 101);
+  g_autoptr(PiqObserver) obs = g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_PERCENTILE,
+                                             "n-bins", 10, "percentile", 80.0, NULL);
+  g_autoptr(PiqObserver) all = g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_PERCENTILE,
+                                             "n-bins", 10, "percentile", 100.0, NULL);
+  g_autoptr(PiqObserver) other = g_object_new (PIQ_TYPE_OBSERVER, "kind",
+                                               PIQ_OBSERVER_KIND_PERCENTILE, "n-bins", 10,
+                                               "percentile", 90.0, NULL);
+  g_autoptr(PiqTensor) t = NULL;
+  g_autoptr(GError) error = NULL;
+  static const double h[10] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 11 };
+  static const PiqDtype dts[2] = { PIQ_DTYPE_UINT8, PIQ_DTYPE_INT8 };
+
+  for (int i = 0; i <= 100; i++)
+    v[i] = i - 50;
+  t = values_tensor (PIQ_DTYPE_F32, v, 101, 0, NULL);
+  g_assert_true (piq_observer_observe (obs, t, &error));
+  g_assert_true (piq_observer_observe (all, t, &error));
+  g_assert_true (piq_observer_observe (other, t, &error));
+  g_assert_no_error (error);
+  assert_histogram (obs, -50, 50, h, 10);
+  g_assert_cmpfloat (piq_observer_get_percentile (obs), ==, 80.0);
+  for (int d = 0; d < 2; d++)
+    for (int sym = 0; sym < 2; sym++)
+      {
+        g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", dts[d], "symmetric", sym,
+                                               NULL);
+        g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, f, &error);
+        g_autoptr(PiqRecipe) r_all = piq_observer_compute_recipe (all, f, &error);
+        double scale;
+        gint64 zp;
+
+        g_assert_no_error (error);
+        o_qparams (-30.0f, 40.0f, dts[d], sym, &scale, &zp);
+        g_assert_cmphex (o_f64_bits (piq_recipe_get_scale (r)), ==, o_f64_bits (scale));
+        if (!sym)
+          g_assert_cmpint (piq_recipe_get_zero_point (r), ==, zp);
+        /* 100% keeps everything counted: the whole range */
+        o_qparams (-50.0f, 50.0f, dts[d], sym, &scale, &zp);
+        g_assert_cmphex (o_f64_bits (piq_recipe_get_scale (r_all)), ==, o_f64_bits (scale));
+      }
+  /* percentiles must agree to merge */
+  {
+    g_autoptr(GVariant) before = piq_observer_serialize (obs), after = NULL;
+    g_assert_false (piq_observer_merge (obs, other, &error));
+    g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+    after = piq_observer_serialize (obs);
+    g_assert_true (g_variant_equal (before, after));
+  }
+}
+
 static void
 test_histogram_bad (void)
 {
@@ -1063,13 +1122,14 @@ test_threads (void)
 {
   static const PiqObserverKind kinds[] = {
     PIQ_OBSERVER_KIND_MIN_MAX, PIQ_OBSERVER_KIND_MOVING_AVERAGE, PIQ_OBSERVER_KIND_HISTOGRAM,
+    PIQ_OBSERVER_KIND_PERCENTILE,
   };
   PiqQuantizer *q = piq_quantizer_get_default ();
   guint saved = piq_quantizer_get_n_threads (q);
   Layout l = { PIQ_DTYPE_F32, 2, { 7, 50001 }, 0 }, ls = { PIQ_DTYPE_BF16, 2, { 7, 50001 }, 10 };
 
   for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
-    for (int channel = 0; channel < (kinds[k] == PIQ_OBSERVER_KIND_HISTOGRAM ? 1 : 3); channel++)
+    for (int channel = 0; channel < (kinds[k] >= PIQ_OBSERVER_KIND_HISTOGRAM ? 1 : 3); channel++)
       {
         g_autoptr(PiqObserver) one = NULL, all = NULL;
         g_autoptr(GError) error = NULL;
@@ -1173,6 +1233,7 @@ main (int argc, char **argv)
   g_test_add_func ("/observer/histogram/bins", test_histogram_bins);
   g_test_add_func ("/observer/histogram/rebin", test_histogram_rebin);
   g_test_add_func ("/observer/histogram/bad", test_histogram_bad);
+  g_test_add_func ("/observer/percentile", test_percentile);
   g_test_add_func ("/observer/threads", test_threads);
 
   return g_test_run ();
