@@ -1,0 +1,1813 @@
+/* piq-observer.c: calibration, the statistics of batches of data
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+/* The binary32 rules below are torch's, one rounding per operation: never contract a
+ * multiply and an add into an FMA, whatever the target. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize ("fp-contract=off")
+#endif
+
+#include <math.h>
+#include <string.h>
+
+#include "piq-observer.h"
+#include "piq-quantizer.h"
+#include "piq-enum-types.h"
+#include "piq-error.h"
+#include "piq-parallel-private.h"
+#include "piq-format-private.h"
+#include "piq-tensor-private.h"
+#include "piq-engine-private.h"
+#include "simd/piq-formats-private.h"
+#include "simd/piq-kernels-private.h"
+#include "simd/piq-convert-private.h"
+
+/**
+ * PiqObserver:
+ *
+ * Calibration: an observer reads batches of float data and keeps what a
+ * scale rule needs of them, one tensor or one channel at a time; at any
+ * point it derives the scale and zero point of a target [class@Piq.Format]
+ * from what it has seen ([method@Piq.Observer.compute_recipe] per tensor,
+ * [method@Piq.Observer.compute_channel_params] per channel).
+ *
+ * Two observers of the same configuration that saw different data merge
+ * ([method@Piq.Observer.merge]), so threads, processes and machines can
+ * calibrate together, and an observer's state is a #GVariant
+ * ([method@Piq.Observer.serialize], [ctor@Piq.Observer.new_deserialize]), so
+ * calibration can be checkpointed and resumed.
+ *
+ * The rules of each [enum@Piq.ObserverKind] are PyTorch's observers', and give
+ * the same scales and zero points for the same data; see
+ * [Observers](observers.html).
+ *
+ * ```c
+ * g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+ * for (guint i = 0; i < n_batches; i++)
+ *   if (!piq_observer_observe (obs, batches[i], &error))
+ *     return FALSE;
+ * g_autoptr(PiqFormat) int8 = piq_format_new (PIQ_DTYPE_INT8);
+ * g_autoptr(PiqRecipe) recipe = piq_observer_compute_recipe (obs, int8, &error);
+ * ```
+ *
+ * Since: 1.0
+ */
+struct _PiqObserver
+{
+  GObject          parent_instance;
+
+  PiqObserverKind  kind;
+  PiqGranularity   granularity;
+  int              axis;
+  double           averaging_constant;
+  guint            n_bins;
+  guint            upsample_rate;
+  double           percentile;
+
+  guint64          n_batches;
+  guint64          n_channels;   /* 0: nothing observed yet */
+  double          *min;          /* n_channels binary32 values each (as torch keeps them) */
+  double          *max;
+  float           *hist;         /* histogram: n_bins counts over [min[0], max[0]] */
+};
+
+G_DEFINE_FINAL_TYPE (PiqObserver, piq_observer, G_TYPE_OBJECT)
+
+enum {
+  PROP_0,
+  PROP_KIND,
+  PROP_GRANULARITY,
+  PROP_AXIS,
+  PROP_AVERAGING_CONSTANT,
+  PROP_N_BINS,
+  PROP_UPSAMPLE_RATE,
+  PROP_PERCENTILE,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+#define MAX_BINS      (1u << 20)
+#define MAX_UPSAMPLE  (1u << 16)
+#define STATE_VERSION 1
+#define HAS_HISTOGRAM(self) ((self)->kind == PIQ_OBSERVER_KIND_HISTOGRAM || \
+                             (self)->kind == PIQ_OBSERVER_KIND_PERCENTILE)
+#define STATE_TYPE    "(a{sv})"
+
+static void
+piq_observer_finalize (GObject *object)
+{
+  PiqObserver *self = PIQ_OBSERVER (object);
+
+  g_free (self->min);
+  g_free (self->max);
+  g_free (self->hist);
+  G_OBJECT_CLASS (piq_observer_parent_class)->finalize (object);
+}
+
+static void
+piq_observer_get_property (GObject    *object,
+                           guint       prop_id,
+                           GValue     *value,
+                           GParamSpec *pspec)
+{
+  PiqObserver *self = PIQ_OBSERVER (object);
+
+  switch (prop_id)
+    {
+    case PROP_KIND:               g_value_set_enum (value, self->kind); break;
+    case PROP_GRANULARITY:        g_value_set_enum (value, self->granularity); break;
+    case PROP_AXIS:               g_value_set_int (value, self->axis); break;
+    case PROP_AVERAGING_CONSTANT: g_value_set_double (value, self->averaging_constant); break;
+    case PROP_N_BINS:             g_value_set_uint (value, self->n_bins); break;
+    case PROP_UPSAMPLE_RATE:      g_value_set_uint (value, self->upsample_rate); break;
+    case PROP_PERCENTILE:         g_value_set_double (value, self->percentile); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+piq_observer_set_property (GObject      *object,
+                           guint         prop_id,
+                           const GValue *value,
+                           GParamSpec   *pspec)
+{
+  PiqObserver *self = PIQ_OBSERVER (object);
+
+  switch (prop_id)
+    {
+    case PROP_KIND:               self->kind = g_value_get_enum (value); break;
+    case PROP_GRANULARITY:        self->granularity = g_value_get_enum (value); break;
+    case PROP_AXIS:               self->axis = g_value_get_int (value); break;
+    case PROP_AVERAGING_CONSTANT: self->averaging_constant = g_value_get_double (value); break;
+    case PROP_N_BINS:             self->n_bins = g_value_get_uint (value); break;
+    case PROP_UPSAMPLE_RATE:      self->upsample_rate = g_value_get_uint (value); break;
+    case PROP_PERCENTILE:         self->percentile = g_value_get_double (value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+piq_observer_class_init (PiqObserverClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  const GParamFlags co = G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS;
+
+  object_class->finalize = piq_observer_finalize;
+  object_class->get_property = piq_observer_get_property;
+  object_class->set_property = piq_observer_set_property;
+
+  /**
+   * PiqObserver:kind:
+   *
+   * What the observer keeps of its batches, and so how it derives scales.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_KIND] =
+    g_param_spec_enum ("kind", NULL, NULL, PIQ_TYPE_OBSERVER_KIND, PIQ_OBSERVER_KIND_MIN_MAX, co);
+
+  /**
+   * PiqObserver:granularity:
+   *
+   * One set of statistics for the whole tensor, or one per index of
+   * [property@Piq.Observer:axis] (%PIQ_GRANULARITY_CHANNEL). Per-block
+   * granularity makes the first call fail with %PIQ_ERROR_UNSUPPORTED.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_GRANULARITY] =
+    g_param_spec_enum ("granularity", NULL, NULL, PIQ_TYPE_GRANULARITY, PIQ_GRANULARITY_TENSOR, co);
+
+  /**
+   * PiqObserver:axis:
+   *
+   * The channel axis of a per-channel observer, as
+   * [property@Piq.Format:axis]: an axis of each batch's shape, negative
+   * values counting from the last axis. Any value but 0 needs per-channel
+   * granularity.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_AXIS] =
+    g_param_spec_int ("axis", NULL, NULL, -PIQ_ENGINE_MAX_DIMS, PIQ_ENGINE_MAX_DIMS - 1, 0, co);
+
+  /**
+   * PiqObserver:averaging-constant:
+   *
+   * The weight c of a new batch in a moving-average observer:
+   * `min ← min + c · (batch_min − min)` in binary32, as PyTorch's
+   * `averaging_constant`. Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_AVERAGING_CONSTANT] =
+    g_param_spec_double ("averaging-constant", NULL, NULL, 0.0, 1.0, 0.01, co);
+
+  /**
+   * PiqObserver:n-bins:
+   *
+   * The number of bins of a histogram observer's histogram (PyTorch's
+   * `bins`, 2048 by default). Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_N_BINS] =
+    g_param_spec_uint ("n-bins", NULL, NULL, 1, MAX_BINS, 2048, co);
+
+  /**
+   * PiqObserver:upsample-rate:
+   *
+   * How finely a histogram observer splits its bins when the range grows and
+   * the histogram is re-binned onto the wider range (PyTorch's
+   * `upsample_rate`, 128 by default). Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_UPSAMPLE_RATE] =
+    g_param_spec_uint ("upsample-rate", NULL, NULL, 1, MAX_UPSAMPLE, 128, co);
+
+  /**
+   * PiqObserver:percentile:
+   *
+   * The percent of the counts that a percentile observer's range keeps,
+   * from 50 to 100 (99.99 by default): the range runs from the bin where the
+   * cumulative count first exceeds (100 − percentile)% of the total to the
+   * bin where it first reaches percentile%. Other kinds ignore it.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_PERCENTILE] =
+    g_param_spec_double ("percentile", NULL, NULL, 50.0, 100.0, 99.99, co);
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+}
+
+static void
+piq_observer_init (PiqObserver *self)
+{
+  self->averaging_constant = 0.01;
+  self->n_bins = 2048;
+  self->upsample_rate = 128;
+  self->percentile = 99.99;
+}
+
+/**
+ * piq_observer_new:
+ * @kind: what the observer keeps
+ *
+ * A per-tensor observer. Properties other than the kind keep their
+ * defaults; use g_object_new() to set them.
+ *
+ * Returns: (transfer full): a new observer
+ *
+ * Since: 1.0
+ */
+PiqObserver *
+piq_observer_new (PiqObserverKind kind)
+{
+  return g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, NULL);
+}
+
+/**
+ * piq_observer_new_per_channel:
+ * @kind: what the observer keeps
+ * @axis: the channel axis (negative: from the end)
+ *
+ * A per-channel observer.
+ *
+ * Returns: (transfer full): a new observer
+ *
+ * Since: 1.0
+ */
+PiqObserver *
+piq_observer_new_per_channel (PiqObserverKind kind,
+                              int             axis)
+{
+  return g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "granularity", PIQ_GRANULARITY_CHANNEL,
+                       "axis", axis, NULL);
+}
+
+/**
+ * piq_observer_get_kind:
+ * @self: an observer
+ *
+ * The kind of statistics the observer keeps.
+ *
+ * Returns: the observer's kind
+ *
+ * Since: 1.0
+ */
+PiqObserverKind
+piq_observer_get_kind (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), PIQ_OBSERVER_KIND_MIN_MAX);
+  return self->kind;
+}
+
+/**
+ * piq_observer_get_granularity:
+ * @self: an observer
+ *
+ * Whether the observer keeps statistics per tensor or per channel.
+ *
+ * Returns: per tensor or per channel
+ *
+ * Since: 1.0
+ */
+PiqGranularity
+piq_observer_get_granularity (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), PIQ_GRANULARITY_TENSOR);
+  return self->granularity;
+}
+
+/**
+ * piq_observer_get_axis:
+ * @self: an observer
+ *
+ * The channel axis of a per-channel observer.
+ *
+ * Returns: the channel axis, as given
+ *
+ * Since: 1.0
+ */
+int
+piq_observer_get_axis (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->axis;
+}
+
+/**
+ * piq_observer_get_averaging_constant:
+ * @self: an observer
+ *
+ * The weight of a new batch in a moving-average observer.
+ *
+ * Returns: the moving average's weight of a new batch
+ *
+ * Since: 1.0
+ */
+double
+piq_observer_get_averaging_constant (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0.0);
+  return self->averaging_constant;
+}
+
+/* ---------------------------------------------------------------------------
+ * Configuration */
+
+static gboolean
+check_config (PiqObserver  *self,
+              GError      **error)
+{
+  if ((guint) self->kind > PIQ_OBSERVER_KIND_PERCENTILE)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observer kind %d does not exist",
+                   (int) self->kind);
+      return FALSE;
+    }
+  if (self->granularity != PIQ_GRANULARITY_TENSOR && self->granularity != PIQ_GRANULARITY_CHANNEL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observers keep statistics per tensor "
+                   "or per channel, not per block");
+      return FALSE;
+    }
+  if (self->axis != 0 && self->granularity != PIQ_GRANULARITY_CHANNEL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "axis %d applies to per-channel "
+                   "observers only", self->axis);
+      return FALSE;
+    }
+  if (HAS_HISTOGRAM (self) && self->granularity != PIQ_GRANULARITY_TENSOR)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histogram and percentile observers "
+                   "are per tensor");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * Reductions
+ *
+ * A batch is read once. Its elements are cut into items of at most
+ * PIQ_REDUCE_BLOCK elements of one row (rows as strided in memory, or the whole
+ * contiguous extent of a channel when the data is packed); each item goes through
+ * the kernel table's min/max reduction (SIMD), items spread over threads, and
+ * their results combine per channel. Min and max do not depend on the order in
+ * which they combine, so neither the thread count nor the SIMD level changes a
+ * result. A channel axis that is the last axis has one element per channel in
+ * each row: a scalar loop over columns, columns spread over threads. */
+
+typedef struct {
+  PiqMinMaxFn    minmax;
+  const guint8  *data;
+  gsize          stride;        /* bytes between rows */
+  gsize          esize;
+  guint64        cols;          /* elements of a row */
+  guint64        blocks_per_row;
+  PiqMinMax     *mm;            /* one per item */
+} RowsJob;
+
+static void
+rows_range (void     *data,
+            uint64_t  start,
+            uint64_t  n)
+{
+  const RowsJob *job = data;
+
+  for (uint64_t i = start; i < start + n; i++)
+    {
+      uint64_t r = i / job->blocks_per_row, off = (i % job->blocks_per_row) * PIQ_REDUCE_BLOCK;
+      size_t len = (size_t) MIN (job->cols - off, (uint64_t) PIQ_REDUCE_BLOCK);
+
+      job->minmax (job->data + r * job->stride + off * job->esize, len, &job->mm[i]);
+    }
+}
+
+typedef struct {
+  const guint8  *data;
+  gsize          stride;
+  int            ft;            /* PIQ_F_* */
+  guint64        rows;
+  double        *lo, *hi;       /* one per column */
+  guint8        *bad;
+} ColumnsJob;
+
+static inline double
+load_element (const guint8 *row,
+              guint64       i,
+              int           ft)
+{
+  double d;
+
+  if (ft == PIQ_F_F64)
+    {
+      memcpy (&d, row + i * sizeof d, sizeof d);   /* rows may be unaligned */
+      return d;
+    }
+  return piq_load_f (row, (size_t) i, ft);
+}
+
+static void
+columns_range (void     *data,
+               uint64_t  start,
+               uint64_t  n)
+{
+  const ColumnsJob *job = data;
+
+  for (uint64_t c = start; c < start + n; c++)
+    {
+      job->lo[c] = INFINITY;
+      job->hi[c] = -INFINITY;
+      job->bad[c] = 0;
+    }
+  for (uint64_t r = 0; r < job->rows; r++)
+    {
+      const guint8 *row = job->data + r * job->stride;
+      for (uint64_t c = start; c < start + n; c++)
+        {
+          double x = load_element (row, c, job->ft);
+          if (x - x != 0.0)   /* NaN or ±Inf */
+            job->bad[c] = 1;
+          else
+            {
+              job->lo[c] = x < job->lo[c] ? x : job->lo[c];
+              job->hi[c] = x > job->hi[c] ? x : job->hi[c];
+            }
+        }
+    }
+  for (uint64_t c = start; c < start + n; c++)
+    {
+      /* −0 and +0 tie; report +0 as the kernels do */
+      job->lo[c] += 0.0;
+      job->hi[c] += 0.0;
+    }
+}
+
+static guint
+observer_threads (void)
+{
+  return piq_quantizer_get_n_threads (piq_quantizer_get_default ());
+}
+
+/* The batch's per-channel min and max (n_ch of each), binary32 values. */
+static gboolean
+reduce_batch (const PiqEngineView *v,
+              guint64              n,
+              int                  axis,        /* normalized; -1: per tensor */
+              guint64              n_ch,
+              double              *lo,
+              double              *hi,
+              GError             **error)
+{
+  const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
+  gsize esize = si->bits / 8;
+  guint64 cols = v->shape[v->n_dims - 1];
+  gsize row_bytes = (gsize) cols * esize;
+  gsize stride = v->row_stride ? v->row_stride : row_bytes;
+  gboolean packed = stride == row_bytes;
+  gboolean bad = FALSE;
+
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      lo[c] = INFINITY;
+      hi[c] = -INFINITY;
+    }
+
+  if (axis >= 0 && axis == (int) v->n_dims - 1)
+    {
+      g_autofree guint8 *bad_cols = g_malloc0 (n_ch);
+      ColumnsJob job = {
+        .data = v->data, .stride = stride, .ft = si->kernel_index, .rows = n / cols,
+        .lo = lo, .hi = hi, .bad = bad_cols,
+      };
+      piq_parallel_run (observer_threads (), n_ch, 16,
+                        MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MAX (job.rows, 1)), columns_range, &job);
+      for (guint64 c = 0; c < n_ch; c++)
+        bad |= bad_cols[c];
+    }
+  else
+    {
+      /* rows of the items, and how many consecutive rows make one channel's slice */
+      guint64 rows, k, inner = 1;
+      RowsJob job = { 0 };
+      g_autofree PiqMinMax *mm = NULL;
+      guint64 n_items;
+
+      if (axis >= 0)
+        for (guint d = (guint) axis + 1; d < v->n_dims; d++)
+          inner *= v->shape[d];
+      if (packed)
+        {
+          job.cols = axis >= 0 ? inner : n;
+          rows = n / job.cols;
+          k = 1;
+        }
+      else
+        {
+          job.cols = cols;
+          rows = n / cols;
+          k = axis >= 0 ? inner / cols : rows;
+        }
+      job.minmax = piq_kernels_best ()->minmax[si->kernel_index];
+      job.data = v->data;
+      job.stride = packed ? (gsize) job.cols * esize : stride;
+      job.esize = esize;
+      job.blocks_per_row = (job.cols + PIQ_REDUCE_BLOCK - 1) / PIQ_REDUCE_BLOCK;
+      n_items = rows * job.blocks_per_row;
+      mm = g_new (PiqMinMax, n_items);
+      job.mm = mm;
+      piq_parallel_run (observer_threads (), n_items, 1,
+                        MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MIN (job.cols, (guint64) PIQ_REDUCE_BLOCK)),
+                        rows_range, &job);
+      for (guint64 i = 0; i < n_items; i++)
+        {
+          guint64 c = (i / job.blocks_per_row / k) % n_ch;
+          if (mm[i].non_finite)
+            {
+              bad = TRUE;
+              break;
+            }
+          lo[c] = MIN (lo[c], mm[i].min);
+          hi[c] = MAX (hi[c], mm[i].max);
+        }
+    }
+  if (bad)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE, "the batch contains NaN or infinity; "
+                   "observers take finite data only");
+      return FALSE;
+    }
+  /* binary32, as torch's observers convert the batch before reducing it */
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      lo[c] = piq_f64_to_f32 (lo[c]);
+      hi[c] = piq_f64_to_f32 (hi[c]);
+      if (isinf (lo[c]) || isinf (hi[c]))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE, "the batch holds %g, beyond "
+                       "binary32's range, in which observers keep their statistics",
+                       isinf (lo[c]) ? v->dtype == PIQ_DTYPE_F64 ? -HUGE_VAL : lo[c] : hi[c]);
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * Histograms: torch 1.13's HistogramObserver, operation by operation, binary32
+ * where torch computes on float32 tensors and binary64 where it computes on Python
+ * floats or double tensors (see docs/observers.md). */
+
+typedef struct {
+  const guint8  *data;
+  gsize          stride;
+  int            ft;
+  guint64        cols, n;
+  float          lo, hi;        /* the outer bin edges */
+  guint          bins;
+  guint64        chunk;         /* elements per chunk */
+  guint64       *counts;        /* bins per chunk */
+} HistJob;
+
+static inline float
+load_f32 (const guint8 *row,
+          guint64       i,
+          int           ft)
+{
+  /* f64 batches were checked to lie within binary32's range */
+  return ft == PIQ_F_F64 ? piq_f64_to_f32 (load_element (row, i, ft)) : piq_load_f (row, i, ft);
+}
+
+static void
+hist_range (void     *data,
+            uint64_t  start,
+            uint64_t  n)
+{
+  const HistJob *job = data;
+  float width = job->hi - job->lo, nb = (float) job->bins;
+
+  for (uint64_t k = start; k < start + n; k++)
+    {
+      guint64 *counts = job->counts + k * job->bins;
+      guint64 i = k * job->chunk, i1 = MIN (i + job->chunk, job->n);
+
+      memset (counts, 0, job->bins * sizeof *counts);
+      while (i < i1)
+        {
+          guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
+          const guint8 *row = job->data + r * job->stride;
+          for (guint64 j = c; j < c + len; j++)
+            {
+              float x = load_f32 (row, j, job->ft);
+              if (x >= job->lo && x <= job->hi)
+                {
+                  /* torch.histc: ((x − lo) · bins) / (hi − lo), truncated; hi
+                   * itself goes to the last bin */
+                  float t = ((x - job->lo) * nb) / width;
+                  guint64 pos = (guint64) t;
+                  counts[pos < job->bins ? pos : job->bins - 1]++;
+                }
+            }
+          i += len;
+        }
+    }
+}
+
+/* torch.histc (x, bins, min=L, max=R) as float counts. L == R takes the batch's own
+ * range, widened by 1 each way when it is a single value. Counts are exact integers
+ * (torch accumulates in binary32, which loses counts past 2^24 in one bin). */
+static void
+histc (const PiqEngineView *v,
+       guint64              n,
+       double               L,
+       double               R,
+       float                data_lo,
+       float                data_hi,
+       guint                bins,
+       float               *out)
+{
+  const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
+  gsize esize = si->bits / 8;
+  guint64 cols = v->shape[v->n_dims - 1];
+  gsize row_bytes = (gsize) cols * esize, stride = v->row_stride ? v->row_stride : row_bytes;
+  HistJob job = { .data = v->data, .ft = si->kernel_index, .n = n, .bins = bins };
+  guint64 n_chunks;
+  g_autofree guint64 *counts = NULL;
+
+  job.lo = (float) L;
+  job.hi = (float) R;
+  if (L == R)
+    {
+      job.lo = data_lo;
+      job.hi = data_hi;
+      if (job.lo == job.hi)
+        {
+          job.lo -= 1.0f;
+          job.hi += 1.0f;
+        }
+    }
+  job.cols = stride == row_bytes ? n : cols;
+  job.stride = stride == row_bytes ? n * esize : stride;
+  /* chunks of at least 64 Ki elements, at most 4 per thread, at most 8 Mi counts */
+  n_chunks = MIN ((n + 65535) / 65536, 4 * (guint64) piq_parallel_max_threads ());
+  n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / bins));
+  job.chunk = (n + n_chunks - 1) / n_chunks;
+  n_chunks = (n + job.chunk - 1) / job.chunk;
+  counts = g_new (guint64, n_chunks * bins);
+  job.counts = counts;
+  piq_parallel_run (observer_threads (), n_chunks, 1, 2, hist_range, &job);
+  for (guint b = 0; b < bins; b++)
+    {
+      guint64 total = 0;
+      for (guint64 k = 0; k < n_chunks; k++)
+        total += counts[k * bins + b];
+      out[b] = (float) total;
+    }
+}
+
+/* torch's _combine_histograms: @old upsampled by @up into cells [start, start +
+ * bins·up) of a grid of bins·down cells (cells past the grid are dropped: torch
+ * raises there), integrated in binary64 in cell order, read every down cells, and
+ * the differences / up added to @orig. Only the non-zero cells are visited. */
+static void
+combine_histograms (float       *orig,
+                    const float *old,
+                    guint        up,
+                    guint64      down,
+                    guint64      start,
+                    guint        bins)
+{
+  guint64 cells = (guint64) bins * down, end = MIN (start + (guint64) bins * up, cells), j = start;
+  double acc = 0.0;
+  float shifted = 0.0f;
+
+  for (guint k = 0; k < bins; k++)
+    {
+      guint64 p = MIN ((guint64) (k + 1) * down, end);
+      double interpolated;
+      for (; j < p; j++)
+        acc += (double) old[(j - start) / up];
+      interpolated = (acc - (double) shifted) / (double) up;
+      orig[k] = orig[k] + (float) interpolated;
+      shifted = (float) acc;
+    }
+}
+
+/* A batch into the histogram (torch's forward), into new state that the caller
+ * commits. */
+static gboolean
+hist_observe (PiqObserver          *self,
+              const PiqEngineView  *v,
+              guint64               n,
+              float                 lo,
+              float                 hi,
+              float                *h,
+              float                *new_min,
+              float                *new_max,
+              GError              **error)
+{
+  guint bins = self->n_bins;
+  float mn, mx, cmin, cmax, hbw, span, ratio, e;
+  double down_d, start_d;
+
+  if (self->n_channels == 0 || self->min[0] == self->max[0])
+    {
+      /* a first batch, or a histogram of one value: start over from this batch */
+      histc (v, n, trunc (lo), trunc (hi), lo, hi, bins, h);
+      *new_min = lo;
+      *new_max = hi;
+      return TRUE;
+    }
+  mn = (float) self->min[0];
+  mx = (float) self->max[0];
+  cmin = MIN (lo, mn);
+  cmax = MAX (hi, mx);
+  /* _adjust_min_max: a grid of the old bin width / up that the combined range
+   * spans in a whole number of groups of bins cells; only the max moves */
+  hbw = (mx - mn) / (float) ((double) bins * self->upsample_rate);
+  span = (float) bins * hbw;
+  ratio = (cmax - cmin) / span;
+  down_d = ceilf (ratio);
+  if (!(down_d >= 1.0 && down_d <= 0x1p40))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the batch's range [%g, %g] is "
+                   "%g times the histogram's [%g, %g]: too wide to re-bin", lo, hi, ratio, mn, mx);
+      return FALSE;
+    }
+  e = (float) down_d * span - (cmax - cmin);
+  cmax = cmax + e;
+  start_d = nearbyintf ((mn - cmin) / hbw);
+  histc (v, n, trunc (cmin), trunc (cmax), lo, hi, bins, h);
+  if (cmin == mn && cmax == mx)
+    for (guint b = 0; b < bins; b++)
+      h[b] = h[b] + self->hist[b];
+  else
+    combine_histograms (h, self->hist, self->upsample_rate, (guint64) down_d,
+                        start_d > 0 ? (guint64) start_d : 0, bins);
+  *new_min = cmin;
+  *new_max = cmax;
+  return TRUE;
+}
+
+/* c10::div_floor_floating, binary32. */
+static float
+floor_divide (float a,
+              float b)
+{
+  float mod, div, fl;
+
+  if (b == 0.0f)
+    return a / b;
+  mod = fmodf (a, b);
+  div = (a - mod) / b;
+  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f))
+    div -= 1.0f;
+  if (div == 0.0f)
+    return copysignf (0.0f, a / b);
+  fl = floorf (div);
+  if (div - fl > 0.5f)
+    fl += 1.0f;
+  return fl;
+}
+
+/* torch's _compute_quantization_error: the L2 error of quantizing the histogram
+ * with bins [ns, ne] as the range onto dst_nbins levels. The terms are binary32 as
+ * torch's; their sum is binary64, rounded to binary32 (torch sums in binary32 in an
+ * order that depends on its SIMD build). */
+static double
+quantization_error (const PiqObserver *self,
+                    gint64             ns,
+                    gint64             ne,
+                    double             dst_nbins)
+{
+  guint bins = self->n_bins;
+  double bin_width = (self->max[0] - self->min[0]) / bins;
+  double dbw = bin_width * (double) (ne - ns + 1) / dst_nbins, sum = 0.0;
+  float bwf, dbwf, half, nhalf, top, mid;
+
+  if (dbw == 0.0)
+    return 0.0;
+  bwf = (float) bin_width;
+  dbwf = (float) dbw;
+  half = (float) (dbw / 2);
+  nhalf = (float) (-dbw / 2);
+  top = (float) (dst_nbins - 1);
+  mid = (half * half * half - nhalf * nhalf * nhalf) / 3.0f;
+  for (guint i = 0; i < bins; i++)
+    {
+      float sbb = (float) ((gint64) i - ns) * bwf;
+      float sbe = sbb + bwf;
+      float dob = CLAMP (floor_divide (sbb, dbwf), 0.0f, top);
+      float doe = CLAMP (floor_divide (sbe, dbwf), 0.0f, top);
+      float dobc = (dob + 0.5f) * dbwf;
+      float density = self->hist[i] / bwf;
+      float db = sbb - dobc;
+      float norm = density * ((half * half * half - db * db * db) / 3.0f);
+      float doec, de;
+
+      norm = norm + (doe - dob - 1.0f) * (density * mid);
+      doec = doe * dbwf + half;
+      de = sbe - doec;
+      norm = norm + density * ((de * de * de - nhalf * nhalf * nhalf) / 3.0f);
+      sum += norm;
+    }
+  return (float) sum;
+}
+
+/* torch's _non_linear_param_search: moves the range's ends inwards by quantiles of
+ * 1e-5 while the quantization error decreases. */
+static void
+hist_search (const PiqObserver *self,
+             double             dst_nbins,
+             float             *new_min,
+             float             *new_max)
+{
+  guint bins = self->n_bins;
+  float min_val = (float) self->min[0], max_val = (float) self->max[0];
+  float bwf = (max_val - min_val) / (float) bins;
+  g_autofree float *csum = g_new (float, bins);
+  double acc = 0.0, total, alpha = 0.0, beta = 1.0, norm_min = INFINITY;
+  const double step = 1e-5;
+  gint64 start = 0, end = (gint64) bins - 1;
+
+  for (guint b = 0; b < bins; b++)
+    {
+      acc += self->hist[b];      /* torch's cumsum accumulates in binary64 */
+      csum[b] = (float) acc;
+    }
+  total = (float) acc;
+  while (alpha < beta)
+    {
+      double next_alpha = alpha + step, next_beta = beta - step, norm;
+      float ta = (float) (next_alpha * total), tb = (float) (next_beta * total);
+      gint64 l = start, r = end, ns = start, ne = end;
+
+      while (l < end && csum[l] < ta)
+        l++;
+      while (r > start && csum[r] > tb)
+        r--;
+      if (l - start > end - r)
+        {
+          ns = l;
+          alpha = next_alpha;
+        }
+      else
+        {
+          ne = r;
+          beta = next_beta;
+        }
+      if (ns == start && ne == end)
+        continue;
+      norm = quantization_error (self, ns, ne, dst_nbins);
+      if (norm > norm_min)
+        break;
+      norm_min = norm;
+      start = ns;
+      end = ne;
+    }
+  *new_min = min_val + bwf * (float) start;
+  *new_max = min_val + bwf * (float) (end + 1);
+}
+
+/* The percentile rule: the cumulative counts (binary64, in bin order) against
+ * fractions of the total; the range is the lower edge of the first bin whose
+ * cumulative count exceeds (1 − p)·total and the upper edge of the first whose
+ * cumulative count reaches p·total, edges min + k·(max − min)/bins in binary64,
+ * rounded to binary32. */
+static void
+percentile_range (const PiqObserver *self,
+                  float             *lo,
+                  float             *hi)
+{
+  guint bins = self->n_bins, k_lo = 0, k_hi = bins - 1;
+  double total = 0.0, acc = 0.0, p = self->percentile / 100.0;
+  double width = (self->max[0] - self->min[0]) / bins;
+  gboolean have_lo = FALSE;
+
+  for (guint b = 0; b < bins; b++)
+    total += self->hist[b];
+  for (guint b = 0; b < bins; b++)
+    {
+      acc += self->hist[b];
+      if (!have_lo && acc > (1.0 - p) * total)
+        {
+          k_lo = b;
+          have_lo = TRUE;
+        }
+      if (acc >= p * total)
+        {
+          k_hi = b;
+          break;
+        }
+    }
+  *lo = (float) (self->min[0] + width * k_lo);
+  *hi = (float) (self->min[0] + width * (k_hi + 1));
+  if (*hi < *lo)
+    *hi = *lo;
+}
+
+/* m + c·(x − m), each operation rounded to binary32 as torch computes it. */
+static double
+moving_average (double m,
+                double x,
+                double c)
+{
+  volatile float d = (float) x - (float) m;   /* volatile: no contraction into an FMA */
+  volatile float t = (float) c * d;
+  return (float) m + t;
+}
+
+static void
+update (PiqObserver  *self,
+        const double *lo,
+        const double *hi,
+        guint64       n_ch,
+        guint64       n_batches)
+{
+  if (self->n_channels == 0)
+    {
+      self->min = g_memdup2 (lo, n_ch * sizeof *lo);
+      self->max = g_memdup2 (hi, n_ch * sizeof *hi);
+      self->n_channels = n_ch;
+    }
+  else if (self->kind == PIQ_OBSERVER_KIND_MIN_MAX)
+    for (guint64 c = 0; c < n_ch; c++)
+      {
+        self->min[c] = MIN (self->min[c], lo[c]);
+        self->max[c] = MAX (self->max[c], hi[c]);
+      }
+  else
+    for (guint64 c = 0; c < n_ch; c++)
+      {
+        self->min[c] = moving_average (self->min[c], lo[c], self->averaging_constant);
+        self->max[c] = moving_average (self->max[c], hi[c], self->averaging_constant);
+      }
+  self->n_batches += n_batches;
+}
+
+/**
+ * piq_observer_observe:
+ * @self: an observer
+ * @batch: a float tensor (f32, f64, bf16 or f16; strided rows are read as
+ *   strided)
+ * @error: return location for a #GError
+ *
+ * Adds a batch to the observer's statistics.
+ *
+ * Min/max observers read the batch once; a histogram observer reads it a
+ * second time to count it into its bins.
+ *
+ * The batch must hold at least one element (%PIQ_ERROR_EMPTY) and only
+ * finite values within binary32's range (%PIQ_ERROR_NON_FINITE: NaN and
+ * ±Inf are rejected, never skipped). A per-channel observer's axis must
+ * exist in the batch's shape, and every batch must have as many channels as
+ * the first (%PIQ_ERROR_SIZE). On error the observer is unchanged.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_observer_observe (PiqObserver  *self,
+                      PiqTensor    *batch,
+                      GError      **error)
+{
+  PiqEngineView v;
+  const PiqDtypeInfo *si;
+  guint64 n, n_ch = 1;
+  int axis = -1;
+  g_autofree double *lo = NULL, *hi = NULL;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (batch), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!check_config (self, error))
+    return FALSE;
+  piq_tensor_to_engine (batch, &v);
+  si = piq_dtype_info (v.dtype);
+  if (si == NULL || si->kind != PIQ_KIND_FLOAT)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observers read float tensors; "
+                   "%s is not a float type", si != NULL ? si->name : "the batch's dtype");
+      return FALSE;
+    }
+  n = piq_tensor_get_n_elements (batch);
+  if (n == 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY, "the batch has no elements");
+      return FALSE;
+    }
+  if (self->granularity == PIQ_GRANULARITY_CHANNEL)
+    {
+      axis = self->axis < 0 ? self->axis + (int) v.n_dims : self->axis;
+      if (axis < 0 || axis >= (int) v.n_dims)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "axis %d does not exist in a tensor "
+                       "of %u dimension%s", self->axis, v.n_dims, v.n_dims == 1 ? "" : "s");
+          return FALSE;
+        }
+      n_ch = v.shape[axis];
+    }
+  if (self->n_channels != 0 && self->n_channels != n_ch)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "the batch has %" G_GUINT64_FORMAT
+                   " channels along axis %d, the observer's earlier batches %" G_GUINT64_FORMAT,
+                   n_ch, self->axis, self->n_channels);
+      return FALSE;
+    }
+  lo = g_new (double, n_ch);
+  hi = g_new (double, n_ch);
+  if (!reduce_batch (&v, n, axis, n_ch, lo, hi, error))
+    return FALSE;
+  if (HAS_HISTOGRAM (self))
+    {
+      g_autofree float *h = g_new (float, self->n_bins);
+      float new_min, new_max;
+      if (!hist_observe (self, &v, n, (float) lo[0], (float) hi[0], h, &new_min, &new_max, error))
+        return FALSE;
+      g_free (self->hist);
+      self->hist = g_steal_pointer (&h);
+      lo[0] = new_min;
+      hi[0] = new_max;
+      if (self->n_channels == 0)
+        {
+          self->min = g_new (double, 1);
+          self->max = g_new (double, 1);
+          self->n_channels = 1;
+        }
+      self->min[0] = lo[0] + 0.0;
+      self->max[0] = hi[0] + 0.0;
+      self->n_batches++;
+      return TRUE;
+    }
+  update (self, lo, hi, n_ch, 1);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * Merging, resetting, reading */
+
+static gboolean
+same_config (PiqObserver  *self,
+             PiqObserver  *other,
+             GError      **error)
+{
+  if (self->kind != other->kind || self->granularity != other->granularity ||
+      self->axis != other->axis ||
+      (self->kind == PIQ_OBSERVER_KIND_MOVING_AVERAGE &&
+       self->averaging_constant != other->averaging_constant) ||
+      (HAS_HISTOGRAM (self) &&
+       (self->n_bins != other->n_bins || self->upsample_rate != other->upsample_rate)) ||
+      (self->kind == PIQ_OBSERVER_KIND_PERCENTILE && self->percentile != other->percentile))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "cannot merge observers of "
+                   "different configurations (kind, granularity, axis, averaging constant, bins, "
+                   "upsample rate or percentile)");
+      return FALSE;
+    }
+  if (self->n_channels != 0 && other->n_channels != 0 && self->n_channels != other->n_channels)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_SIZE, "cannot merge an observer of %"
+                   G_GUINT64_FORMAT " channels into one of %" G_GUINT64_FORMAT,
+                   other->n_channels, self->n_channels);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_observer_merge:
+ * @self: an observer
+ * @other: an observer of the same configuration
+ * @error: return location for a #GError
+ *
+ * Adds what @other has seen to @self; @other is unchanged.
+ *
+ * For min/max observers the result is exactly the state of one observer
+ * that saw both observers' batches. A moving average depends on the order
+ * of its batches, so merging defines one: @other's running minimum and
+ * maximum count as one more batch of @self (averaged in with
+ * [property@Piq.Observer:averaging-constant]); an observer that has seen
+ * nothing takes @other's state as it is. Histograms over the same range
+ * add bin by bin; over different ranges they do not merge
+ * (%PIQ_ERROR_UNSUPPORTED). See [Observers](observers.html).
+ *
+ * Observers of different kinds, granularities, axes, averaging constants,
+ * bin counts or upsample rates do not merge (%PIQ_ERROR_INVALID_VALUE), nor do observers of different
+ * channel counts (%PIQ_ERROR_SIZE); @self is then unchanged.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_observer_merge (PiqObserver  *self,
+                    PiqObserver  *other,
+                    GError      **error)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_OBSERVER (other), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!check_config (self, error) || !same_config (self, other, error))
+    return FALSE;
+  if (other->n_channels == 0)
+    return TRUE;
+  if (HAS_HISTOGRAM (self))
+    {
+      if (self->n_channels != 0 && (self->min[0] != other->min[0] || self->max[0] != other->max[0]))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histograms over different "
+                       "ranges ([%g, %g] and [%g, %g]) do not merge", self->min[0], self->max[0],
+                       other->min[0], other->max[0]);
+          return FALSE;
+        }
+      if (self->n_channels == 0)
+        {
+          self->min = g_memdup2 (other->min, sizeof (double));
+          self->max = g_memdup2 (other->max, sizeof (double));
+          self->hist = g_memdup2 (other->hist, other->n_bins * sizeof (float));
+          self->n_channels = 1;
+        }
+      else
+        {
+          /* the same bins: counts add (for self == other too) */
+          for (guint b = 0; b < self->n_bins; b++)
+            self->hist[b] = self->hist[b] + other->hist[b];
+        }
+      self->n_batches += other->n_batches;
+      return TRUE;
+    }
+  if (self == other)
+    {
+      /* the same data twice: min/max unchanged; the moving average takes one step
+       * towards itself, which changes nothing either */
+      self->n_batches *= 2;
+      return TRUE;
+    }
+  update (self, other->min, other->max, other->n_channels, other->n_batches);
+  return TRUE;
+}
+
+/**
+ * piq_observer_reset:
+ * @self: an observer
+ *
+ * Forgets every batch: the observer is as new, its configuration unchanged.
+ *
+ * Since: 1.0
+ */
+void
+piq_observer_reset (PiqObserver *self)
+{
+  g_return_if_fail (PIQ_IS_OBSERVER (self));
+
+  g_clear_pointer (&self->min, g_free);
+  g_clear_pointer (&self->max, g_free);
+  g_clear_pointer (&self->hist, g_free);
+  self->n_channels = 0;
+  self->n_batches = 0;
+}
+
+/**
+ * piq_observer_get_n_bins:
+ * @self: an observer
+ *
+ * The number of bins of a histogram observer's histogram.
+ *
+ * Returns: the number of bins of a histogram observer
+ *
+ * Since: 1.0
+ */
+guint
+piq_observer_get_n_bins (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->n_bins;
+}
+
+/**
+ * piq_observer_get_upsample_rate:
+ * @self: an observer
+ *
+ * How finely a histogram observer splits its bins when it re-bins.
+ *
+ * Returns: a histogram observer's upsample rate
+ *
+ * Since: 1.0
+ */
+guint
+piq_observer_get_upsample_rate (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->upsample_rate;
+}
+
+/**
+ * piq_observer_get_percentile:
+ * @self: an observer
+ *
+ * The percent of the counts that a percentile observer's range keeps.
+ *
+ * Returns: the percentile
+ *
+ * Since: 1.0
+ */
+double
+piq_observer_get_percentile (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0.0);
+  return self->percentile;
+}
+
+/**
+ * piq_observer_get_histogram:
+ * @self: an observer
+ *
+ * A histogram or percentile observer's histogram:
+ * [property@Piq.Observer:n-bins] doubles
+ * in host byte order, each a binary32 value, over the range from
+ * [method@Piq.Observer.get_min] to [method@Piq.Observer.get_max]. Empty
+ * before the first batch and for other kinds.
+ *
+ * Returns: (transfer full): the bins
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_observer_get_histogram (PiqObserver *self)
+{
+  g_autofree double *h = NULL;
+  gsize n;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  n = self->hist != NULL ? self->n_bins : 0;
+  h = g_new (double, MAX (n, 1));
+  for (gsize i = 0; i < n; i++)
+    h[i] = self->hist[i];
+  return g_bytes_new_take (g_steal_pointer (&h), n * sizeof (double));
+}
+
+/**
+ * piq_observer_get_n_batches:
+ * @self: an observer
+ *
+ * How many batches the observer has seen.
+ *
+ * Returns: the number of batches observed, merged observers' included
+ *
+ * Since: 1.0
+ */
+guint64
+piq_observer_get_n_batches (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->n_batches;
+}
+
+/**
+ * piq_observer_get_n_channels:
+ * @self: an observer
+ *
+ * How many channels the observer keeps statistics for.
+ *
+ * Returns: the number of channels of the batches observed (1 per tensor),
+ *   0 before the first batch
+ *
+ * Since: 1.0
+ */
+guint64
+piq_observer_get_n_channels (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), 0);
+  return self->n_channels;
+}
+
+/**
+ * piq_observer_get_min:
+ * @self: an observer
+ *
+ * The running minimum of each channel (one for a per-tensor observer): an
+ * array of [method@Piq.Observer.get_n_channels] doubles in host byte
+ * order, each a binary32 value. Empty before the first batch.
+ *
+ * Returns: (transfer full): the minima
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_observer_get_min (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  return g_bytes_new (self->min, self->n_channels * sizeof (double));
+}
+
+/**
+ * piq_observer_get_max:
+ * @self: an observer
+ *
+ * The running maximum of each channel, as [method@Piq.Observer.get_min].
+ *
+ * Returns: (transfer full): the maxima
+ *
+ * Since: 1.0
+ */
+GBytes *
+piq_observer_get_max (PiqObserver *self)
+{
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  return g_bytes_new (self->max, self->n_channels * sizeof (double));
+}
+
+/* ---------------------------------------------------------------------------
+ * Results */
+
+static const PiqDtypeInfo *
+check_target (PiqObserver     *self,
+              PiqFormat       *format,
+              PiqGranularity   granularity,
+              GError         **error)
+{
+  const PiqEngineFormat *f = piq_format_peek (format);
+  const PiqDtypeInfo *info;
+
+  if (!check_config (self, error) || !piq_format_validate (format, error))
+    return NULL;
+  info = piq_dtype_info (f->dtype);
+  if (self->granularity != granularity)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "a %s observer gives %s parameters",
+                   self->granularity == PIQ_GRANULARITY_TENSOR ? "per-tensor" : "per-channel",
+                   self->granularity == PIQ_GRANULARITY_TENSOR ? "per-tensor" : "per-channel");
+      return NULL;
+    }
+  if (f->granularity != (int) granularity)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the format is not %s",
+                   granularity == PIQ_GRANULARITY_TENSOR ? "per-tensor" : "per-channel");
+      return NULL;
+    }
+  if (granularity == PIQ_GRANULARITY_CHANNEL && f->axis != self->axis)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the format's channel axis %d is "
+                   "not the observer's, %d", f->axis, self->axis);
+      return NULL;
+    }
+  if (info->kind != PIQ_KIND_INT)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "min/max observers give integer "
+                   "scales; %s is not an integer type", info->name);
+      return NULL;
+    }
+  if (self->n_channels == 0)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY, "the observer has seen no data");
+      return NULL;
+    }
+  return info;
+}
+
+/* The min/max rule of the engine (piq_affine_from_range: binary32 arithmetic,
+ * torch's eps, zero included, ties-to-even zero points). */
+static gboolean
+channel_params (const PiqDtypeInfo  *info,
+                gboolean             symmetric,
+                double               lo,
+                double               hi,
+                double              *scale,
+                gint64              *zp,
+                GError             **error)
+{
+  piq_affine_from_range (lo, hi, info->min, info->max, symmetric, TRUE, scale, zp);
+  if (!isfinite (*scale))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE, "the range [%g, %g] gives no "
+                   "finite binary32 scale", lo, hi);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_observer_compute_recipe:
+ * @self: a per-tensor observer
+ * @format: a per-tensor integer format
+ * @error: return location for a #GError
+ *
+ * The per-tensor scale (and, for affine formats, zero point) of @format for
+ * the data observed, in a recipe that [method@Piq.Quantizer.quantize] uses
+ * as given: the observer's running [min, max], widened to include 0, spans
+ * the format's integer range, in binary32 with PyTorch's eps (2⁻²³) as the
+ * smallest scale — PyTorch's `per_tensor_affine` and `per_tensor_symmetric`
+ * rules, and [method@Piq.Quantizer.compute_params]' min/max and abs-max
+ * rules. A histogram observer first searches the range that minimizes the
+ * L2 quantization error on its histogram (PyTorch's `HistogramObserver`),
+ * and applies the same rule to that range; a percentile observer takes the
+ * range of [property@Piq.Observer:percentile].
+ *
+ * Fails with %PIQ_ERROR_EMPTY before the first batch, and with
+ * %PIQ_ERROR_UNSUPPORTED for a per-channel observer or format, or a format
+ * that is not an integer one.
+ *
+ * Returns: (transfer full) (nullable): a recipe with the scale (and zero
+ *   point), or %NULL on error
+ *
+ * Since: 1.0
+ */
+PiqRecipe *
+piq_observer_compute_recipe (PiqObserver  *self,
+                             PiqFormat    *format,
+                             GError      **error)
+{
+  const PiqDtypeInfo *info;
+  gboolean symmetric;
+  double scale;
+  gint64 zp;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  info = check_target (self, format, PIQ_GRANULARITY_TENSOR, error);
+  if (info == NULL)
+    return NULL;
+  symmetric = piq_format_get_symmetric (format);
+  if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+    {
+      float lo, hi;
+      hist_search (self, ldexp (1.0, (int) info->bits), &lo, &hi);
+      if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
+        return NULL;
+    }
+  else if (self->kind == PIQ_OBSERVER_KIND_PERCENTILE)
+    {
+      float lo, hi;
+      percentile_range (self, &lo, &hi);
+      if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
+        return NULL;
+    }
+  else if (!channel_params (info, symmetric, self->min[0], self->max[0], &scale, &zp, error))
+    return NULL;
+  return symmetric ? piq_recipe_new_fixed (scale) : piq_recipe_new_affine (scale, zp);
+}
+
+/**
+ * piq_observer_compute_channel_params:
+ * @self: a per-channel observer
+ * @format: a per-channel integer format of the observer's axis
+ * @scales: (out) (transfer full) (optional): the scale of each channel,
+ *   [method@Piq.Observer.get_n_channels] doubles in host byte order, each
+ *   a binary32 value
+ * @zero_points: (out) (transfer full) (optional): the zero point of each
+ *   channel, as many `gint64` in host byte order (for a symmetric format,
+ *   the format's own: 0 for signed types, the middle of the range for
+ *   unsigned ones)
+ * @error: return location for a #GError
+ *
+ * The per-channel scales and zero points of @format for the data observed,
+ * by the rule of [method@Piq.Observer.compute_recipe] applied to each
+ * channel (PyTorch's `per_channel_affine` and `per_channel_symmetric`).
+ * To quantize with them, convert the scales to the format's
+ * [property@Piq.Format:scale-dtype] and the zero points to `gint32` for
+ * [ctor@Piq.Tensor.new_quantized_from_bytes].
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_observer_compute_channel_params (PiqObserver  *self,
+                                     PiqFormat    *format,
+                                     GBytes      **scales,
+                                     GBytes      **zero_points,
+                                     GError      **error)
+{
+  const PiqDtypeInfo *info;
+  gboolean symmetric;
+  g_autofree double *s = NULL;
+  g_autofree gint64 *z = NULL;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  info = check_target (self, format, PIQ_GRANULARITY_CHANNEL, error);
+  if (info == NULL)
+    return FALSE;
+  symmetric = piq_format_get_symmetric (format);
+  s = g_new (double, self->n_channels);
+  z = g_new (gint64, self->n_channels);
+  for (guint64 c = 0; c < self->n_channels; c++)
+    if (!channel_params (info, symmetric, self->min[c], self->max[c], &s[c], &z[c], error))
+      return FALSE;
+  if (scales != NULL)
+    *scales = g_bytes_new_take (g_steal_pointer (&s), self->n_channels * sizeof (double));
+  if (zero_points != NULL)
+    *zero_points = g_bytes_new_take (g_steal_pointer (&z), self->n_channels * sizeof (gint64));
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------------------
+ * State */
+
+static const char *
+enum_nick (GType type,
+           int   value)
+{
+  g_autoptr(GEnumClass) klass = g_type_class_ref (type);
+  GEnumValue *v = g_enum_get_value (klass, value);
+
+  return v != NULL ? v->value_nick : "invalid";
+}
+
+/**
+ * piq_observer_serialize:
+ * @self: an observer
+ *
+ * The observer's configuration and statistics as a #GVariant of type
+ * `(a{sv})`, which [ctor@Piq.Observer.new_deserialize] turns back into an
+ * observer in the same state. The keys are listed in
+ * [Observers](observers.html#state). Like every #GVariant, the value is in
+ * host byte order: g_variant_byteswap() converts it for a machine of the
+ * other order.
+ *
+ * Returns: (transfer full): the state, a floating-free new reference
+ *
+ * Since: 1.0
+ */
+GVariant *
+piq_observer_serialize (PiqObserver *self)
+{
+  GVariantBuilder b;
+
+  g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+
+  g_variant_builder_init (&b, G_VARIANT_TYPE ("a{sv}"));
+  g_variant_builder_add (&b, "{sv}", "version", g_variant_new_uint32 (STATE_VERSION));
+  g_variant_builder_add (&b, "{sv}", "kind",
+                         g_variant_new_string (enum_nick (PIQ_TYPE_OBSERVER_KIND, self->kind)));
+  g_variant_builder_add (&b, "{sv}", "granularity",
+                         g_variant_new_string (enum_nick (PIQ_TYPE_GRANULARITY, self->granularity)));
+  g_variant_builder_add (&b, "{sv}", "axis", g_variant_new_int32 (self->axis));
+  g_variant_builder_add (&b, "{sv}", "averaging-constant",
+                         g_variant_new_double (self->averaging_constant));
+  g_variant_builder_add (&b, "{sv}", "n-bins", g_variant_new_uint32 (self->n_bins));
+  g_variant_builder_add (&b, "{sv}", "upsample-rate", g_variant_new_uint32 (self->upsample_rate));
+  g_variant_builder_add (&b, "{sv}", "percentile", g_variant_new_double (self->percentile));
+  g_variant_builder_add (&b, "{sv}", "n-batches", g_variant_new_uint64 (self->n_batches));
+  g_variant_builder_add (&b, "{sv}", "min",
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->min,
+                                                    self->n_channels, sizeof (double)));
+  g_variant_builder_add (&b, "{sv}", "max",
+                         g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->max,
+                                                    self->n_channels, sizeof (double)));
+  {
+    gsize n = self->hist != NULL ? self->n_bins : 0;
+    g_autofree double *h = g_new (double, MAX (n, 1));
+    for (gsize i = 0; i < n; i++)
+      h[i] = self->hist[i];
+    g_variant_builder_add (&b, "{sv}", "histogram",
+                           g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, h, n, sizeof (double)));
+  }
+  return g_variant_ref_sink (g_variant_new ("(a{sv})", &b));
+}
+
+static GVariant *
+lookup (GVariantDict  *dict,
+        const char    *key,
+        const char    *type,
+        GError       **error)
+{
+  GVariant *v = g_variant_dict_lookup_value (dict, key, G_VARIANT_TYPE (type));
+
+  if (v == NULL)
+    g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has no '%s' of "
+                 "type %s", key, type);
+  return v;
+}
+
+static gboolean
+lookup_enum (GVariantDict  *dict,
+             const char    *key,
+             GType          type,
+             int           *value,
+             GError       **error)
+{
+  g_autoptr(GVariant) v = lookup (dict, key, "s", error);
+  g_autoptr(GEnumClass) klass = NULL;
+  GEnumValue *ev;
+
+  if (v == NULL)
+    return FALSE;
+  klass = g_type_class_ref (type);
+  ev = g_enum_get_value_by_nick (klass, g_variant_get_string (v, NULL));
+  if (ev == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's %s '%s' is "
+                   "not one of %s", key, g_variant_get_string (v, NULL), g_type_name (type));
+      return FALSE;
+    }
+  *value = ev->value;
+  return TRUE;
+}
+
+static gboolean
+binary32 (double d)
+{
+  return isfinite (d) && (double) (float) d == d;
+}
+
+/**
+ * piq_observer_new_deserialize:
+ * @state: a state made by [method@Piq.Observer.serialize]
+ * @error: return location for a #GError
+ *
+ * An observer in the state that @state describes: the same configuration
+ * and statistics, so calibration goes on where it stopped. A value of
+ * another type, a missing or mistyped key, an unknown version, kind or
+ * granularity, or statistics that no observer can have (arrays of different
+ * lengths, values that are not finite binary32 numbers, a minimum above its
+ * maximum) fail with %PIQ_ERROR_INVALID_VALUE. Unknown keys are ignored.
+ *
+ * Returns: (transfer full) (nullable): a new observer, or %NULL on error
+ *
+ * Since: 1.0
+ */
+PiqObserver *
+piq_observer_new_deserialize (GVariant  *state,
+                              GError   **error)
+{
+  g_autoptr(GVariant) dict_v = NULL, version = NULL, axis = NULL, constant = NULL;
+  g_autoptr(GVariant) n_batches = NULL, min_v = NULL, max_v = NULL;
+  g_autoptr(GVariant) n_bins = NULL, upsample = NULL, hist_v = NULL, pct = NULL;
+  const double *hist;
+  gsize n_hist;
+  g_autoptr(GVariantDict) dict = NULL;
+  g_autoptr(PiqObserver) self = NULL;
+  g_autoptr(GError) local = NULL;
+  int kind, granularity;
+  const double *lo, *hi;
+  gsize n_lo, n_hi;
+
+  g_return_val_if_fail (state != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!g_variant_is_of_type (state, G_VARIANT_TYPE (STATE_TYPE)))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "an observer state has type %s, "
+                   "this value %s", STATE_TYPE, g_variant_get_type_string (state));
+      return NULL;
+    }
+  dict_v = g_variant_get_child_value (state, 0);
+  dict = g_variant_dict_new (dict_v);
+  if ((version = lookup (dict, "version", "u", error)) == NULL)
+    return NULL;
+  if (g_variant_get_uint32 (version) != STATE_VERSION)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "observer state version %u is not "
+                   "%u", g_variant_get_uint32 (version), STATE_VERSION);
+      return NULL;
+    }
+  if (!lookup_enum (dict, "kind", PIQ_TYPE_OBSERVER_KIND, &kind, error) ||
+      !lookup_enum (dict, "granularity", PIQ_TYPE_GRANULARITY, &granularity, error) ||
+      (axis = lookup (dict, "axis", "i", error)) == NULL ||
+      (constant = lookup (dict, "averaging-constant", "d", error)) == NULL ||
+      (n_batches = lookup (dict, "n-batches", "t", error)) == NULL ||
+      (n_bins = lookup (dict, "n-bins", "u", error)) == NULL ||
+      (upsample = lookup (dict, "upsample-rate", "u", error)) == NULL ||
+      (pct = lookup (dict, "percentile", "d", error)) == NULL ||
+      (hist_v = lookup (dict, "histogram", "ad", error)) == NULL ||
+      (min_v = lookup (dict, "min", "ad", error)) == NULL ||
+      (max_v = lookup (dict, "max", "ad", error)) == NULL)
+    return NULL;
+  if (g_variant_get_int32 (axis) < -PIQ_ENGINE_MAX_DIMS ||
+      g_variant_get_int32 (axis) >= PIQ_ENGINE_MAX_DIMS ||
+      !(g_variant_get_double (constant) >= 0.0 && g_variant_get_double (constant) <= 1.0) ||
+      g_variant_get_uint32 (n_bins) < 1 || g_variant_get_uint32 (n_bins) > MAX_BINS ||
+      g_variant_get_uint32 (upsample) < 1 || g_variant_get_uint32 (upsample) > MAX_UPSAMPLE ||
+      !(g_variant_get_double (pct) >= 50.0 && g_variant_get_double (pct) <= 100.0))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's axis %d, "
+                   "averaging constant %g, bins %u, upsample rate %u or percentile %g is out of "
+                   "range",
+                   g_variant_get_int32 (axis), g_variant_get_double (constant),
+                   g_variant_get_uint32 (n_bins), g_variant_get_uint32 (upsample),
+                   g_variant_get_double (pct));
+      return NULL;
+    }
+  self = g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "granularity", granularity,
+                       "axis", g_variant_get_int32 (axis),
+                       "averaging-constant", g_variant_get_double (constant),
+                       "n-bins", g_variant_get_uint32 (n_bins),
+                       "upsample-rate", g_variant_get_uint32 (upsample),
+                       "percentile", g_variant_get_double (pct), NULL);
+  if (!check_config (self, &local))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
+                   "configuration: %s", local->message);
+      return NULL;
+    }
+  lo = g_variant_get_fixed_array (min_v, &n_lo, sizeof (double));
+  hi = g_variant_get_fixed_array (max_v, &n_hi, sizeof (double));
+  if (n_lo != n_hi || (granularity == PIQ_GRANULARITY_TENSOR && n_lo > 1) ||
+      (n_lo == 0) != (g_variant_get_uint64 (n_batches) == 0))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has %"
+                   G_GSIZE_FORMAT " minima, %" G_GSIZE_FORMAT " maxima and %" G_GUINT64_FORMAT
+                   " batches", n_lo, n_hi, g_variant_get_uint64 (n_batches));
+      return NULL;
+    }
+  for (gsize c = 0; c < n_lo; c++)
+    if (!binary32 (lo[c]) || !binary32 (hi[c]) || !(lo[c] <= hi[c]))
+      {
+        g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's channel %"
+                     G_GSIZE_FORMAT " has the range [%g, %g]", c, lo[c], hi[c]);
+        return NULL;
+      }
+  hist = g_variant_get_fixed_array (hist_v, &n_hist, sizeof (double));
+  if (n_hist != (HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has a "
+                   "histogram of %" G_GSIZE_FORMAT " bins, not %u", n_hist,
+                   HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0);
+      return NULL;
+    }
+  for (gsize i = 0; i < n_hist; i++)
+    if (!binary32 (hist[i]) || !(hist[i] >= 0.0))
+      {
+        g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's histogram "
+                     "bin %" G_GSIZE_FORMAT " holds %g", i, hist[i]);
+        return NULL;
+      }
+  if (n_hist > 0)
+    {
+      self->hist = g_new (float, n_hist);
+      for (gsize i = 0; i < n_hist; i++)
+        self->hist[i] = (float) hist[i] + 0.0f;
+    }
+  if (n_lo > 0)
+    {
+      /* +0 for −0, as the reductions report */
+      self->min = g_new (double, n_lo);
+      self->max = g_new (double, n_lo);
+      for (gsize c = 0; c < n_lo; c++)
+        {
+          self->min[c] = lo[c] + 0.0;
+          self->max[c] = hi[c] + 0.0;
+        }
+    }
+  self->n_channels = n_lo;
+  self->n_batches = g_variant_get_uint64 (n_batches);
+  return g_steal_pointer (&self);
+}

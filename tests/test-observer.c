@@ -1,0 +1,1240 @@
+/* test-observer.c: PiqObserver against an oracle written from PyTorch's definitions
+ *
+ * The oracle re-derives torch.ao.quantization's observer rules (MinMaxObserver,
+ * MovingAverageMinMaxObserver and their per-channel forms, _calculate_qparams) in
+ * plain binary32/binary64 arithmetic from the published code's semantics: the batch
+ * converted to float32, aminmax per channel, `min + c * (cur - min)` in float32,
+ * min_neg = min(min, 0), max_pos = max(max, 0), scale = (max_pos - min_neg) /
+ * float(qmax - qmin) or max(-min_neg, max_pos) / (float(qmax - qmin) / 2), clamped
+ * below by float32's eps, zero_point = qmin - round(min_neg / scale) clamped, 0 or 128
+ * for symmetric qint8/quint8.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "test-oracle.h"
+
+static const PiqDtype float_dtypes[] = {
+  PIQ_DTYPE_F32, PIQ_DTYPE_F64, PIQ_DTYPE_BF16, PIQ_DTYPE_F16,
+};
+
+/* ---- data ---- */
+
+typedef struct {
+  PiqDtype  dtype;
+  guint     n_dims;
+  guint64   shape[4];
+  gsize     pad;        /* extra bytes per row (strided when > 0), filled with NaN */
+} Layout;
+
+typedef struct {
+  PiqTensor *tensor;
+  double    *values;    /* packed, as stored (rounded to the dtype) */
+  guint64    n;
+} Batch;
+
+static void
+batch_clear (Batch *b)
+{
+  g_clear_object (&b->tensor);
+  g_clear_pointer (&b->values, g_free);
+}
+
+/* Gaussian data whose channels along every axis differ in offset and spread, so a
+ * wrong channel mapping shows. */
+static Batch
+make_batch (const Layout *l,
+            guint64       seed)
+{
+  Batch b = { 0 };
+  ORng rng;
+  guint64 cols = l->shape[l->n_dims - 1], rows;
+  gsize esize = o_dtype_bits (l->dtype) / 8, stride = cols * esize + l->pad;
+  g_autofree guint8 *buf = NULL;
+  g_autoptr(GError) error = NULL;
+
+  b.n = 1;
+  for (guint d = 0; d < l->n_dims; d++)
+    b.n *= l->shape[d];
+  rows = b.n / cols;
+  buf = g_malloc0 (MAX (rows * stride, 1));
+  b.values = g_new (double, b.n);
+  o_rng_init (&rng, seed);
+  for (guint64 i = 0; i < b.n; i++)
+    {
+      guint64 r = i / cols, c = i % cols;
+      double x = o_rng_normal (&rng) * (1.0 + (double) (r % 7)) + 0.37 * (double) (c % 11)
+                 - 0.5 * (double) (r % 5);
+      o_write_float (l->dtype, buf + r * stride, c, x);
+      b.values[i] = o_read_float (l->dtype, buf + r * stride, c);
+    }
+  if (l->pad > 0)
+    for (guint64 r = 0; r < rows; r++)
+      for (gsize p = 0; p + esize <= l->pad; p += esize)
+        o_write_float (l->dtype, buf + r * stride + cols * esize + p, 0, NAN);
+  if (l->pad > 0)
+    {
+      g_autoptr(GBytes) bytes = g_bytes_new (buf, rows * stride);
+      b.tensor = piq_tensor_new_strided (l->dtype, l->shape, l->n_dims, bytes, 0, stride, &error);
+    }
+  else
+    {
+      b.tensor = piq_tensor_new_shaped (l->dtype, l->shape, l->n_dims, &error);
+      g_assert_no_error (error);
+      g_assert_true (piq_tensor_set_data (b.tensor, buf, b.n * esize, &error));
+    }
+  g_assert_no_error (error);
+  g_assert_nonnull (b.tensor);
+  return b;
+}
+
+/* ---- the oracle ---- */
+
+typedef struct {
+  gboolean  channel;
+  int       axis;
+  gboolean  moving;
+  float     c;
+  guint64   n_ch;      /* 0: nothing seen */
+  float    *min, *max;
+} OObs;
+
+static guint64
+o_channel_of (const Layout *l, int axis, guint64 i)
+{
+  guint64 inner = 1;
+  int a = axis < 0 ? axis + (int) l->n_dims : axis;
+
+  for (guint d = (guint) a + 1; d < l->n_dims; d++)
+    inner *= l->shape[d];
+  return (i / inner) % l->shape[a];
+}
+
+static void
+o_observe (OObs *o, const Layout *l, const Batch *b)
+{
+  guint64 n_ch = o->channel ? l->shape[o->axis < 0 ? o->axis + (int) l->n_dims : o->axis] : 1;
+  g_autofree float *lo = g_new (float, n_ch), *hi = g_new (float, n_ch);
+
+  for (guint64 c = 0; c < n_ch; c++)
+    lo[c] = INFINITY, hi[c] = -INFINITY;
+  for (guint64 i = 0; i < b->n; i++)
+    {
+      guint64 c = o->channel ? o_channel_of (l, o->axis, i) : 0;
+      float x = (float) b->values[i];    /* torch: x.to(float32) */
+      lo[c] = fminf (lo[c], x);
+      hi[c] = fmaxf (hi[c], x);
+    }
+  if (o->n_ch == 0)
+    {
+      o->n_ch = n_ch;
+      o->min = g_steal_pointer (&lo);
+      o->max = g_steal_pointer (&hi);
+      return;
+    }
+  g_assert_cmpuint (o->n_ch, ==, n_ch);
+  for (guint64 c = 0; c < n_ch; c++)
+    if (o->moving)
+      {
+        o->min[c] = o->min[c] + o->c * (lo[c] - o->min[c]);
+        o->max[c] = o->max[c] + o->c * (hi[c] - o->max[c]);
+      }
+    else
+      {
+        o->min[c] = fminf (o->min[c], lo[c]);
+        o->max[c] = fmaxf (o->max[c], hi[c]);
+      }
+}
+
+static void
+o_obs_clear (OObs *o)
+{
+  g_clear_pointer (&o->min, g_free);
+  g_clear_pointer (&o->max, g_free);
+  o->n_ch = 0;
+}
+
+/* torch's _calculate_qparams for one channel, qint8/quint8 default ranges. */
+static void
+o_qparams (float lo, float hi, PiqDtype dtype, gboolean symmetric, double *scale, gint64 *zp)
+{
+  gint64 qmin = dtype == PIQ_DTYPE_INT8 ? -128 : 0, qmax = dtype == PIQ_DTYPE_INT8 ? 127 : 255;
+  float min_neg = fminf (lo, 0.0f), max_pos = fmaxf (hi, 0.0f), s;
+
+  if (symmetric)
+    {
+      max_pos = fmaxf (-min_neg, max_pos);
+      s = max_pos / (float) ((double) (qmax - qmin) / 2);
+      s = fmaxf (s, FLT_EPSILON);
+      *zp = dtype == PIQ_DTYPE_UINT8 ? 128 : 0;
+    }
+  else
+    {
+      s = (max_pos - min_neg) / (float) (qmax - qmin);
+      s = fmaxf (s, FLT_EPSILON);
+      *zp = qmin - (gint64) nearbyintf (min_neg / s);
+      *zp = CLAMP (*zp, qmin, qmax);
+    }
+  *scale = s;
+}
+
+/* ---- comparing ---- */
+
+static void
+assert_state (PiqObserver *obs, const OObs *o)
+{
+  g_autoptr(GBytes) lo = piq_observer_get_min (obs), hi = piq_observer_get_max (obs);
+  gsize n_lo, n_hi;
+  const double *plo = g_bytes_get_data (lo, &n_lo), *phi = g_bytes_get_data (hi, &n_hi);
+
+  g_assert_cmpuint (piq_observer_get_n_channels (obs), ==, o->n_ch);
+  g_assert_cmpuint (n_lo, ==, o->n_ch * sizeof (double));
+  g_assert_cmpuint (n_hi, ==, o->n_ch * sizeof (double));
+  for (guint64 c = 0; c < o->n_ch; c++)
+    {
+      /* bit-exact, and +0 for a zero */
+      g_assert_cmphex (o_f64_bits (plo[c]), ==, o_f64_bits ((double) o->min[c] + 0.0));
+      g_assert_cmphex (o_f64_bits (phi[c]), ==, o_f64_bits ((double) o->max[c] + 0.0));
+    }
+}
+
+static void
+assert_params (PiqObserver *obs, const OObs *o, PiqDtype dtype, gboolean symmetric)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!o->channel)
+    {
+      g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", dtype, "symmetric",
+                                             symmetric, NULL);
+      g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, f, &error);
+      double scale;
+      gint64 zp;
+
+      g_assert_no_error (error);
+      o_qparams (o->min[0], o->max[0], dtype, symmetric, &scale, &zp);
+      g_assert_true (piq_recipe_has_scale (r));
+      g_assert_cmphex (o_f64_bits (piq_recipe_get_scale (r)), ==, o_f64_bits (scale));
+      g_assert_cmpint (piq_recipe_has_zero_point (r), ==, !symmetric);
+      if (!symmetric)
+        g_assert_cmpint (piq_recipe_get_zero_point (r), ==, zp);
+    }
+  else
+    {
+      g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", dtype, "symmetric",
+                                             symmetric, "granularity", PIQ_GRANULARITY_CHANNEL,
+                                             "axis", o->axis, NULL);
+      g_autoptr(GBytes) scales = NULL, zps = NULL;
+      const double *s;
+      const gint64 *z;
+      gsize ns, nz;
+
+      g_assert_true (piq_observer_compute_channel_params (obs, f, &scales, &zps, &error));
+      g_assert_no_error (error);
+      s = g_bytes_get_data (scales, &ns);
+      z = g_bytes_get_data (zps, &nz);
+      g_assert_cmpuint (ns, ==, o->n_ch * sizeof (double));
+      g_assert_cmpuint (nz, ==, o->n_ch * sizeof (gint64));
+      for (guint64 c = 0; c < o->n_ch; c++)
+        {
+          double scale;
+          gint64 zp;
+          o_qparams (o->min[c], o->max[c], dtype, symmetric, &scale, &zp);
+          g_assert_cmphex (o_f64_bits (s[c]), ==, o_f64_bits (scale));
+          g_assert_cmpint (z[c], ==, zp);
+        }
+    }
+}
+
+static void
+assert_same_state (PiqObserver *a, PiqObserver *b)
+{
+  g_autoptr(GVariant) va = piq_observer_serialize (a), vb = piq_observer_serialize (b);
+
+  if (!g_variant_equal (va, vb))
+    {
+      g_autofree char *sa = g_variant_print (va, TRUE), *sb = g_variant_print (vb, TRUE);
+      g_error ("states differ:\n%s\n%s", sa, sb);
+    }
+}
+
+static PiqTensor *values_tensor (PiqDtype dtype, const double *v, gsize n, guint n_dims,
+                                 const guint64 *shape);
+
+/* ---- cases ---- */
+
+typedef struct {
+  char     *name;
+  Layout    layout;
+  gboolean  channel;
+  int       axis;
+  gboolean  moving;
+} Case;
+
+static PiqObserver *
+case_observer (const Case *k)
+{
+  return g_object_new (PIQ_TYPE_OBSERVER,
+                       "kind", k->moving ? PIQ_OBSERVER_KIND_MOVING_AVERAGE
+                                         : PIQ_OBSERVER_KIND_MIN_MAX,
+                       "granularity", k->channel ? PIQ_GRANULARITY_CHANNEL : PIQ_GRANULARITY_TENSOR,
+                       "axis", k->axis, "averaging-constant", k->moving ? 0.125 + 0.01 : 0.01,
+                       NULL);
+}
+
+#define N_BATCHES 4
+
+/* Observing N_BATCHES batches gives the oracle's running statistics after each,
+ * and its torch parameters for int8/uint8, affine and symmetric. */
+static void
+test_observe (gconstpointer data)
+{
+  const Case *k = data;
+  g_autoptr(PiqObserver) obs = case_observer (k);
+  OObs o = { .channel = k->channel, .axis = k->axis, .moving = k->moving,
+             .c = (float) (0.125 + 0.01) };
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < N_BATCHES; i++)
+    {
+      Batch b = make_batch (&k->layout, 1000 + i);
+      g_assert_true (piq_observer_observe (obs, b.tensor, &error));
+      g_assert_no_error (error);
+      o_observe (&o, &k->layout, &b);
+      assert_state (obs, &o);
+      batch_clear (&b);
+    }
+  g_assert_cmpuint (piq_observer_get_n_batches (obs), ==, N_BATCHES);
+  assert_params (obs, &o, PIQ_DTYPE_INT8, FALSE);
+  assert_params (obs, &o, PIQ_DTYPE_UINT8, FALSE);
+  assert_params (obs, &o, PIQ_DTYPE_INT8, TRUE);
+  assert_params (obs, &o, PIQ_DTYPE_UINT8, TRUE);
+  o_obs_clear (&o);
+}
+
+/* Two observers over disjoint batches, merged, are one observer over all of them
+ * (min/max); a moving average merges the other's state as one more batch. */
+static void
+test_merge (gconstpointer data)
+{
+  const Case *k = data;
+  g_autoptr(PiqObserver) all = case_observer (k), a = case_observer (k), b = case_observer (k);
+  g_autoptr(PiqObserver) empty = case_observer (k);
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < N_BATCHES; i++)
+    {
+      Batch x = make_batch (&k->layout, 2000 + i);
+      g_assert_true (piq_observer_observe (all, x.tensor, &error));
+      g_assert_true (piq_observer_observe (i % 2 ? b : a, x.tensor, &error));
+      g_assert_no_error (error);
+      batch_clear (&x);
+    }
+  if (!k->moving)
+    {
+      g_assert_true (piq_observer_merge (a, b, &error));
+      g_assert_no_error (error);
+      assert_same_state (a, all);
+    }
+  else
+    {
+      /* the reference: a's batches, then one batch that holds exactly b's running
+       * min and max in each channel: a batch of the case's rank, 1 along every axis
+       * but the channel axis (n_ch) and one other (2: the min, then the max) */
+      g_autoptr(PiqObserver) ref = case_observer (k);
+      g_autoptr(GBytes) blo = piq_observer_get_min (b), bhi = piq_observer_get_max (b);
+      const double *lo = g_bytes_get_data (blo, NULL), *hi = g_bytes_get_data (bhi, NULL);
+      guint64 n_ch = piq_observer_get_n_channels (b);
+      g_autofree double *vals = g_new (double, 2 * n_ch);
+      g_autoptr(PiqTensor) t = NULL;
+
+      for (guint i = 0; i < N_BATCHES; i += 2)
+        {
+          Batch x = make_batch (&k->layout, 2000 + i);
+          g_assert_true (piq_observer_observe (ref, x.tensor, &error));
+          batch_clear (&x);
+        }
+      if (!k->channel)
+        {
+          vals[0] = lo[0], vals[1] = hi[0];
+          t = values_tensor (PIQ_DTYPE_F32, vals, 2, 0, NULL);
+        }
+      else
+        {
+          guint nd = k->layout.n_dims;
+          int ax = k->axis < 0 ? k->axis + (int) nd : k->axis, other = ax == 0 ? 1 : 0;
+          guint64 shape[4] = { 1, 1, 1, 1 }, stride_a = 1, stride_o = 1;
+          shape[ax] = n_ch;
+          shape[other] = 2;
+          for (guint d = (guint) ax + 1; d < nd; d++)
+            stride_a *= shape[d];
+          for (guint d = (guint) other + 1; d < nd; d++)
+            stride_o *= shape[d];
+          for (guint64 c = 0; c < n_ch; c++)
+            {
+              vals[c * stride_a] = lo[c];
+              vals[c * stride_a + stride_o] = hi[c];
+            }
+          t = values_tensor (PIQ_DTYPE_F32, vals, 2 * n_ch, nd, shape);
+        }
+      g_assert_true (piq_observer_observe (ref, t, &error));
+      g_assert_no_error (error);
+      g_assert_true (piq_observer_merge (a, b, &error));
+      g_assert_no_error (error);
+      /* the same statistics; the batch count adds up (ref saw one batch fewer) */
+      g_assert_cmpuint (piq_observer_get_n_batches (a), ==, N_BATCHES);
+      g_assert_cmpuint (piq_observer_get_n_batches (ref), ==, N_BATCHES / 2 + 1);
+      {
+        g_autoptr(GBytes) alo = piq_observer_get_min (a), rlo = piq_observer_get_min (ref);
+        g_autoptr(GBytes) ahi = piq_observer_get_max (a), rhi = piq_observer_get_max (ref);
+        g_assert_true (g_bytes_equal (alo, rlo));
+        g_assert_true (g_bytes_equal (ahi, rhi));
+      }
+    }
+  /* merging an empty observer changes nothing; an empty one takes the other's state */
+  {
+    g_autoptr(GVariant) before = piq_observer_serialize (a);
+    g_autoptr(GVariant) after = NULL;
+    g_assert_true (piq_observer_merge (a, empty, &error));
+    after = piq_observer_serialize (a);
+    g_assert_true (g_variant_equal (before, after));
+    g_assert_true (piq_observer_merge (empty, a, &error));
+    assert_same_state (empty, a);
+  }
+  g_assert_no_error (error);
+}
+
+/* serialize → deserialize (through bytes) → the same state; observing more after
+ * resuming is the same as never stopping. */
+static void
+test_serialize (gconstpointer data)
+{
+  const Case *k = data;
+  g_autoptr(PiqObserver) run = case_observer (k), first = case_observer (k);
+  g_autoptr(PiqObserver) resumed = NULL, fresh = NULL;
+  g_autoptr(GVariant) state = NULL, loaded = NULL, fresh_state = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+
+  /* a new observer's state round-trips too */
+  fresh_state = piq_observer_serialize (first);
+  fresh = piq_observer_new_deserialize (fresh_state, &error);
+  g_assert_no_error (error);
+  assert_same_state (fresh, first);
+
+  for (guint i = 0; i < N_BATCHES; i++)
+    {
+      Batch x = make_batch (&k->layout, 3000 + i);
+      g_assert_true (piq_observer_observe (run, x.tensor, &error));
+      if (i < 2)
+        g_assert_true (piq_observer_observe (first, x.tensor, &error));
+      if (i == 2)
+        {
+          state = piq_observer_serialize (first);
+          bytes = g_variant_get_data_as_bytes (state);
+          loaded = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE ("(a{sv})"),
+                                                                 bytes, FALSE));
+          resumed = piq_observer_new_deserialize (loaded, &error);
+          g_assert_no_error (error);
+          assert_same_state (resumed, first);
+          g_assert_cmpint (piq_observer_get_kind (resumed), ==, piq_observer_get_kind (first));
+          g_assert_cmpint (piq_observer_get_axis (resumed), ==, k->axis);
+          g_assert_cmpfloat (piq_observer_get_averaging_constant (resumed), ==,
+                             piq_observer_get_averaging_constant (first));
+        }
+      if (i >= 2)
+        g_assert_true (piq_observer_observe (resumed, x.tensor, &error));
+      g_assert_no_error (error);
+      batch_clear (&x);
+    }
+  assert_same_state (resumed, run);
+  piq_observer_reset (run);
+  g_assert_cmpuint (piq_observer_get_n_batches (run), ==, 0);
+  assert_same_state (run, fresh);
+}
+
+/* One batch: the observer's per-tensor parameters are compute_params' (the
+ * engine's min/max and abs-max rules) on the same data. */
+static void
+test_engine_agrees (void)
+{
+  for (gsize d = 0; d < G_N_ELEMENTS (float_dtypes); d++)
+    for (int sym = 0; sym < 2; sym++)
+      {
+        Layout l = { float_dtypes[d], 2, { 33, 70 }, 0 };
+        Batch b = make_batch (&l, 77 + d);
+        g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+        g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT8,
+                                               "symmetric", sym, NULL);
+        g_autoptr(PiqRecipe) mine = NULL, theirs = piq_recipe_new ();
+        g_autoptr(GError) error = NULL;
+
+        g_assert_true (piq_observer_observe (obs, b.tensor, &error));
+        mine = piq_observer_compute_recipe (obs, f, &error);
+        g_assert_no_error (error);
+        g_assert_true (piq_quantizer_compute_params (piq_quantizer_get_default (), f, theirs,
+                                                     b.tensor, &error));
+        g_assert_no_error (error);
+        g_assert_cmphex (o_f64_bits (piq_recipe_get_scale (mine)), ==,
+                          o_f64_bits (piq_recipe_get_scale (theirs)));
+        if (!sym)
+          g_assert_cmpint (piq_recipe_get_zero_point (mine), ==,
+                           piq_recipe_get_zero_point (theirs));
+        batch_clear (&b);
+      }
+}
+
+/* Large batches: several reduction blocks and threads give the oracle's results. */
+static void
+test_large (void)
+{
+  static const struct { guint n_dims; guint64 shape[3]; gboolean channel; int axis; gsize pad; } L[] = {
+    { 1, { 300001 }, FALSE, 0, 0 },
+    { 2, { 3, 70001 }, TRUE, 0, 0 },
+    { 2, { 3, 70001 }, TRUE, 0, 8 },
+    { 2, { 5000, 40 }, TRUE, 1, 0 },
+    { 2, { 5000, 40 }, TRUE, -1, 12 },
+    { 3, { 2, 3, 40000 }, TRUE, 1, 4 },
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (L); i++)
+    {
+      Layout l = { PIQ_DTYPE_F32, L[i].n_dims, { L[i].shape[0], L[i].shape[1], L[i].shape[2] },
+                   L[i].pad };
+      Batch b = make_batch (&l, 5 + i);
+      OObs o = { .channel = L[i].channel, .axis = L[i].axis };
+      g_autoptr(PiqObserver) obs = L[i].channel
+        ? piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MIN_MAX, L[i].axis)
+        : piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (piq_observer_observe (obs, b.tensor, &error));
+      g_assert_no_error (error);
+      o_observe (&o, &l, &b);
+      assert_state (obs, &o);
+      o_obs_clear (&o);
+      batch_clear (&b);
+    }
+}
+
+/* ---- bad input: a GError, and the observer's state unchanged ---- */
+
+static void
+assert_fails_unchanged (PiqObserver *obs, PiqTensor *t, int code)
+{
+  g_autoptr(GVariant) before = piq_observer_serialize (obs), after = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (piq_observer_observe (obs, t, &error));
+  g_assert_error (error, PIQ_ERROR, code);
+  after = piq_observer_serialize (obs);
+  g_assert_true (g_variant_equal (before, after));
+}
+
+static PiqTensor *
+values_tensor (PiqDtype dtype, const double *v, gsize n, guint n_dims, const guint64 *shape)
+{
+  g_autoptr(GError) error = NULL;
+  PiqTensor *t = piq_tensor_new_from_values (dtype, v, n, &error);
+
+  g_assert_no_error (error);
+  if (shape != NULL)
+    g_assert_true (piq_tensor_reshape (t, shape, n_dims, &error));
+  g_assert_no_error (error);
+  return t;
+}
+
+static void
+test_bad_batches (void)
+{
+  static const double ok[6] = { 1, -2, 3, 4, 0.5, -6 };
+  static const guint64 s23[2] = { 2, 3 }, s32[2] = { 3, 2 };
+  g_autoptr(GError) error = NULL;
+
+  for (int kind = 0; kind < 2; kind++)
+    for (gsize d = 0; d < G_N_ELEMENTS (float_dtypes); d++)
+      {
+        PiqDtype dt = float_dtypes[d];
+        g_autoptr(PiqObserver) per_t = piq_observer_new (kind);
+        g_autoptr(PiqObserver) per_c = piq_observer_new_per_channel (kind, 1);
+        g_autoptr(PiqTensor) good = values_tensor (dt, ok, 6, 2, s23);
+        g_autoptr(PiqTensor) other_ch = values_tensor (dt, ok, 6, 2, s32);
+        g_autoptr(PiqTensor) flat = values_tensor (dt, ok, 6, 0, NULL);
+        g_autoptr(PiqTensor) empty = piq_tensor_new (dt, 0, &error);
+        g_autoptr(PiqFormat) int8 = piq_format_new (PIQ_DTYPE_INT8);
+        g_autoptr(PiqTensor) quantized = piq_tensor_new_quantized (int8, s23, 2, &error);
+        static const double specials[] = { NAN, INFINITY, -INFINITY };
+
+        g_assert_no_error (error);
+        /* a first batch, so "unchanged" means something */
+        g_assert_true (piq_observer_observe (per_t, good, &error));
+        g_assert_true (piq_observer_observe (per_c, good, &error));
+        g_assert_no_error (error);
+
+        for (gsize s = 0; s < G_N_ELEMENTS (specials); s++)
+          for (gsize pos = 0; pos < 6; pos++)
+            {
+              double v[6];
+              g_autoptr(PiqTensor) t = NULL;
+              memcpy (v, ok, sizeof v);
+              v[pos] = specials[s];
+              t = values_tensor (dt, v, 6, 2, s23);
+              assert_fails_unchanged (per_t, t, PIQ_ERROR_NON_FINITE);
+              assert_fails_unchanged (per_c, t, PIQ_ERROR_NON_FINITE);
+            }
+        if (dt == PIQ_DTYPE_F64)
+          {
+            double v[6];
+            g_autoptr(PiqTensor) t = NULL;
+            memcpy (v, ok, sizeof v);
+            v[3] = -1e300;   /* finite, beyond binary32 */
+            t = values_tensor (dt, v, 6, 2, s23);
+            assert_fails_unchanged (per_t, t, PIQ_ERROR_NON_FINITE);
+            assert_fails_unchanged (per_c, t, PIQ_ERROR_NON_FINITE);
+          }
+        assert_fails_unchanged (per_t, empty, PIQ_ERROR_EMPTY);
+        assert_fails_unchanged (per_c, empty, PIQ_ERROR_EMPTY);
+        assert_fails_unchanged (per_t, quantized, PIQ_ERROR_UNSUPPORTED);
+        /* axis 1 of a 1-D batch; a batch of 2 channels after batches of 3 */
+        assert_fails_unchanged (per_c, flat, PIQ_ERROR_SIZE);
+        assert_fails_unchanged (per_c, other_ch, PIQ_ERROR_SIZE);
+      }
+
+  /* axes outside the shape, negative ones included */
+  for (int axis = -PIQ_MAX_DIMS; axis < PIQ_MAX_DIMS; axis++)
+    {
+      g_autoptr(PiqObserver) obs = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MIN_MAX, axis);
+      g_autoptr(PiqTensor) t = values_tensor (PIQ_DTYPE_F32, ok, 6, 2, s23);
+      if (axis >= -2 && axis <= 1)
+        {
+          g_assert_true (piq_observer_observe (obs, t, &error));
+          g_assert_no_error (error);
+          g_assert_cmpuint (piq_observer_get_n_channels (obs), ==, s23[axis < 0 ? axis + 2 : axis]);
+        }
+      else
+        assert_fails_unchanged (obs, t, PIQ_ERROR_SIZE);
+    }
+
+  /* configurations that do not exist */
+  {
+    g_autoptr(PiqObserver) block = g_object_new (PIQ_TYPE_OBSERVER, "granularity",
+                                                 PIQ_GRANULARITY_BLOCK, NULL);
+    g_autoptr(PiqObserver) axis_t = g_object_new (PIQ_TYPE_OBSERVER, "axis", 1, NULL);
+    g_autoptr(PiqTensor) t = values_tensor (PIQ_DTYPE_F32, ok, 6, 2, s23);
+    assert_fails_unchanged (block, t, PIQ_ERROR_UNSUPPORTED);
+    assert_fails_unchanged (axis_t, t, PIQ_ERROR_UNSUPPORTED);
+  }
+}
+
+/* -0 and +0 tie: the state reads +0 either way. */
+static void
+test_negative_zero (void)
+{
+  static const double v[4] = { -0.0, -0.0, 0.0, -0.0 };
+  g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+  g_autoptr(PiqTensor) t = values_tensor (PIQ_DTYPE_F32, v, 4, 0, NULL);
+  g_autoptr(GBytes) lo = NULL, hi = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqRecipe) r = NULL;
+
+  g_assert_true (piq_observer_observe (obs, t, &error));
+  lo = piq_observer_get_min (obs);
+  hi = piq_observer_get_max (obs);
+  g_assert_cmphex (o_f64_bits (*(const double *) g_bytes_get_data (lo, NULL)), ==, 0);
+  g_assert_cmphex (o_f64_bits (*(const double *) g_bytes_get_data (hi, NULL)), ==, 0);
+  /* an all-zero range: torch's eps is the scale, the zero point qmin */
+  r = piq_observer_compute_recipe (obs, u8, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (piq_recipe_get_scale (r), ==, FLT_EPSILON);
+  g_assert_cmpint (piq_recipe_get_zero_point (r), ==, 0);
+}
+
+static void
+test_bad_results (void)
+{
+  static const double ok[6] = { 1, -2, 3, 4, 0.5, -6 };
+  static const guint64 s23[2] = { 2, 3 };
+  g_autoptr(PiqObserver) per_t = piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+  g_autoptr(PiqObserver) per_c = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MIN_MAX, -1);
+  g_autoptr(PiqTensor) t = values_tensor (PIQ_DTYPE_F32, ok, 6, 2, s23);
+  g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqFormat) u8_c0 = piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0);
+  g_autoptr(PiqFormat) u8_cm1 = piq_format_new_per_channel (PIQ_DTYPE_UINT8, -1);
+  g_autoptr(PiqFormat) nf4 = piq_format_new (PIQ_DTYPE_NF4);
+  g_autoptr(PiqFormat) bad = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT8,
+                                           "block-size", 32, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) s = NULL, z = NULL;
+  PiqRecipe *r;
+
+  /* nothing seen */
+  g_assert_null (piq_observer_compute_recipe (per_t, u8, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY);
+  g_clear_error (&error);
+  g_assert_false (piq_observer_compute_channel_params (per_c, u8_cm1, &s, &z, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY);
+  g_clear_error (&error);
+  g_assert_null (s);
+
+  g_assert_true (piq_observer_observe (per_t, t, &error));
+  g_assert_true (piq_observer_observe (per_c, t, &error));
+  g_assert_no_error (error);
+
+  /* granularity, axis and dtype mismatches; an invalid format */
+  g_assert_null (piq_observer_compute_recipe (per_t, u8_c0, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_null (piq_observer_compute_recipe (per_c, u8, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_false (piq_observer_compute_channel_params (per_c, u8_c0, &s, &z, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_false (piq_observer_compute_channel_params (per_t, u8, &s, &z, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_null (piq_observer_compute_recipe (per_t, nf4, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_null (piq_observer_compute_recipe (per_t, bad, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  g_assert_null (s);
+  g_assert_null (z);
+
+  /* and the right pair works */
+  r = piq_observer_compute_recipe (per_t, u8, &error);
+  g_assert_no_error (error);
+  g_object_unref (r);
+  g_assert_true (piq_observer_compute_channel_params (per_c, u8_cm1, &s, &z, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (g_bytes_get_size (s), ==, 3 * sizeof (double));
+}
+
+static void
+test_bad_merges (void)
+{
+  static const double ok[6] = { 1, -2, 3, 4, 0.5, -6 };
+  static const guint64 s23[2] = { 2, 3 }, s32[2] = { 3, 2 };
+  g_autoptr(PiqTensor) t23 = values_tensor (PIQ_DTYPE_F32, ok, 6, 2, s23);
+  g_autoptr(PiqTensor) t32 = values_tensor (PIQ_DTYPE_F32, ok, 6, 2, s32);
+  g_autoptr(PiqObserver) base = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MOVING_AVERAGE, 1);
+  PiqObserver *others[] = {
+    piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MIN_MAX, 1),
+    piq_observer_new (PIQ_OBSERVER_KIND_MOVING_AVERAGE),
+    piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MOVING_AVERAGE, -1),
+    piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MOVING_AVERAGE, 0),
+    g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_MOVING_AVERAGE, "granularity",
+                  PIQ_GRANULARITY_CHANNEL, "axis", 1, "averaging-constant", 0.5, NULL),
+    piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MOVING_AVERAGE, 1),   /* 2 channels */
+  };
+  static const int codes[] = {
+    PIQ_ERROR_INVALID_VALUE, PIQ_ERROR_INVALID_VALUE, PIQ_ERROR_INVALID_VALUE,
+    PIQ_ERROR_INVALID_VALUE, PIQ_ERROR_INVALID_VALUE, PIQ_ERROR_SIZE,
+  };
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (piq_observer_observe (base, t23, &error));
+  g_assert_no_error (error);
+  for (gsize i = 0; i < G_N_ELEMENTS (others); i++)
+    {
+      g_autoptr(GVariant) before = piq_observer_serialize (base), after = NULL;
+      g_autoptr(GVariant) other_before = NULL, other_after = NULL;
+      PiqTensor *t = i == G_N_ELEMENTS (others) - 1 ? t32 : i == 3 ? t32 : t23;
+
+      g_assert_true (piq_observer_observe (others[i], i == 1 ? t23 : t, &error));
+      g_assert_no_error (error);
+      other_before = piq_observer_serialize (others[i]);
+      g_assert_false (piq_observer_merge (base, others[i], &error));
+      g_assert_error (error, PIQ_ERROR, codes[i]);
+      g_clear_error (&error);
+      after = piq_observer_serialize (base);
+      g_assert_true (g_variant_equal (before, after));
+      other_after = piq_observer_serialize (others[i]);
+      g_assert_true (g_variant_equal (other_before, other_after));
+      g_object_unref (others[i]);
+    }
+}
+
+/* Malformed states: each one a GError, never an observer. */
+static void
+test_bad_states (void)
+{
+  static const char *const bad[] = {
+    "@a{sv} {}",
+    "({'version': <uint32 1>},)",
+    "({'version': <uint32 2>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'nonsense'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'block'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <1>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'channel'>, 'axis': <9>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <1.5>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint32 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0]>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[1.0, 2.0]>, 'max': <[3.0, 4.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <[1.0]>, 'max': <[3.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <@ad []>, 'max': <@ad []>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[5.0]>, 'max': <[3.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[nan]>, 'max': <[3.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[-inf]>, 'max': <[3.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'min-max'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 1>, 'min': <[0.1]>, 'max': <[3.0]>},)",
+    "({'version': <uint32 1>, 'kind': <'percentile'>, 'granularity': <'tensor'>, 'axis': <0>, "
+    "'averaging-constant': <0.01>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <40.0>, 'histogram': <@ad []>, 'n-batches': <uint64 0>, 'min': <@ad []>, 'max': <@ad []>},)",
+  };
+  /* and the same text with good values parses, so the cases fail for their reason */
+  static const char *good =
+    "({'version': <uint32 1>, 'kind': <'moving-average'>, 'granularity': <'channel'>, "
+    "'axis': <-1>, 'averaging-constant': <0.5>, 'n-bins': <uint32 2048>, "
+    "'upsample-rate': <uint32 128>, 'percentile': <99.0>, 'histogram': <@ad []>, 'n-batches': <uint64 3>, "
+    "'min': <[-1.0, 0.5]>, 'max': <[3.0, 0.5]>, 'unknown-key': <'ignored'>},)";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) gv = g_variant_parse (NULL, good, NULL, NULL, &error);
+  g_autoptr(PiqObserver) obs = NULL;
+  g_autoptr(GBytes) lo = NULL;
+
+  g_assert_no_error (error);
+  obs = piq_observer_new_deserialize (gv, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (piq_observer_get_kind (obs), ==, PIQ_OBSERVER_KIND_MOVING_AVERAGE);
+  g_assert_cmpint (piq_observer_get_axis (obs), ==, -1);
+  g_assert_cmpuint (piq_observer_get_n_batches (obs), ==, 3);
+  lo = piq_observer_get_min (obs);
+  g_assert_cmpfloat (((const double *) g_bytes_get_data (lo, NULL))[1], ==, 0.5);
+
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GVariant) v = g_variant_parse (NULL, bad[i], NULL, NULL, &error);
+      g_autoptr(PiqObserver) o = NULL;
+      g_assert_no_error (error);
+      o = piq_observer_new_deserialize (v, &error);
+      g_assert_null (o);
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+      g_test_message ("state %" G_GSIZE_FORMAT ": %s", i, error->message);
+      g_clear_error (&error);
+    }
+}
+
+static void
+test_properties (void)
+{
+  g_autoptr(PiqObserver) obs = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_MOVING_AVERAGE, -2);
+  PiqObserverKind kind;
+  PiqGranularity gran;
+  int axis;
+  double c;
+
+  g_object_get (obs, "kind", &kind, "granularity", &gran, "axis", &axis, "averaging-constant", &c,
+                NULL);
+  g_assert_cmpint (kind, ==, PIQ_OBSERVER_KIND_MOVING_AVERAGE);
+  g_assert_cmpint (gran, ==, PIQ_GRANULARITY_CHANNEL);
+  g_assert_cmpint (axis, ==, -2);
+  g_assert_cmpfloat (c, ==, 0.01);
+  g_assert_cmpint (piq_observer_get_granularity (obs), ==, PIQ_GRANULARITY_CHANNEL);
+  g_assert_cmpuint (piq_observer_get_n_channels (obs), ==, 0);
+  g_assert_cmpuint (g_bytes_get_size (piq_observer_get_min (obs)), ==, 0);
+}
+
+/* ---- histograms (the search itself is compared with torch by observer-torch.py) ---- */
+
+static void
+assert_histogram (PiqObserver *obs, double lo, double hi, const double *bins, guint n)
+{
+  g_autoptr(GBytes) h = piq_observer_get_histogram (obs);
+  g_autoptr(GBytes) bmin = piq_observer_get_min (obs), bmax = piq_observer_get_max (obs);
+  gsize size;
+  const double *p = g_bytes_get_data (h, &size);
+
+  g_assert_cmpuint (size, ==, n * sizeof (double));
+  for (guint i = 0; i < n; i++)
+    g_assert_cmpfloat (p[i], ==, bins[i]);
+  g_assert_cmpfloat (*(const double *) g_bytes_get_data (bmin, NULL), ==, lo);
+  g_assert_cmpfloat (*(const double *) g_bytes_get_data (bmax, NULL), ==, hi);
+}
+
+static double
+first_double (GBytes *b)
+{
+  return *(const double *) g_bytes_get_data (b, NULL);
+}
+
+/* torch.histc over [int(min), int(max)] (1.13 truncates the bounds), the last bin
+ * closed; equal bounds take the batch's range widened by 1; a histogram of one
+ * value starts over at the next batch; the same range adds counts. */
+static void
+test_histogram_bins (void)
+{
+  static const double a[4] = { 0.5, 1.5, 2.5, 3.5 }, c[3] = { 2, 2, 2 };
+  static const double h_a[4] = { 1, 0, 1, 1 }, h_aa[4] = { 2, 0, 2, 2 }, h_c[4] = { 0, 0, 3, 0 };
+  static const double h4[4] = { 4, 0, 4, 4 };
+  g_autoptr(PiqObserver) obs = g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_HISTOGRAM,
+                                             "n-bins", 4, NULL);
+  g_autoptr(PiqObserver) other = g_object_new (PIQ_TYPE_OBSERVER, "kind",
+                                               PIQ_OBSERVER_KIND_HISTOGRAM, "n-bins", 4, NULL);
+  g_autoptr(PiqTensor) ta = values_tensor (PIQ_DTYPE_F32, a, 4, 0, NULL);
+  g_autoptr(PiqTensor) tc = values_tensor (PIQ_DTYPE_F16, c, 3, 0, NULL);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpuint (piq_observer_get_n_bins (obs), ==, 4);
+  g_assert_cmpuint (piq_observer_get_upsample_rate (obs), ==, 128);
+  g_assert_true (piq_observer_observe (obs, tc, &error));
+  assert_histogram (obs, 2, 2, h_c, 4);
+  g_assert_true (piq_observer_observe (obs, ta, &error));
+  /* 3.5 falls outside [0, 3]: torch 1.13 counts it nowhere either */
+  assert_histogram (obs, 0.5, 3.5, h_a, 4);
+  g_assert_true (piq_observer_observe (obs, ta, &error));
+  assert_histogram (obs, 0.5, 3.5, h_aa, 4);
+  g_assert_no_error (error);
+
+  /* merging: an empty observer takes the state; the same range adds the counts */
+  g_assert_true (piq_observer_merge (other, obs, &error));
+  assert_same_state (other, obs);
+  g_assert_true (piq_observer_merge (other, obs, &error));
+  g_assert_no_error (error);
+  assert_histogram (other, 0.5, 3.5, h4, 4);
+  g_assert_cmpuint (piq_observer_get_n_batches (other), ==, 6);
+}
+
+/* A wider batch re-bins the old histogram (torch's upsample-and-interpolate), which
+ * keeps its total; the new batch adds its elements inside the truncated range. */
+static void
+test_histogram_rebin (void)
+{
+  g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_HISTOGRAM);
+  g_autoptr(GError) error = NULL;
+  Layout l = { PIQ_DTYPE_F32, 2, { 50, 40 }, 0 };
+  double expected = 0.0;
+
+  for (guint i = 0; i < 3; i++)
+    {
+      Batch b = make_batch (&l, 40 + i);
+      g_autoptr(GBytes) h = NULL, bmin = NULL, bmax = NULL;
+      g_autoptr(PiqTensor) t = NULL;
+      double sum = 0.0, lo = INFINITY, hi = -INFINITY, new_lo, new_hi;
+      const double *p;
+
+      for (guint64 k = 0; k < b.n; k++)
+        {
+          b.values[k] = (double) (float) (b.values[k] * (1.0 + 2.0 * i));   /* wider each time */
+          lo = MIN (lo, b.values[k]);
+          hi = MAX (hi, b.values[k]);
+        }
+      t = values_tensor (PIQ_DTYPE_F32, b.values, b.n, 0, NULL);
+      g_assert_true (piq_observer_observe (obs, t, &error));
+      g_assert_no_error (error);
+      bmin = piq_observer_get_min (obs);
+      bmax = piq_observer_get_max (obs);
+      new_lo = first_double (bmin);
+      new_hi = first_double (bmax);
+      g_assert_cmpfloat (new_lo, <=, lo);
+      g_assert_cmpfloat (new_hi, >=, hi);
+      for (guint64 k = 0; k < b.n; k++)
+        if (b.values[k] >= trunc (new_lo) && b.values[k] <= trunc (new_hi))
+          expected += 1.0;
+      h = piq_observer_get_histogram (obs);
+      p = g_bytes_get_data (h, NULL);
+      for (guint k = 0; k < 2048; k++)
+        {
+          g_assert_cmpfloat (p[k], >=, 0.0);
+          sum += p[k];
+        }
+      /* interpolation in binary64, bins in binary32: the total within rounding */
+      g_assert_cmpfloat (fabs (sum - expected), <=, 1e-3 * expected);
+      batch_clear (&b);
+    }
+}
+
+/* The percentile range on a histogram worked by hand: −50 … 50 in 10 bins of 10,
+ * the last holding 11; 80% keeps [−30, 40]. */
+static void
+test_percentile (void)
+{
+  g_autofree double *v = g_new (double, 101);
+  g_autoptr(PiqObserver) obs = g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_PERCENTILE,
+                                             "n-bins", 10, "percentile", 80.0, NULL);
+  g_autoptr(PiqObserver) all = g_object_new (PIQ_TYPE_OBSERVER, "kind", PIQ_OBSERVER_KIND_PERCENTILE,
+                                             "n-bins", 10, "percentile", 100.0, NULL);
+  g_autoptr(PiqObserver) other = g_object_new (PIQ_TYPE_OBSERVER, "kind",
+                                               PIQ_OBSERVER_KIND_PERCENTILE, "n-bins", 10,
+                                               "percentile", 90.0, NULL);
+  g_autoptr(PiqTensor) t = NULL;
+  g_autoptr(GError) error = NULL;
+  static const double h[10] = { 10, 10, 10, 10, 10, 10, 10, 10, 10, 11 };
+  static const PiqDtype dts[2] = { PIQ_DTYPE_UINT8, PIQ_DTYPE_INT8 };
+
+  for (int i = 0; i <= 100; i++)
+    v[i] = i - 50;
+  t = values_tensor (PIQ_DTYPE_F32, v, 101, 0, NULL);
+  g_assert_true (piq_observer_observe (obs, t, &error));
+  g_assert_true (piq_observer_observe (all, t, &error));
+  g_assert_true (piq_observer_observe (other, t, &error));
+  g_assert_no_error (error);
+  assert_histogram (obs, -50, 50, h, 10);
+  g_assert_cmpfloat (piq_observer_get_percentile (obs), ==, 80.0);
+  for (int d = 0; d < 2; d++)
+    for (int sym = 0; sym < 2; sym++)
+      {
+        g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", dts[d], "symmetric", sym,
+                                               NULL);
+        g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, f, &error);
+        g_autoptr(PiqRecipe) r_all = piq_observer_compute_recipe (all, f, &error);
+        double scale;
+        gint64 zp;
+
+        g_assert_no_error (error);
+        o_qparams (-30.0f, 40.0f, dts[d], sym, &scale, &zp);
+        g_assert_cmphex (o_f64_bits (piq_recipe_get_scale (r)), ==, o_f64_bits (scale));
+        if (!sym)
+          g_assert_cmpint (piq_recipe_get_zero_point (r), ==, zp);
+        /* 100% keeps everything counted: the whole range */
+        o_qparams (-50.0f, 50.0f, dts[d], sym, &scale, &zp);
+        g_assert_cmphex (o_f64_bits (piq_recipe_get_scale (r_all)), ==, o_f64_bits (scale));
+      }
+  /* percentiles must agree to merge */
+  {
+    g_autoptr(GVariant) before = piq_observer_serialize (obs), after = NULL;
+    g_assert_false (piq_observer_merge (obs, other, &error));
+    g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+    after = piq_observer_serialize (obs);
+    g_assert_true (g_variant_equal (before, after));
+  }
+}
+
+static void
+test_histogram_bad (void)
+{
+  static const double a[4] = { 0.5, 1.5, 2.5, 3.5 }, b[4] = { 0.5, 1.5, 2.5, 9.5 };
+  g_autoptr(PiqObserver) obs = piq_observer_new (PIQ_OBSERVER_KIND_HISTOGRAM);
+  g_autoptr(PiqObserver) other = piq_observer_new (PIQ_OBSERVER_KIND_HISTOGRAM);
+  g_autoptr(PiqObserver) fewer = g_object_new (PIQ_TYPE_OBSERVER, "kind",
+                                               PIQ_OBSERVER_KIND_HISTOGRAM, "n-bins", 100, NULL);
+  g_autoptr(PiqObserver) per_c = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_HISTOGRAM, 0);
+  g_autoptr(PiqTensor) ta = values_tensor (PIQ_DTYPE_F32, a, 4, 0, NULL);
+  g_autoptr(PiqTensor) tb = values_tensor (PIQ_DTYPE_F32, b, 4, 0, NULL);
+  g_autoptr(PiqFormat) u8_c = piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0);
+  g_autoptr(GVariant) before = NULL, after = NULL, other_before = NULL, other_after = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) s = NULL;
+  static const int codes[2] = { PIQ_ERROR_UNSUPPORTED, PIQ_ERROR_INVALID_VALUE };
+  PiqObserver *from[2];
+
+  assert_fails_unchanged (per_c, ta, PIQ_ERROR_UNSUPPORTED);
+  g_assert_true (piq_observer_observe (obs, ta, &error));
+  g_assert_true (piq_observer_observe (other, tb, &error));
+  g_assert_true (piq_observer_observe (fewer, ta, &error));
+  g_assert_no_error (error);
+  g_assert_false (piq_observer_compute_channel_params (obs, u8_c, &s, NULL, &error));
+  g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+
+  /* different ranges, and different bin counts, do not merge */
+  from[0] = other;
+  from[1] = fewer;
+  for (guint i = 0; i < 2; i++)
+    {
+      g_clear_pointer (&before, g_variant_unref);
+      g_clear_pointer (&after, g_variant_unref);
+      g_clear_pointer (&other_before, g_variant_unref);
+      g_clear_pointer (&other_after, g_variant_unref);
+      before = piq_observer_serialize (obs);
+      other_before = piq_observer_serialize (from[i]);
+      g_assert_false (piq_observer_merge (obs, from[i], &error));
+      g_assert_error (error, PIQ_ERROR, codes[i]);
+      g_clear_error (&error);
+      after = piq_observer_serialize (obs);
+      other_after = piq_observer_serialize (from[i]);
+      g_assert_true (g_variant_equal (before, after));
+      g_assert_true (g_variant_equal (other_before, other_after));
+    }
+
+  /* a histogram state round-trips; a damaged one is refused */
+  {
+    g_autoptr(GVariant) state = piq_observer_serialize (obs);
+    g_autoptr(PiqObserver) back = piq_observer_new_deserialize (state, &error);
+    g_autoptr(GVariantDict) dict = NULL;
+    g_autoptr(GVariant) inner = g_variant_get_child_value (state, 0);
+    static const double short_h[3] = { 1, 2, 3 };
+    g_autofree double *neg = g_new0 (double, 2048);
+
+    g_assert_no_error (error);
+    assert_same_state (back, obs);
+    neg[7] = -1.0;
+    for (guint i = 0; i < 2; i++)
+      {
+        g_autoptr(GVariant) bad = NULL;
+        g_autoptr(PiqObserver) none = NULL;
+        g_clear_pointer (&dict, g_variant_dict_unref);
+        dict = g_variant_dict_new (inner);
+        g_variant_dict_insert_value (dict, "histogram",
+                                     i == 0 ? g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE,
+                                                                         short_h, 3, sizeof (double))
+                                            : g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE,
+                                                                         neg, 2048, sizeof (double)));
+        bad = g_variant_ref_sink (g_variant_new ("(@a{sv})", g_variant_dict_end (dict)));
+        none = piq_observer_new_deserialize (bad, &error);
+        g_assert_null (none);
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+        g_clear_error (&error);
+      }
+  }
+}
+
+/* The thread count never changes a state: one thread and every thread give the
+ * same statistics, histograms included. */
+static void
+test_threads (void)
+{
+  static const PiqObserverKind kinds[] = {
+    PIQ_OBSERVER_KIND_MIN_MAX, PIQ_OBSERVER_KIND_MOVING_AVERAGE, PIQ_OBSERVER_KIND_HISTOGRAM,
+    PIQ_OBSERVER_KIND_PERCENTILE,
+  };
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint saved = piq_quantizer_get_n_threads (q);
+  Layout l = { PIQ_DTYPE_F32, 2, { 7, 50001 }, 0 }, ls = { PIQ_DTYPE_BF16, 2, { 7, 50001 }, 10 };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (int channel = 0; channel < (kinds[k] >= PIQ_OBSERVER_KIND_HISTOGRAM ? 1 : 3); channel++)
+      {
+        g_autoptr(PiqObserver) one = NULL, all = NULL;
+        g_autoptr(GError) error = NULL;
+
+        for (int pass = 0; pass < 2; pass++)
+          {
+            PiqObserver *obs = channel
+              ? piq_observer_new_per_channel (kinds[k], channel == 1 ? 0 : -1)
+              : piq_observer_new (kinds[k]);
+            piq_quantizer_set_n_threads (q, pass == 0 ? 1 : 0);
+            for (guint i = 0; i < 3; i++)
+              {
+                Batch b = make_batch (i == 1 ? &ls : &l, 60 + i);
+                g_assert_true (piq_observer_observe (obs, b.tensor, &error));
+                g_assert_no_error (error);
+                batch_clear (&b);
+              }
+            if (pass == 0)
+              one = obs;
+            else
+              all = obs;
+          }
+        assert_same_state (one, all);
+      }
+  piq_quantizer_set_n_threads (q, saved);
+}
+
+static GPtrArray *cases;
+
+static void
+add_cases (void)
+{
+  static const struct { guint n_dims; guint64 shape[3]; } shapes[] = {
+    { 2, { 6, 37 } },
+    { 3, { 4, 5, 9 } },
+  };
+  static const int axes2[] = { 0, 1, -1 }, axes3[] = { 0, 1, 2, -2 };
+
+  cases = g_ptr_array_new ();
+  for (int moving = 0; moving < 2; moving++)
+    for (gsize d = 0; d < G_N_ELEMENTS (float_dtypes); d++)
+      for (gsize s = 0; s < G_N_ELEMENTS (shapes); s++)
+        for (int strided = 0; strided < 2; strided++)
+          {
+            const int *axes = shapes[s].n_dims == 2 ? axes2 : axes3;
+            gsize n_axes = shapes[s].n_dims == 2 ? G_N_ELEMENTS (axes2) : G_N_ELEMENTS (axes3);
+            for (gsize a = 0; a <= n_axes; a++)
+              {
+                Case *k = g_new0 (Case, 1);
+                char shape_name[64];
+                k->layout.dtype = float_dtypes[d];
+                k->layout.n_dims = shapes[s].n_dims;
+                memcpy (k->layout.shape, shapes[s].shape, sizeof shapes[s].shape);
+                k->layout.pad = strided ? 3 * o_dtype_bits (float_dtypes[d]) / 8 : 0;
+                k->moving = moving;
+                k->channel = a < n_axes;
+                k->axis = a < n_axes ? axes[a] : 0;
+                if (shapes[s].n_dims == 2)
+                  g_snprintf (shape_name, sizeof shape_name, "%" G_GUINT64_FORMAT "x%"
+                              G_GUINT64_FORMAT, shapes[s].shape[0], shapes[s].shape[1]);
+                else
+                  g_snprintf (shape_name, sizeof shape_name, "%" G_GUINT64_FORMAT "x%"
+                              G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT, shapes[s].shape[0],
+                              shapes[s].shape[1], shapes[s].shape[2]);
+                k->name = k->channel
+                  ? g_strdup_printf ("%s/%s/%s/%s/axis%d", moving ? "moving-average" : "min-max",
+                                     o_dtype_name (float_dtypes[d]), shape_name,
+                                     strided ? "strided" : "packed", k->axis)
+                  : g_strdup_printf ("%s/%s/%s/%s/tensor", moving ? "moving-average" : "min-max",
+                                     o_dtype_name (float_dtypes[d]), shape_name,
+                                     strided ? "strided" : "packed");
+                g_ptr_array_add (cases, k);
+              }
+          }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  add_cases ();
+  for (guint i = 0; i < cases->len; i++)
+    {
+      Case *k = cases->pdata[i];
+      g_autofree char *p1 = g_strdup_printf ("/observer/observe/%s", k->name);
+      g_autofree char *p2 = g_strdup_printf ("/observer/merge/%s", k->name);
+      g_autofree char *p3 = g_strdup_printf ("/observer/serialize/%s", k->name);
+      g_test_add_data_func (p1, k, test_observe);
+      g_test_add_data_func (p2, k, test_merge);
+      g_test_add_data_func (p3, k, test_serialize);
+    }
+  g_test_add_func ("/observer/properties", test_properties);
+  g_test_add_func ("/observer/engine-agrees", test_engine_agrees);
+  g_test_add_func ("/observer/large", test_large);
+  g_test_add_func ("/observer/negative-zero", test_negative_zero);
+  g_test_add_func ("/observer/bad/batches", test_bad_batches);
+  g_test_add_func ("/observer/bad/results", test_bad_results);
+  g_test_add_func ("/observer/bad/merges", test_bad_merges);
+  g_test_add_func ("/observer/bad/states", test_bad_states);
+  g_test_add_func ("/observer/histogram/bins", test_histogram_bins);
+  g_test_add_func ("/observer/histogram/rebin", test_histogram_rebin);
+  g_test_add_func ("/observer/histogram/bad", test_histogram_bad);
+  g_test_add_func ("/observer/percentile", test_percentile);
+  g_test_add_func ("/observer/threads", test_threads);
+
+  return g_test_run ();
+}
