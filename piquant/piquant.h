@@ -15,5 +15,6 @@
 #include <piquant/piq-recipe.h>
 #include <piquant/piq-tensor.h>
 #include <piquant/piq-quantizer.h>
+#include <piquant/piq-qat.h>
 
 #undef __PIQUANT_H_INSIDE__
