@@ -14,7 +14,11 @@
 
 /* Every multiply and add is rounded on its own, as on the x86 builds of torch
  * whose results the tests compare with (no fused multiply-add on AArch64 either). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
 #pragma GCC optimize ("fp-contract=off")
+#endif
 
 #include <math.h>
 #include <string.h>
