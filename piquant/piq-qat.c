@@ -30,6 +30,7 @@
 #include "piq-tensor-private.h"
 #include "piq-parallel-private.h"
 #include "simd/piq-convert-private.h"
+#include "simd/piq-formats-private.h"
 
 /* Elements per work item: large enough that an item's bookkeeping is negligible,
  * small enough that a per-tensor call splits over every thread. */
@@ -52,8 +53,12 @@ typedef struct {
   uint64_t  ch_dim, ch_inner;   /* per channel: group = (flat / inner) % dim */
   uint64_t  bs, nb;       /* per block: block size, blocks per row */
   uint64_t  cpg;          /* work items per group */
-  /* the quantization grid */
+  /* the quantization grid: integers [qmin, qmax], or a code format's values */
   int64_t   qmin, qmax;
+  int       code;         /* PIQ_C_* of a code format, −1 for integers */
+  const PiqMinifloat *mf; /* the minifloat's definition (NULL for NF4) */
+  float     gmax;         /* the code format's largest magnitude */
+  gboolean  e8m0;         /* scales must be powers of two (MX) */
   const float   *scales;  /* n_groups (a copy: the tensors' data may be unaligned) */
   const int64_t *zps;
   float     grad_factor;
@@ -130,6 +135,46 @@ fq_backward (float x, float dy, float s, float inv, int64_t zp, int64_t qmin, in
   return dy * 0.0f;
 }
 
+/* Code formats (docs/qat.md): v = x · inv; Q(v) is the format's nearest value (the
+ * quantize rule of the format: ties to even for the minifloats, bitsandbytes'
+ * thresholds for NF4), saturating, and 0 for NaN; y = Q(v) · s; the straight-through
+ * mask passes where |v| ≤ the format's largest magnitude. */
+static inline float
+code_q (const QatCall *c, float v)
+{
+  if (isnan (v))
+    return 0.0f;
+  if (c->code == PIQ_C_NF4)
+    return piq_nf4_values[piq_nf4_encode (v, 0, 0.0f)];
+  return piq_minifloat_decode (c->mf, piq_minifloat_encode (c->mf, v, 1, 0, 0.0f));
+}
+
+static inline float
+code_forward (const QatCall *c, float x, float s, float inv, uint8_t *inside)
+{
+  float v = x * inv;
+
+  *inside = fabsf (v) <= c->gmax;
+  return code_q (c, v) * s;
+}
+
+/* LSQ on the grid: d(s · Q(x/s))/ds with Q' = 1 inside (the STE) and 0 outside:
+ * inside: ds = dy · (Q(v) − v) · gf, dx = dy; outside: ds = dy · Q(v) · gf (±max),
+ * dx = dy · 0; NaN: ds = 0, dx = dy · 0. */
+static inline float
+code_backward (const QatCall *c, float x, float dy, float inv, float gf, float *ds)
+{
+  float v = x * inv, qv = code_q (c, v);
+
+  if (fabsf (v) <= c->gmax)
+    {
+      *ds = dy * (qv - v) * gf;
+      return dy * 1.0f;
+    }
+  *ds = isnan (v) ? 0.0f : dy * qv * gf;
+  return dy * 0.0f;
+}
+
 /* ---------------------------------------------------------------------------
  * The walk: work item w is group w / cpg, positions [j·CHUNK, (j+1)·CHUNK) of it. */
 
@@ -198,9 +243,13 @@ run_items (void     *data,
               char *dxp = c->has_dx ? at (&c->dx, row, col) : NULL;
               for (uint64_t i = 0; i < m; i++)
                 {
-                  float ds, dz;
-                  float dx = fq_backward (piq_load_f (xp, i, c->x.ft), piq_load_f (dyp, i, c->dy.ft),
-                                          s, inv, zp, c->qmin, c->qmax, gf, &ds, &dz);
+                  float ds, dz = 0.0f, dx;
+                  if (c->code < 0)
+                    dx = fq_backward (piq_load_f (xp, i, c->x.ft), piq_load_f (dyp, i, c->dy.ft),
+                                      s, inv, zp, c->qmin, c->qmax, gf, &ds, &dz);
+                  else
+                    dx = code_backward (c, piq_load_f (xp, i, c->x.ft), piq_load_f (dyp, i, c->dy.ft),
+                                        inv, gf, &ds);
                   if (dxp != NULL)
                     piq_store_f (dxp, i, dx, c->dx.ft);
                   acc_s += ds;
@@ -214,8 +263,10 @@ run_items (void     *data,
               for (uint64_t i = 0; i < m; i++)
                 {
                   uint8_t inside;
-                  float y = fq_forward (piq_load_f (xp, i, c->x.ft), s, inv, zp, c->qmin, c->qmax,
-                                        &inside);
+                  float y = c->code < 0
+                            ? fq_forward (piq_load_f (xp, i, c->x.ft), s, inv, zp, c->qmin, c->qmax,
+                                          &inside)
+                            : code_forward (c, piq_load_f (xp, i, c->x.ft), s, inv, &inside);
                   if (yp != NULL)
                     piq_store_f (yp, i, y, c->y.ft);
                   if (mp != NULL)
@@ -324,13 +375,31 @@ setup_layout (PiqFormat     *format,
 
   if (!piq_format_validate (format, error))
     return FALSE;
-  if (info == NULL || info->kind != PIQ_KIND_INT || info->bits > 32)
+  c->code = -1;
+  if (info != NULL && info->kind == PIQ_KIND_CODE)
+    {
+      int code = f->dtype - PIQ_DTYPE_FP8_E4M3;
+      if (code == PIQ_C_NF4)
+        c->gmax = 1.0f;
+      else if (code >= 0 && code < PIQ_N_CODE && piq_code_family[code] == PIQ_FAMILY_MINIFLOAT)
+        {
+          c->mf = &piq_minifloats[code];
+          c->gmax = c->mf->max;
+        }
+      else
+        code = -1;
+      c->code = code;
+    }
+  if (c->code < 0 && (info == NULL || info->kind != PIQ_KIND_INT || info->bits > 32))
     return fail (error, PIQ_ERROR_UNSUPPORTED, "fake quantization takes integer formats of "
-                 "2 to 32 bits, not %s", piq_dtype_describe ((PiqDtype) f->dtype));
-  if (f->scale_dtype == PIQ_DTYPE_E8M0)
-    return fail (error, PIQ_ERROR_UNSUPPORTED, "fake quantization takes float scales, not E8M0");
-  c->qmin = info->min;
-  c->qmax = (int64_t) info->max;
+                 "2 to 32 bits, the FP8, FP6 and FP4 minifloats and NF4, not %s",
+                 piq_dtype_describe ((PiqDtype) f->dtype));
+  if (c->code < 0 && f->scale_dtype == PIQ_DTYPE_E8M0)
+    return fail (error, PIQ_ERROR_UNSUPPORTED, "fake quantization of integers takes float "
+                 "scales, not E8M0");
+  c->e8m0 = f->scale_dtype == PIQ_DTYPE_E8M0;
+  c->qmin = c->code < 0 ? info->min : 0;
+  c->qmax = c->code < 0 ? (int64_t) info->max : 0;
   c->gran = f->granularity;
   c->n = 1;
   for (unsigned d = 0; d < v->n_dims; d++)
@@ -399,9 +468,9 @@ load_params (PiqFormat   *format,
   if (zero_points != NULL)
     {
       piq_tensor_to_engine (zero_points, &zv);
-      if (f->symmetric)
-        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero points given for a symmetric "
-                     "format (its zero point is implied)");
+      if (f->symmetric || c->code >= 0)
+        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero points given for a %s format "
+                     "(its zero point is implied)", c->code >= 0 ? "code" : "symmetric");
       if (zv.dtype != PIQ_DTYPE_INT32)
         return fail (error, PIQ_ERROR_UNSUPPORTED, "zero points are %s, not int32",
                      piq_dtype_describe ((PiqDtype) zv.dtype));
@@ -410,7 +479,7 @@ load_params (PiqFormat   *format,
                      G_GUINT64_FORMAT " scales are needed", piq_tensor_get_n_elements (zero_points),
                      c->n_groups);
     }
-  else if (!f->symmetric)
+  else if (!f->symmetric && c->code < 0)
     return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "an affine format needs zero points");
 
   s = g_new (float, MAX (c->n_groups, 1));
@@ -422,6 +491,9 @@ load_params (PiqFormat   *format,
         return fail (error, PIQ_ERROR_INVALID_SCALE, "scale %" G_GUINT64_FORMAT " is %g: a "
                      "scale is finite and positive, and so is its binary32 inverse", g,
                      (double) s[g]);
+      if (c->e8m0 && (frexpf (s[g], &(int) { 0 }) != 0.5f || s[g] < 0x1p-127f))
+        return fail (error, PIQ_ERROR_INVALID_SCALE, "scale %" G_GUINT64_FORMAT " is %g; an "
+                     "E8M0 scale is a power of two from 2^-127 to 2^127", g, (double) s[g]);
       if (zero_points != NULL)
         {
           z[g] = (int64_t) piq_tensor_get_value (zero_points, g);
@@ -431,7 +503,7 @@ load_params (PiqFormat   *format,
                          G_GINT64_FORMAT "]", g, z[g], c->qmin, c->qmax);
         }
       else
-        z[g] = c->qmin < 0 ? 0 : (c->qmax + 1) / 2;
+        z[g] = c->code >= 0 || c->qmin < 0 ? 0 : (c->qmax + 1) / 2;
     }
   *scales_out = g_steal_pointer (&s);
   *zps_out = g_steal_pointer (&z);
@@ -503,21 +575,60 @@ scalar_tensor (PiqDtype dtype,
   return t;
 }
 
+/* The scale and zero point of a per-tensor form, as the tensors the tensor forms take. */
+static gboolean
+per_tensor_params (PiqFormat  *format,
+                   double      scale,
+                   gint64      zero_point,
+                   PiqTensor **st,
+                   PiqTensor **zt,
+                   GError    **error)
+{
+  const PiqDtypeInfo *info = piq_dtype_info (piq_format_get_dtype (format));
+  gboolean code = info != NULL && info->kind == PIQ_KIND_CODE;
+
+  if (piq_format_get_granularity (format) != PIQ_GRANULARITY_TENSOR)
+    return fail (error, PIQ_ERROR_UNSUPPORTED, "a scale given as a number needs a per-tensor "
+                 "format; per-channel and per-block scales are a tensor");
+  if (!isfinite (scale) || scale <= 0.0)
+    return fail (error, PIQ_ERROR_INVALID_SCALE, "the scale is %g: a scale is finite and "
+                 "positive", scale);
+  if (!code && !piq_format_get_symmetric (format))
+    {
+      if (zero_point < G_MININT32 || zero_point > G_MAXINT32)
+        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero point %" G_GINT64_FORMAT
+                     " is outside the int32 range", zero_point);
+      *zt = scalar_tensor (PIQ_DTYPE_INT32, (double) zero_point);
+    }
+  else
+    {
+      gint64 implied = code || info == NULL || info->kind != PIQ_KIND_INT ? 0
+                     : info->min < 0 ? 0 : (gint64) ((info->max + 1) / 2);
+      if (zero_point != implied)
+        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero point %" G_GINT64_FORMAT
+                     " given for a %s format (its zero point is %" G_GINT64_FORMAT ")",
+                     zero_point, code ? "code" : "symmetric", implied);
+    }
+  *st = scalar_tensor (PIQ_DTYPE_F32, scale);
+  return TRUE;
+}
+
 /* ---------------------------------------------------------------------------
  * The API. */
 
 /**
  * piq_quantizer_fake_quantize:
  * @self: a quantizer
- * @format: an integer format of 2 to 32 bits: its dtype and symmetric flag give
- *   `qmin`, `qmax` and the implied zero point, its granularity, axis and block
- *   size how @scales apply
+ * @format: an integer format of 2 to 32 bits (its dtype and symmetric flag give
+ *   `qmin`, `qmax` and the implied zero point), or a minifloat (FP8 E4M3 and E5M2,
+ *   FP6, FP4 E2M1) or NF4 format; its granularity, axis and block size say how
+ *   @scales apply
  * @src: the values, f32, bf16 or f16
  * @scales: an f32 tensor of one scale per group: 1 for a per-tensor format, the
  *   length of the axis for a per-channel one, `rows × ceil(row length / block size)`
  *   for a per-block one (row-major); its shape is not read, only its elements
  * @zero_points: (nullable): an int32 tensor of one zero point per group, in
- *   `[qmin, qmax]`; %NULL (and only %NULL) for a symmetric format
+ *   `[qmin, qmax]`; %NULL (and only %NULL) for a symmetric or code format
  * @dst: (nullable): the fake-quantized values: a float tensor (f32, bf16 or f16) of
  *   @src's shape
  * @mask: (nullable): the straight-through mask: a uint8 tensor of @src's shape,
@@ -527,8 +638,11 @@ scalar_tensor (PiqDtype dtype,
  * (and `_per_channel_`) semantics: `q = zero_point + nearbyint(x · (1/scale))`,
  * `dst = (clamp(q, qmin, qmax) − zero_point) · scale`, `mask = qmin ≤ q ≤ qmax`.
  * The straight-through gradient of @src is then `grad_out · mask`. Per-block
- * formats use one scale per block along the last axis. The arithmetic, also for
- * NaN and ±Inf, is in [Quantization-aware training](qat.html).
+ * formats use one scale per block along the last axis. For a code format the
+ * values go onto its grid, `dst = Q(x · (1/scale)) · scale`, and the mask is
+ * `|x · (1/scale)| ≤` the format's largest magnitude; E8M0-scaled (MX) formats
+ * take scales that are powers of two. The arithmetic, also for NaN and ±Inf, is
+ * in [Quantization-aware training](qat.html).
  *
  * The mask is one byte per element, 0 or 1, the layout of a `torch.bool` or
  * `numpy.bool_` array, so it is used without unpacking.
@@ -649,6 +763,9 @@ backward (PiqQuantizer *self,
       return fail (error, PIQ_ERROR_SIZE, "the scale gradients have %" G_GUINT64_FORMAT
                    " elements, %" G_GUINT64_FORMAT " are needed",
                    piq_tensor_get_n_elements (grad_scales), c.n_groups);
+    if (grad_zero_points != NULL && c.code >= 0)
+      return fail (error, PIQ_ERROR_UNSUPPORTED, "a code format has no zero point to take a "
+                   "gradient of");
     if (grad_zero_points != NULL && piq_tensor_get_n_elements (grad_zero_points) != c.n_groups)
       return fail (error, PIQ_ERROR_SIZE, "the zero-point gradients have %" G_GUINT64_FORMAT
                    " elements, %" G_GUINT64_FORMAT " are needed",
@@ -727,7 +844,7 @@ backward (PiqQuantizer *self,
  * @grad_scales: (nullable): the gradient with respect to each scale: f32, as many
  *   elements as @scales
  * @grad_zero_points: (nullable): the gradient with respect to each zero point:
- *   f32, as many elements as @scales
+ *   f32, as many elements as @scales; integer formats only
  *
  * The backward pass of learnable fake quantization (LSQ, Esser et al. 2019),
  * as PyTorch's `_fake_quantize_learnable_per_tensor_affine` and
@@ -739,7 +856,10 @@ backward (PiqQuantizer *self,
  * `grad_out · (qmin or qmax − zero_point) · grad_factor` and the zero point's
  * `−grad_out · scale · grad_factor`. Each scale and zero-point gradient is the sum
  * of its group's terms, added in binary64 in a fixed order and rounded to f32,
- * so the result is the same for any thread count. See
+ * so the result is the same for any thread count. For a code format with grid
+ * rounding `Q` and `v = x · (1/scale)`, the scale's term is
+ * `grad_out · (Q(v) − v) · grad_factor` where `|v|` is at most the format's
+ * largest magnitude, `grad_out · Q(v) · grad_factor` beyond it. See
  * [Quantization-aware training](qat.html).
  *
  * Returns: %TRUE on success; on failure nothing is written
@@ -777,11 +897,11 @@ piq_quantizer_fake_quantize_backward (PiqQuantizer *self,
 /**
  * piq_quantizer_fake_quantize_per_tensor:
  * @self: a quantizer
- * @format: a per-tensor integer format of 2 to 32 bits
+ * @format: a per-tensor format that [method@Piq.Quantizer.fake_quantize] takes
  * @src: the values, f32, bf16 or f16
  * @scale: the scale (used as binary32, as PyTorch does)
  * @zero_point: the zero point, in `[qmin, qmax]`; the implied one for a symmetric
- *   format
+ *   format, 0 for a code format
  * @dst: (nullable): the fake-quantized values, @src's shape
  * @mask: (nullable): the straight-through mask, uint8, @src's shape
  *
@@ -806,38 +926,18 @@ piq_quantizer_fake_quantize_per_tensor (PiqQuantizer *self,
   g_autoptr(PiqTensor) zt = NULL;
 
   g_return_val_if_fail (PIQ_IS_FORMAT (format), FALSE);
-  if (piq_format_get_granularity (format) != PIQ_GRANULARITY_TENSOR)
-    return fail (error, PIQ_ERROR_UNSUPPORTED, "a scale given as a number needs a per-tensor "
-                 "format; per-channel and per-block scales are a tensor");
-  if (!isfinite (scale) || scale <= 0.0)
-    return fail (error, PIQ_ERROR_INVALID_SCALE, "the scale is %g: a scale is finite and "
-                 "positive", scale);
-  st = scalar_tensor (PIQ_DTYPE_F32, scale);
-  if (!piq_format_get_symmetric (format))
-    {
-      if (zero_point < G_MININT32 || zero_point > G_MAXINT32)
-        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero point %" G_GINT64_FORMAT
-                     " is outside the int32 range", zero_point);
-      zt = scalar_tensor (PIQ_DTYPE_INT32, (double) zero_point);
-    }
-  else
-    {
-      const PiqDtypeInfo *info = piq_dtype_info (piq_format_get_dtype (format));
-      if (info != NULL && info->kind == PIQ_KIND_INT
-          && zero_point != (info->min < 0 ? 0 : (int64_t) ((info->max + 1) / 2)))
-        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero point %" G_GINT64_FORMAT
-                     " given for a symmetric format (its zero point is implied)", zero_point);
-    }
+  if (!per_tensor_params (format, scale, zero_point, &st, &zt, error))
+    return FALSE;
   return piq_quantizer_fake_quantize (self, format, src, st, zt, dst, mask, error);
 }
 
 /**
  * piq_quantizer_fake_quantize_per_tensor_backward:
  * @self: a quantizer
- * @format: a per-tensor integer format of 2 to 32 bits
+ * @format: a per-tensor format that [method@Piq.Quantizer.fake_quantize] takes
  * @src: the values given to the forward pass
  * @scale: the scale (used as binary32)
- * @zero_point: the zero point
+ * @zero_point: the zero point (as for [method@Piq.Quantizer.fake_quantize_per_tensor])
  * @grad_out: the gradient with respect to the fake-quantized values, @src's shape
  * @grad_factor: the factor applied to the scale and zero-point gradients
  * @grad_src: (nullable): the gradient with respect to @src, @src's shape
@@ -869,28 +969,8 @@ piq_quantizer_fake_quantize_per_tensor_backward (PiqQuantizer *self,
   double ts = 0.0, tz = 0.0;
 
   g_return_val_if_fail (PIQ_IS_FORMAT (format), FALSE);
-  if (piq_format_get_granularity (format) != PIQ_GRANULARITY_TENSOR)
-    return fail (error, PIQ_ERROR_UNSUPPORTED, "a scale given as a number needs a per-tensor "
-                 "format; per-channel and per-block scales are a tensor");
-  if (!isfinite (scale) || scale <= 0.0)
-    return fail (error, PIQ_ERROR_INVALID_SCALE, "the scale is %g: a scale is finite and "
-                 "positive", scale);
-  st = scalar_tensor (PIQ_DTYPE_F32, scale);
-  if (!piq_format_get_symmetric (format))
-    {
-      if (zero_point < G_MININT32 || zero_point > G_MAXINT32)
-        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero point %" G_GINT64_FORMAT
-                     " is outside the int32 range", zero_point);
-      zt = scalar_tensor (PIQ_DTYPE_INT32, (double) zero_point);
-    }
-  else
-    {
-      const PiqDtypeInfo *info = piq_dtype_info (piq_format_get_dtype (format));
-      if (info != NULL && info->kind == PIQ_KIND_INT
-          && zero_point != (info->min < 0 ? 0 : (int64_t) ((info->max + 1) / 2)))
-        return fail (error, PIQ_ERROR_INVALID_ZERO_POINT, "zero point %" G_GINT64_FORMAT
-                     " given for a symmetric format (its zero point is implied)", zero_point);
-    }
+  if (!per_tensor_params (format, scale, zero_point, &st, &zt, error))
+    return FALSE;
   g_return_val_if_fail (PIQ_IS_QUANTIZER (self), FALSE);
   g_return_val_if_fail (PIQ_IS_TENSOR (src), FALSE);
   g_return_val_if_fail (PIQ_IS_TENSOR (grad_out), FALSE);

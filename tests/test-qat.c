@@ -474,7 +474,7 @@ test_threads (gconstpointer data)
 /* ---- bad input: a GError, nothing written ---- */
 
 typedef enum {
-  BAD_SRC_DTYPE, BAD_FORMAT_FP8, BAD_FORMAT_INT64, BAD_DST_SHAPE, BAD_MASK_SHAPE, BAD_MASK_DTYPE,
+  BAD_SRC_DTYPE, BAD_FORMAT_BINARY, BAD_CODE_ZP, BAD_CODE_GRAD_ZP, BAD_E8M0_SCALE, BAD_FORMAT_INT64, BAD_DST_SHAPE, BAD_MASK_SHAPE, BAD_MASK_DTYPE,
   BAD_AXIS, BAD_AXIS_NEG, BAD_SCALES_COUNT, BAD_SCALES_DTYPE, BAD_SCALE_ZERO, BAD_SCALE_NEG,
   BAD_SCALE_NAN, BAD_SCALE_INF, BAD_SCALE_TINY, BAD_ZP_RANGE, BAD_ZP_SYMMETRIC, BAD_ZP_MISSING,
   BAD_ZP_COUNT, BAD_GRAD_OUT_SHAPE, BAD_GRAD_SRC_SHAPE, BAD_GRAD_SCALES_COUNT,
@@ -484,7 +484,10 @@ typedef enum {
 
 static const struct { const char *name; PiqError code; } bad_cases[N_BAD] = {
   [BAD_SRC_DTYPE] = { "src-dtype", PIQ_ERROR_UNSUPPORTED },
-  [BAD_FORMAT_FP8] = { "format-fp8", PIQ_ERROR_UNSUPPORTED },
+  [BAD_FORMAT_BINARY] = { "format-binary", PIQ_ERROR_UNSUPPORTED },
+  [BAD_CODE_ZP] = { "code-format-zero-points", PIQ_ERROR_INVALID_ZERO_POINT },
+  [BAD_CODE_GRAD_ZP] = { "code-format-zero-point-gradients", PIQ_ERROR_UNSUPPORTED },
+  [BAD_E8M0_SCALE] = { "e8m0-scale-not-power-of-two", PIQ_ERROR_INVALID_SCALE },
   [BAD_FORMAT_INT64] = { "format-int64", PIQ_ERROR_UNSUPPORTED },
   [BAD_DST_SHAPE] = { "dst-shape", PIQ_ERROR_SIZE },
   [BAD_MASK_SHAPE] = { "mask-shape", PIQ_ERROR_SIZE },
@@ -553,16 +556,34 @@ test_bad (gconstpointer data)
                                                        &error));
   g_assert_no_error (error);
 
-  backward = bad >= BAD_GRAD_OUT_SHAPE && bad <= BAD_GRAD_FACTOR;
+  backward = (bad >= BAD_GRAD_OUT_SHAPE && bad <= BAD_GRAD_FACTOR) || bad == BAD_CODE_GRAD_ZP;
   switch (bad)
     {
     case BAD_SRC_DTYPE:
       g_clear_object (&src);
       src = piq_tensor_new_shaped (PIQ_DTYPE_INT8, shape, 2, &error);
       break;
-    case BAD_FORMAT_FP8:
+    case BAD_FORMAT_BINARY:
+      g_clear_object (&fmt);
+      fmt = piq_format_new_per_channel (PIQ_DTYPE_BINARY, 0);
+      break;
+    case BAD_CODE_ZP:
       g_clear_object (&fmt);
       fmt = piq_format_new_per_channel (PIQ_DTYPE_FP8_E4M3, 0);
+      break;
+    case BAD_CODE_GRAD_ZP:
+      g_clear_object (&fmt);
+      g_clear_object (&zt);
+      fmt = piq_format_new_per_channel (PIQ_DTYPE_FP8_E4M3, 0);
+      break;
+    case BAD_E8M0_SCALE:
+      /* 6 × 4: one block of 32 is too long; blocks of 6 along each row */
+      g_clear_object (&fmt);
+      g_clear_object (&zt);
+      fmt = piq_format_new_per_block (PIQ_DTYPE_FP4_E2M1, 6, PIQ_DTYPE_E8M0);
+      s4[1] = 0.3f;
+      g_clear_object (&st);
+      st = piq_tensor_new_from_data (PIQ_DTYPE_F32, 4, (const guint8 *) s4, 16, &error);
       break;
     case BAD_FORMAT_INT64:
       g_clear_object (&fmt);
@@ -729,6 +750,309 @@ test_bad (gconstpointer data)
   }
 }
 
+
+/* ---- code formats: FP8, FP6, FP4 E2M1 (MX), NF4 on their grids ---- */
+
+/* bitsandbytes' NF4 values and midpoint thresholds (../shared/FORMATS.md §2). */
+static const float nf4_values[16] = {
+  -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+  -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+  0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+  0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f,
+};
+static const float nf4_thresholds[15] = {
+  -0.8480964004993439f, -0.6106329262256622f, -0.4599952697753906f, -0.33967943489551544f,
+  -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
+  0.1202552504837513f, 0.2035212516784668f, 0.2920137718319893f, 0.3893125355243683f,
+  0.5016634166240692f, 0.6427869200706482f, 0.8614784181118011f,
+};
+
+typedef struct {
+  const char *name;
+  PiqDtype    dtype;
+  int         mbits, emin;     /* minifloats: mantissa bits, smallest normal exponent */
+  double      max;
+} OCode;
+
+static const OCode o_codes[] = {
+  { "fp8_e4m3", PIQ_DTYPE_FP8_E4M3, 3, -6, 448.0 },
+  { "fp8_e5m2", PIQ_DTYPE_FP8_E5M2, 2, -14, 57344.0 },
+  { "fp6_e2m3", PIQ_DTYPE_FP6_E2M3, 3, 0, 7.5 },
+  { "fp6_e3m2", PIQ_DTYPE_FP6_E3M2, 2, -2, 28.0 },
+  { "fp4_e2m1", PIQ_DTYPE_FP4_E2M1, 1, 0, 6.0 },
+  { "nf4", PIQ_DTYPE_NF4, 0, 0, 1.0 },
+};
+
+/* The format's value for v: nearest, ties to even, saturating; NaN → 0. */
+static double
+o_code_q (const OCode *f, float v)
+{
+  double a = fabs ((double) v), r;
+
+  if (isnan (v))
+    return 0.0;
+  if (f->dtype == PIQ_DTYPE_NF4)
+    {
+      int c = 0;
+      for (int i = 0; i < 15; i++)
+        c += v > nf4_thresholds[i];
+      return nf4_values[c];
+    }
+  if (a >= f->max)
+    r = f->max;
+  else
+    {
+      int e = a > 0.0 ? (int) floor (log2 (a)) : f->emin;
+      double quantum;
+      if (e < f->emin)
+        e = f->emin;
+      quantum = ldexp (1.0, e - f->mbits);
+      r = rint (a / quantum) * quantum;
+      if (r > f->max)
+        r = f->max;
+    }
+  return copysign (r, (double) v);
+}
+
+typedef struct {
+  const OCode   *f;
+  PiqGranularity gran;
+  guint          block;
+  gboolean       e8m0;
+} CodeCase;
+
+/* Values near the grid (a relative or absolute margin far from every rounding
+ * boundary), some beyond the largest magnitude; one scale per group. */
+static void
+code_data (const CodeCase *cc, const guint64 *shape, guint64 n, guint64 n_groups, guint32 seed,
+           float *x, float *dy, float *sc)
+{
+  g_autoptr(GRand) r = g_rand_new_with_seed (seed);
+  guint64 cols = shape[1];
+
+  for (guint64 g = 0; g < n_groups; g++)
+    sc[g] = cc->e8m0 ? ldexpf (1.0f, g_rand_int_range (r, -4, 4))
+                     : (float) g_rand_double_range (r, 0.05, 3.0);
+  for (guint64 i = 0; i < n; i++)
+    {
+      guint64 g = cc->gran == PIQ_GRANULARITY_TENSOR ? 0
+                : cc->gran == PIQ_GRANULARITY_CHANNEL ? i / cols
+                : (i / cols) * ((cols + cc->block - 1) / cc->block) + (i % cols) / cc->block;
+      double v;
+      if (g_rand_int_range (r, 0, 8) == 0)
+        v = (g_rand_boolean (r) ? 1 : -1) * cc->f->max * g_rand_double_range (r, 1.2, 2.0);
+      else if (cc->f->dtype == PIQ_DTYPE_NF4)
+        v = nf4_values[g_rand_int_range (r, 0, 16)] + g_rand_double_range (r, -0.01, 0.01);
+      else
+        {
+          /* a random representable value, moved by at most 2 % (a half step is ≥ 1/16) */
+          double e = g_rand_int_range (r, cc->f->emin, (int) log2 (cc->f->max) + 1);
+          double m = 1.0 + g_rand_int_range (r, 0, 1 << cc->f->mbits) / (double) (1 << cc->f->mbits);
+          v = fmin (ldexp (m, (int) e), cc->f->max) * (g_rand_boolean (r) ? 1 : -1)
+              * (1.0 + g_rand_double_range (r, -0.02, 0.02));
+        }
+      x[i] = (float) (v * sc[g]);
+      dy[i] = (float) g_rand_double_range (r, -2.0, 2.0);
+    }
+}
+
+static PiqFormat *
+code_format (const CodeCase *cc)
+{
+  if (cc->gran == PIQ_GRANULARITY_BLOCK)
+    return g_object_new (PIQ_TYPE_FORMAT, "dtype", cc->f->dtype, "granularity", cc->gran,
+                         "block-size", cc->block, "scale-dtype",
+                         cc->e8m0 ? PIQ_DTYPE_E8M0 : PIQ_DTYPE_F32, NULL);
+  if (cc->gran == PIQ_GRANULARITY_CHANNEL)
+    return g_object_new (PIQ_TYPE_FORMAT, "dtype", cc->f->dtype, "granularity", cc->gran, NULL);
+  return piq_format_new (cc->f->dtype);
+}
+
+static void
+test_code (gconstpointer data)
+{
+  const CodeCase *cc = data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+  g_autoptr(PiqFormat) fmt = code_format (cc);
+  guint64 shape[2] = { 6, 100 }, n = 600;
+  guint64 n_groups = cc->gran == PIQ_GRANULARITY_TENSOR ? 1 : cc->gran == PIQ_GRANULARITY_CHANNEL
+                     ? shape[0] : shape[0] * ((shape[1] + cc->block - 1) / cc->block);
+  float x[600], dy[600], sc[600];
+  double fd_want = 0.0, mag = 0.0;
+  guint n_bad = 0;
+
+  if (piq_format_validate (fmt, NULL) == FALSE)
+    {
+      g_test_skip ("the format does not take this granularity or scale type");
+      return;
+    }
+  code_data (cc, shape, n, n_groups, g_str_hash (cc->f->name) ^ cc->gran ^ cc->e8m0, x, dy, sc);
+  {
+    g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, shape, 2, x);
+    g_autoptr(PiqTensor) gout = float_tensor (PIQ_DTYPE_F32, shape, 2, dy);
+    g_autoptr(PiqTensor) st = piq_tensor_new_from_data (PIQ_DTYPE_F32, n_groups,
+                                                        (const guint8 *) sc, n_groups * 4, &error);
+    g_autoptr(PiqTensor) dst = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+    g_autoptr(PiqTensor) mask = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, shape, 2, &error);
+    g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+    g_autoptr(PiqTensor) gs = piq_tensor_new (PIQ_DTYPE_F32, n_groups, &error);
+    const guint8 *m;
+    double *want = g_new0 (double, n_groups), *mags = g_new0 (double, n_groups);
+
+    g_assert_no_error (error);
+    g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st, NULL, dst, mask, &error));
+    g_assert_no_error (error);
+    g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, src, st, NULL, gout, 0.5, gsrc, gs,
+                                                         NULL, &error));
+    g_assert_no_error (error);
+    m = piq_tensor_get_data (mask, NULL);
+
+    /* against the oracle, element by element */
+    for (guint64 i = 0; i < n; i++)
+      {
+        guint64 g = cc->gran == PIQ_GRANULARITY_TENSOR ? 0
+                  : cc->gran == PIQ_GRANULARITY_CHANNEL ? i / shape[1]
+                  : (i / shape[1]) * ((shape[1] + cc->block - 1) / cc->block) + (i % shape[1]) / cc->block;
+        float inv = 1.0f / sc[g];
+        float v = (float) ((double) x[i] * (double) inv);
+        double qv = o_code_q (cc->f, v);
+        gboolean inside = fabs ((double) v) <= cc->f->max;
+        float y = (float) (qv * (double) sc[g]);
+        float dx = inside ? dy[i] : copysignf (0.0f, dy[i]);
+        double t = inside ? (double) dy[i] * (qv - (double) v) * 0.5 : (double) dy[i] * qv * 0.5;
+
+        if (load (dst, i) != y || m[i] != inside || memcmp (&(float) { load (gsrc, i) }, &dx, 4) != 0)
+          {
+            if (n_bad++ < 5)
+              g_test_message ("element %" G_GUINT64_FORMAT ": v %.9g → y %.9g mask %u dx %g; "
+                              "want %.9g %u %g", i, v, load (dst, i), m[i], load (gsrc, i), y,
+                              inside, dx);
+          }
+        want[g] += t;
+        mags[g] += fabs (t);
+      }
+    g_assert_cmpuint (n_bad, ==, 0);
+    for (guint64 g = 0; g < n_groups; g++)
+      if (fabs (load (gs, g) - want[g]) > 1e-5 * mags[g] + 1e-30)
+        {
+          g_test_message ("group %" G_GUINT64_FORMAT ": %.9g, want %.9g", g, load (gs, g), want[g]);
+          n_bad++;
+        }
+    g_assert_cmpuint (n_bad, ==, 0);
+
+    /* central finite differences of F(s) = Σ dy · y(s) over one group's scale: away
+     * from rounding boundaries s · Q(x/s) is linear in s, so the difference is
+     * Σ dy · Q(v) exactly (up to binary32 rounding of y); the scale gradient adds the
+     * straight-through term −Σ_inside dy · v (docs/qat.md). */
+    if (!cc->e8m0)
+      {
+        guint64 g0 = n_groups / 2;
+        double h = sc[g0] * 0x1p-10, f[2];
+        for (int k = 0; k < 2; k++)
+          {
+            float sc2[600];
+            g_autoptr(PiqTensor) st2 = NULL;
+            g_autoptr(PiqTensor) y2 = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+            memcpy (sc2, sc, n_groups * 4);
+            sc2[g0] = (float) (sc[g0] + (k ? h : -h));
+            st2 = piq_tensor_new_from_data (PIQ_DTYPE_F32, n_groups, (const guint8 *) sc2,
+                                            n_groups * 4, &error);
+            g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st2, NULL, y2, NULL, &error));
+            g_assert_no_error (error);
+            f[k] = 0.0;
+            for (guint64 i = 0; i < n; i++)
+              f[k] += (double) dy[i] * load (y2, i);
+          }
+        fd_want = (f[1] - f[0]) / ((double) (float) (sc[g0] + h) - (double) (float) (sc[g0] - h));
+        for (guint64 i = 0; i < n; i++)
+          {
+            guint64 g = cc->gran == PIQ_GRANULARITY_TENSOR ? 0
+                      : cc->gran == PIQ_GRANULARITY_CHANNEL ? i / shape[1]
+                      : (i / shape[1]) * ((shape[1] + cc->block - 1) / cc->block) + (i % shape[1]) / cc->block;
+            float v = x[i] * (1.0f / sc[g]);
+            if (g != g0)
+              continue;
+            if (fabsf (v) <= cc->f->max)
+              fd_want -= (double) dy[i] * v;
+            mag += fabs ((double) dy[i]) * (fabs ((double) v) + cc->f->max);
+          }
+        fd_want *= 0.5;                     /* the grad_factor */
+        g_test_message ("group %" G_GUINT64_FORMAT ": gradient %.9g, finite differences %.9g",
+                        g0, load (gs, g0), fd_want);
+        g_assert_cmpfloat (fabs (load (gs, g0) - fd_want), <=, 1e-3 * mag);
+      }
+    /* the per-tensor forms: the same values and sums, zero point 0 */
+    if (cc->gran == PIQ_GRANULARITY_TENSOR)
+      {
+        g_autoptr(PiqTensor) y2 = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+        g_autoptr(GBytes) a = snapshot (dst), b = NULL;
+        double s64 = 0.0;
+
+        g_assert_true (piq_quantizer_fake_quantize_per_tensor (q, fmt, src, sc[0], 0, y2, NULL,
+                                                               &error));
+        g_assert_no_error (error);
+        b = snapshot (y2);
+        g_assert_true (g_bytes_equal (a, b));
+        g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (q, fmt, src, sc[0], 0, gout,
+                                                                        0.5, NULL, &s64, NULL,
+                                                                        &error));
+        g_assert_no_error (error);
+        g_assert_cmpfloat ((float) s64, ==, load (gs, 0));
+        g_assert_false (piq_quantizer_fake_quantize_per_tensor (q, fmt, src, sc[0], 1, y2, NULL,
+                                                                &error));
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_ZERO_POINT);
+        g_clear_error (&error);
+      }
+    g_free (want);
+    g_free (mags);
+  }
+}
+
+/* The forward pass is requantize where both exist: per block with each block's own
+ * scale (absmax for NF4, the MX floor rule for E8M0 scales), per tensor with a given
+ * scale. */
+static void
+test_code_requantize (gconstpointer data)
+{
+  const CodeCase *cc = data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+  g_autoptr(PiqFormat) fmt = code_format (cc);
+  guint64 shape[2] = { 4, 128 }, n = 512, nb = 4 * (128 / cc->block);
+  float x[512], dy[512], sc[512];
+  g_autoptr(PiqTensor) src = NULL, st = NULL, y1 = NULL, y2 = NULL;
+  g_autoptr(GBytes) b1 = NULL, b2 = NULL;
+
+  if (piq_format_validate (fmt, NULL) == FALSE)
+    {
+      g_test_skip ("the format does not take this granularity or scale type");
+      return;
+    }
+  code_data (cc, shape, n, nb, 77, x, dy, sc);
+  for (guint64 b = 0; b < nb; b++)
+    {
+      float amax = 0.0f;
+      for (guint64 k = 0; k < cc->block; k++)
+        amax = fmaxf (amax, fabsf (x[b * cc->block + k]));
+      if (cc->e8m0)           /* 2^(floor(log2 amax) − emax_elem) */
+        sc[b] = ldexpf (1.0f, ilogbf (amax) - (int) floor (log2 (cc->f->max)));
+      else
+        sc[b] = amax;         /* NF4: the block's absmax */
+    }
+  src = float_tensor (PIQ_DTYPE_F32, shape, 2, x);
+  st = piq_tensor_new_from_data (PIQ_DTYPE_F32, nb, (const guint8 *) sc, nb * 4, &error);
+  y1 = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+  y2 = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+  g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st, NULL, y1, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_requantize (q, fmt, NULL, src, y2, PIQ_REDUCE_SET, &error));
+  g_assert_no_error (error);
+  b1 = snapshot (y1);
+  b2 = snapshot (y2);
+  g_assert_true (g_bytes_equal (b1, b2));
+}
+
 /* ---- registration ---- */
 
 static const QatCase base_cases[] = {
@@ -800,6 +1124,35 @@ main (int argc, char **argv)
             g_test_add_data_func (path, rc, test_case);
             g_free (path);
           }
+  for (gsize f = 0; f < G_N_ELEMENTS (o_codes); f++)
+    {
+      static const struct { PiqGranularity gran; guint block; gboolean e8m0; const char *name; } g[] = {
+        { PIQ_GRANULARITY_TENSOR, 0, FALSE, "tensor" },
+        { PIQ_GRANULARITY_CHANNEL, 0, FALSE, "channel" },
+        { PIQ_GRANULARITY_BLOCK, 32, FALSE, "block/32" },
+        { PIQ_GRANULARITY_BLOCK, 64, FALSE, "block/64" },
+        { PIQ_GRANULARITY_BLOCK, 32, TRUE, "block/32/e8m0" },
+      };
+      for (gsize k = 0; k < G_N_ELEMENTS (g); k++)
+        {
+          CodeCase *cc = g_new0 (CodeCase, 1);
+          char *path;
+          cc->f = &o_codes[f];
+          cc->gran = g[k].gran;
+          cc->block = g[k].block;
+          cc->e8m0 = g[k].e8m0;
+          g_ptr_array_add (keep, cc);
+          path = g_strdup_printf ("/qat/code/%s/%s", o_codes[f].name, g[k].name);
+          g_test_add_data_func (path, cc, test_code);
+          g_free (path);
+          if (cc->gran == PIQ_GRANULARITY_BLOCK && (cc->e8m0 || o_codes[f].dtype == PIQ_DTYPE_NF4))
+            {
+              path = g_strdup_printf ("/qat/code/%s/%s/requantize", o_codes[f].name, g[k].name);
+              g_test_add_data_func (path, cc, test_code_requantize);
+              g_free (path);
+            }
+        }
+    }
   for (gsize i = 0; i < G_N_ELEMENTS (thread_cases); i++)
     {
       char *path = g_strdup_printf ("/qat/threads/%s", thread_cases[i].name);
