@@ -1053,6 +1053,68 @@ test_code_requantize (gconstpointer data)
   g_assert_true (g_bytes_equal (b1, b2));
 }
 
+
+/* A strided source (a sub-matrix of a larger buffer) reads only its rows' elements,
+ * and gives what its packed copy gives. */
+static void
+test_strided (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+  g_autoptr(PiqFormat) fmt = piq_format_new_per_channel (PIQ_DTYPE_INT8, 1);
+  guint64 shape[2] = { 5, 7 };
+  float big[5 * 11], packed[35], dy[35], s7[7];
+  gint32 z7[7];
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(PiqTensor) a = NULL, b = NULL, gout = NULL, st = NULL, zt = NULL;
+  g_autoptr(PiqTensor) ya = NULL, yb = NULL, ga = NULL, gb = NULL, sa = NULL, sb = NULL;
+  g_autoptr(GBytes) y1 = NULL, y2 = NULL, g1 = NULL, g2 = NULL, s1 = NULL, s2 = NULL;
+
+  for (int i = 0; i < 5 * 11; i++)
+    big[i] = (i % 11) < 7 ? (float) (i * 37 % 101) * 0.37f - 18.0f : NAN;  /* padding: NaN */
+  for (int r = 0; r < 5; r++)
+    for (int c = 0; c < 7; c++)
+      packed[r * 7 + c] = big[r * 11 + c];
+  for (int i = 0; i < 35; i++)
+    dy[i] = (float) (i % 5) - 2.0f;
+  for (int c = 0; c < 7; c++)
+    {
+      s7[c] = 0.1f * (float) (c + 1);
+      z7[c] = c - 3;
+    }
+  bytes = g_bytes_new (big, sizeof big);
+  a = piq_tensor_new_strided (PIQ_DTYPE_F32, shape, 2, bytes, 0, 11 * 4, &error);
+  g_assert_no_error (error);
+  b = float_tensor (PIQ_DTYPE_F32, shape, 2, packed);
+  gout = float_tensor (PIQ_DTYPE_F32, shape, 2, dy);
+  st = piq_tensor_new_from_data (PIQ_DTYPE_F32, 7, (const guint8 *) s7, sizeof s7, &error);
+  zt = piq_tensor_new_from_data (PIQ_DTYPE_INT32, 7, (const guint8 *) z7, sizeof z7, &error);
+  ya = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+  yb = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+  ga = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+  gb = float_tensor (PIQ_DTYPE_F32, shape, 2, NULL);
+  sa = piq_tensor_new (PIQ_DTYPE_F32, 7, &error);
+  sb = piq_tensor_new (PIQ_DTYPE_F32, 7, &error);
+  g_assert_true (piq_quantizer_fake_quantize (q, fmt, a, st, zt, ya, NULL, &error));
+  g_assert_true (piq_quantizer_fake_quantize (q, fmt, b, st, zt, yb, NULL, &error));
+  g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, a, st, zt, gout, 1.0, ga, sa, NULL,
+                                                       &error));
+  g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, b, st, zt, gout, 1.0, gb, sb, NULL,
+                                                       &error));
+  g_assert_no_error (error);
+  y1 = snapshot (ya);
+  y2 = snapshot (yb);
+  g1 = snapshot (ga);
+  g2 = snapshot (gb);
+  s1 = snapshot (sa);
+  s2 = snapshot (sb);
+  g_assert_true (g_bytes_equal (y1, y2));
+  g_assert_true (g_bytes_equal (g1, g2));
+  g_assert_true (g_bytes_equal (s1, s2));
+  for (int c = 0; c < 7; c++)
+    g_assert_false (isnan (load (sa, c)));     /* no padding NaN was read */
+}
+
 /* ---- registration ---- */
 
 static const QatCase base_cases[] = {
@@ -1153,6 +1215,7 @@ main (int argc, char **argv)
             }
         }
     }
+  g_test_add_func ("/qat/strided-source", test_strided);
   for (gsize i = 0; i < G_N_ELEMENTS (thread_cases); i++)
     {
       char *path = g_strdup_printf ("/qat/threads/%s", thread_cases[i].name);
