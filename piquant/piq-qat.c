@@ -20,6 +20,7 @@
 #pragma GCC optimize ("fp-contract=off")
 #endif
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -71,6 +72,26 @@ typedef struct {
 /* ---------------------------------------------------------------------------
  * Per element: torch's arithmetic. */
 
+/* nearbyintf without the libm call (which saves and restores the floating-point
+ * environment on every element): adding and subtracting 2^23 rounds a magnitude
+ * below 2^23 to an integer in the default rounding mode, ties to even; larger
+ * magnitudes, ±Inf and NaN are already what nearbyintf returns. The sign is kept,
+ * −0 included. Exact only without FMA contraction and value-changing optimizations,
+ * which this file does not allow. */
+static inline float
+rne (float v)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+  float a = fabsf (v);
+
+  if (!(a < 0x1p23f))
+    return v;
+  return copysignf ((a + 0x1p23f) - 0x1p23f, v);
+#else
+  return nearbyintf (v);         /* excess precision (x87) would round the sum wrongly */
+#endif
+}
+
 /* fake_quantize_tensor_cachemask_kernel: qval = (int64)(zp + nearbyint(x · inv)), the
  * addition in binary32; y = (clamp(qval) − zp) · s, the product in binary64 then
  * rounded to binary32; mask = qmin ≤ qval ≤ qmax. NaN: y = 0, mask 0 (as requantize
@@ -78,7 +99,7 @@ typedef struct {
 static inline float
 fq_forward (float x, float s, float inv, int64_t zp, int64_t qmin, int64_t qmax, uint8_t *inside)
 {
-  float qf = (float) zp + nearbyintf (x * inv);
+  float qf = (float) zp + rne (x * inv);
   int64_t q;
 
   if (isnan (qf))
@@ -108,7 +129,7 @@ static inline float
 fq_backward (float x, float dy, float s, float inv, int64_t zp, int64_t qmin, int64_t qmax,
              float gf, float *ds, float *dz)
 {
-  float qf = nearbyintf ((float) zp + x * inv);
+  float qf = rne ((float) zp + x * inv);
   int side;                              /* −1 below, 0 inside, 1 above */
   int64_t q = 0;
 
