@@ -16,5 +16,6 @@
 #include <piquant/piq-tensor.h>
 #include <piquant/piq-quantizer.h>
 #include <piquant/piq-observer.h>
+#include <piquant/piq-qat.h>
 
 #undef __PIQUANT_H_INSIDE__
