@@ -499,6 +499,19 @@ observer_threads (void)
   return piq_quantizer_get_n_threads (piq_quantizer_get_default ());
 }
 
+/* n elements of size bytes, zero-filled, or NULL with PIQ_ERROR_NO_MEMORY: for
+ * buffers whose size follows the caller's batch (channels, rows). */
+static gpointer
+try_alloc_n (gsize n, gsize size, const char *what, GError **error)
+{
+  gpointer p = g_try_malloc0_n (MAX (n, 1), size);
+
+  if (p == NULL)
+    g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate %" G_GSIZE_FORMAT
+                 " %s", n, what);
+  return p;
+}
+
 /* The batch's per-channel min and max (n_ch of each), binary32 values. */
 static gboolean
 reduce_batch (const PiqEngineView *v,
@@ -525,7 +538,9 @@ reduce_batch (const PiqEngineView *v,
 
   if (axis >= 0 && axis == (int) v->n_dims - 1)
     {
-      g_autofree guint8 *bad_cols = g_malloc0 (n_ch);
+      g_autofree guint8 *bad_cols = try_alloc_n (n_ch, 1, "channel flags", error);
+      if (bad_cols == NULL)
+        return FALSE;
       ColumnsJob job = {
         .data = v->data, .stride = stride, .ft = si->kernel_index, .rows = n / cols,
         .lo = lo, .hi = hi, .bad = bad_cols,
@@ -564,7 +579,9 @@ reduce_batch (const PiqEngineView *v,
       job.esize = esize;
       job.blocks_per_row = (job.cols + PIQ_REDUCE_BLOCK - 1) / PIQ_REDUCE_BLOCK;
       n_items = rows * job.blocks_per_row;
-      mm = g_new (PiqMinMax, n_items);
+      mm = try_alloc_n (n_items, sizeof *mm, "partial minima and maxima", error);
+      if (mm == NULL)
+        return FALSE;
       job.mm = mm;
       piq_parallel_run (observer_threads (), n_items, 1,
                         MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MIN (job.cols, (guint64) PIQ_REDUCE_BLOCK)),
@@ -1066,9 +1083,9 @@ piq_observer_observe (PiqObserver  *self,
                    n_ch, self->axis, self->n_channels);
       return FALSE;
     }
-  lo = g_new (double, n_ch);
-  hi = g_new (double, n_ch);
-  if (!reduce_batch (&v, n, axis, n_ch, lo, hi, error))
+  lo = try_alloc_n (n_ch, sizeof *lo, "channel minima", error);
+  hi = lo != NULL ? try_alloc_n (n_ch, sizeof *hi, "channel maxima", error) : NULL;
+  if (hi == NULL || !reduce_batch (&v, n, axis, n_ch, lo, hi, error))
     return FALSE;
   if (HAS_HISTOGRAM (self))
     {
