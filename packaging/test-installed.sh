@@ -43,9 +43,11 @@ done
 
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 libdir=/usr/lib/$multiarch
-packages=(libpiquant-1.0-0 libpiquant-1.0-dev gir1.2-piq-1.0 piquant-tools libpiquant-1.0-doc)
+packages=(libpiquant-1.0-0 libpiquant-1.0-dev gir1.2-piq-1.0 piquant-tools libpiquant-1.0-doc
+          libpiquant-mpi-1.0-0 libpiquant-mpi-1.0-dev)
 # What the examples need besides the packages (their Depends pull in the rest).
-example_deps=(python3-gi python3-numpy gjs lua5.1 lua-lgi valac gcc libc6-dev pkg-config man-db)
+example_deps=(python3-gi python3-numpy gjs lua5.1 lua-lgi valac gcc libc6-dev pkg-config man-db
+              mpi-default-bin)
 
 tmp=$(mktemp -d /tmp/piq-installed.XXXXXX)
 installed_here=()
@@ -220,6 +222,23 @@ if is_installed libpiquant-1.0-dev; then
   ex=$(example c c)
   [ -n "$ex" ] && c_build "C example (bindings/c)" "$ex"
   c_build "C smoke (packaging/smoke)" "$smoke/smoke.c"
+fi
+# MPI: compiled with `pkg-config piquant-mpi-1.0`, run on 2 ranks of this host
+# (Open MPI wants two variables to run as root, and --oversubscribe on 1 core).
+if is_installed libpiquant-mpi-1.0-dev; then
+  check_file "MPI header" /usr/include/piquant-mpi-1.0/piquant-mpi.h
+  dir=$(stage "$smoke/smoke-mpi.c")
+  echo
+  echo "---- MPI smoke: cc smoke-mpi.c \$(pkg-config --cflags --libs piquant-mpi-1.0); mpiexec -np 2"
+  if (cd "$dir" && "${clean_env[@]}" sh -c \
+        'cc -std=gnu11 -Wall -o prog "$1" $(pkg-config --cflags --libs piquant-mpi-1.0) -lm' sh smoke-mpi.c) \
+        > "$tmp/cc.log" 2>&1; then
+    run "MPI smoke (packaging/smoke)" "$dir" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      mpiexec --oversubscribe -np 2 ./prog
+  else
+    sed 's/^/  | /' "$tmp/cc.log"
+    fail "MPI smoke (compilation failed)"
+  fi
 fi
 if is_installed gir1.2-piq-1.0; then
   for lang in python:py:/usr/bin/python3 gjs:js:gjs lua:lua:lua5.1; do
