@@ -137,6 +137,8 @@ static void
 load_f32 (float *dst, PiqDtype dtype, gconstpointer src, gsize offset, gsize n,
           const float *residual)
 {
+  if (n == 0)
+    return;    /* the buffers of an empty vector may be NULL */
   if (dtype == PIQ_DTYPE_F32)
     memcpy (dst, (const float *) src + offset, n * sizeof (float));
   else
@@ -150,6 +152,8 @@ load_f32 (float *dst, PiqDtype dtype, gconstpointer src, gsize offset, gsize n,
 static void
 store (PiqDtype dtype, gpointer dst, gsize offset, const float *src, gsize n)
 {
+  if (n == 0)
+    return;
   if (dtype == PIQ_DTYPE_F32)
     memcpy ((float *) dst + offset, src, n * sizeof (float));
   else
@@ -367,6 +371,7 @@ grow (gpointer *p, gsize *cap, gsize want, gsize elem, GError **error)
 {
   gpointer q;
 
+  want = MAX (want, 1);      /* never NULL: pointer arithmetic on it is defined */
   if (want <= *cap)
     return TRUE;
   if (want > G_MAXSIZE / elem || (q = g_try_malloc0 (want * elem)) == NULL)
@@ -434,7 +439,7 @@ reduce_scatter_core (PiqMpiReducer *self, PiqDtype dtype, gconstpointer src, gsi
   GError *local = NULL;
 
   piq_mpi_reducer_get_chunk (self, n, r, &own_off, &own_len);
-  if (residual != NULL)
+  if (residual != NULL && n > 0)
     memset (self->residual_new, 0, n * sizeof (float));
   if (p == 1)
     {
@@ -580,7 +585,7 @@ check_call (PiqMpiReducer *self, PiqDtype dtype, gsize n, GError **error)
 static void
 commit_residual (PiqMpiReducer *self, float *residual, gsize n)
 {
-  if (residual != NULL)
+  if (residual != NULL && n > 0)
     memcpy (residual, self->residual_new, n * sizeof (float));
 }
 
@@ -789,7 +794,7 @@ piq_mpi_reducer_allgather (PiqMpiReducer *self,
         g_propagate_error (error, local);
       return FALSE;
     }
-  if (residual != NULL)
+  if (residual != NULL && n_elements > 0)
     memset (self->residual_new, 0, n_elements * sizeof (float));
   /* src holds this rank's chunk only: load it as the chunk at offset 0. */
   load_f32 (self->out, dtype, src, 0, len, residual != NULL ? residual + off : NULL);
