@@ -282,9 +282,11 @@ test_bf16 (void)
   g_free (x); g_free (h); g_free (exact); g_free (S);
 }
 
-/* Stochastic rounding is unbiased: the mean error over many steps (each step
- * draws other seeds) is within a few standard errors of 0, while nearest
- * rounding of the same data is not required to be. */
+/* Stochastic rounding is unbiased where the scale rule never clamps: the mean
+ * error over many steps (each step draws other seeds) is within a few standard
+ * errors of 0, and each element's mean error shrinks like 1/sqrt(steps). Not
+ * the integer abs-max blocks: their rule (torch's, absmax / (range/2)) puts the
+ * block's max at qmax + 1/2, so rounding up there clamps (docs/mpi.md). */
 static void
 test_unbiased (const char *preset)
 {
@@ -292,7 +294,7 @@ test_unbiased (const char *preset)
   g_autoptr (PiqRecipe) recipe = piq_recipe_new ();
   g_autoptr (GError) error = NULL;
   gsize n = 2048;
-  const int steps = 64;
+  const int steps = 256;
   float *x = make_data (n, 5), *y = g_new (float, n);
   double *exact = exact_sum (x, n), sum = 0, sum2 = 0;
   double *mean_i = g_new0 (double, n);
@@ -322,7 +324,7 @@ test_unbiased (const char *preset)
   for (gsize i = 0; i < n; i++)
     spread += mean_i[i] * mean_i[i] / n;
   spread = sqrt (spread);
-  check (ok && fabs (mean) <= 5 * sigma && spread <= 3 * one / sqrt (steps),
+  check (ok && fabs (mean) <= 5 * sigma && spread <= 2 * one / sqrt (steps),
          "%s stochastic: mean error %.3g (σ of the mean %.3g), rms of per-element means %.3g "
          "vs one step's rms %.3g", preset, mean, sigma, spread, one);
   g_free (x); g_free (y); g_free (exact); g_free (mean_i);
@@ -533,8 +535,9 @@ main (int argc, char **argv)
 
   test_allreduce_formats ();
   test_bf16 ();
-  test_unbiased ("int8_block");
+  test_unbiased ("fp8_e4m3");
   test_unbiased ("nf4");
+  test_unbiased ("q8_0");
   test_error_feedback ();
   test_halves ();
   test_errors ();
