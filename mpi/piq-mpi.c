@@ -199,9 +199,9 @@ piq_mpi_reducer_get_chunk (PiqMpiReducer *self,
   g_return_if_fail (offset != NULL && length != NULL);
 
   guint64 blocks = n_elements / self->align + (n_elements % self->align != 0);
-  /* blocks < 2^64 / size: align ≥ 1 and n_elements fits in memory */
-  guint64 b0 = blocks * (guint64) rank / (guint64) self->size;
-  guint64 b1 = blocks * (guint64) (rank + 1) / (guint64) self->size;
+  /* 128-bit products: blocks · size may pass 2^64 (configure requires __int128) */
+  guint64 b0 = (guint64) ((unsigned __int128) blocks * (guint64) rank / (guint64) self->size);
+  guint64 b1 = (guint64) ((unsigned __int128) blocks * (guint64) (rank + 1) / (guint64) self->size);
   gsize start = MIN ((gsize) b0 * self->align, n_elements);
   gsize end = MIN ((gsize) b1 * self->align, n_elements);
 
