@@ -1095,7 +1095,6 @@ cmd_bench (const Command *command, int argc, char **argv)
     .quantize_u8 = bench_api_quantize_u8,
     .user_data = &api_data,
   };
-  g_autofree char *ops = NULL;
   int status;
 
   piq_bench_options_init (&cmd.bench);
