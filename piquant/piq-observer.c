@@ -1270,8 +1270,8 @@ update (PiqObserver  *self,
  *
  * Adds a batch to the observer's statistics.
  *
- * Min/max observers read the batch once; a histogram observer reads it a
- * second time to count it into its bins.
+ * Min/max observers read the batch once; histogram, percentile, MSE and
+ * entropy observers read it a second time to count it into their bins.
  *
  * The batch must hold at least one element (%PIQ_ERROR_EMPTY) and only
  * finite values within binary32's range (%PIQ_ERROR_NON_FINITE: NaN and
@@ -1436,7 +1436,10 @@ same_config (PiqObserver  *self,
  * [property@Piq.Observer:averaging-constant]); an observer that has seen
  * nothing takes @other's state as it is. Histograms over the same range
  * add bin by bin; over different ranges they do not merge
- * (%PIQ_ERROR_UNSUPPORTED). See [Observers](observers.html).
+ * (%PIQ_ERROR_UNSUPPORTED). The magnitude histograms of MSE and entropy
+ * observers re-bin exactly onto the common range and add, so the result is
+ * exactly that of one observer fed both observers' data. See
+ * [Observers](observers.html).
  *
  * Observers of different kinds, granularities, axes, averaging constants,
  * bin counts or upsample rates do not merge (%PIQ_ERROR_INVALID_VALUE), nor do observers of different
@@ -1955,7 +1958,8 @@ search_params (PiqObserver         *self,
 /**
  * piq_observer_compute_recipe:
  * @self: a per-tensor observer
- * @format: a per-tensor integer format
+ * @format: a per-tensor integer format (for an MSE observer, any per-tensor
+ *   format that takes a scale: FP8, FP6, FP4 E2M1, NF4, …)
  * @error: return location for a #GError
  *
  * The per-tensor scale (and, for affine formats, zero point) of @format for
@@ -1967,11 +1971,17 @@ search_params (PiqObserver         *self,
  * rules. A histogram observer first searches the range that minimizes the
  * L2 quantization error on its histogram (PyTorch's `HistogramObserver`),
  * and applies the same rule to that range; a percentile observer takes the
- * range of [property@Piq.Observer:percentile].
+ * range of [property@Piq.Observer:percentile]. An MSE observer takes, of
+ * the clips t · max|x| (t = 1/100 … 1), the one whose scale gives the least
+ * squared error of its histogram on @format's own grid; an entropy observer
+ * takes TensorRT's threshold of least KL divergence. See
+ * [Observers](observers.html) for the exact rules.
  *
  * Fails with %PIQ_ERROR_EMPTY before the first batch, and with
  * %PIQ_ERROR_UNSUPPORTED for a per-channel observer or format, or a format
- * that is not an integer one.
+ * that is not an integer one (for an MSE observer: a format without a
+ * per-tensor scale), or an entropy search with no more bins than the
+ * format's levels.
  *
  * Returns: (transfer full) (nullable): a recipe with the scale (and zero
  *   point), or %NULL on error
@@ -2024,7 +2034,8 @@ piq_observer_compute_recipe (PiqObserver  *self,
 /**
  * piq_observer_compute_channel_params:
  * @self: a per-channel observer
- * @format: a per-channel integer format of the observer's axis
+ * @format: a per-channel integer format of the observer's axis (for an MSE
+ *   observer, also a code format such as FP8 or NF4)
  * @scales: (out) (transfer full) (optional): the scale of each channel,
  *   [method@Piq.Observer.get_n_channels] doubles in host byte order, each
  *   a binary32 value
@@ -2036,7 +2047,9 @@ piq_observer_compute_recipe (PiqObserver  *self,
  *
  * The per-channel scales and zero points of @format for the data observed,
  * by the rule of [method@Piq.Observer.compute_recipe] applied to each
- * channel (PyTorch's `per_channel_affine` and `per_channel_symmetric`).
+ * channel (PyTorch's `per_channel_affine` and `per_channel_symmetric`; the
+ * MSE and entropy searches run on each channel's own histograms; code
+ * formats have zero point 0).
  * To quantize with them, convert the scales to the format's
  * [property@Piq.Format:scale-dtype] and the zero points to `gint32` for
  * [ctor@Piq.Tensor.new_quantized_from_bytes].
@@ -2212,7 +2225,8 @@ binary32 (double d)
  * another type, a missing or mistyped key, an unknown version, kind or
  * granularity, or statistics that no observer can have (arrays of different
  * lengths, values that are not finite binary32 numbers, a minimum above its
- * maximum) fail with %PIQ_ERROR_INVALID_VALUE. Unknown keys are ignored.
+ * maximum, histogram counts that no data of the range gives) fail with
+ * %PIQ_ERROR_INVALID_VALUE. Unknown keys are ignored.
  *
  * Returns: (transfer full) (nullable): a new observer, or %NULL on error
  *
