@@ -1136,10 +1136,9 @@ mag_combine (double       *h,
     }
 }
 
-/* TensorRT's entropy calibration ("8-bit Inference with TensorRT", S7310, 2017)
- * on one channel's histogram of |x| (the sum of its two histograms), with MXNet's
- * smoothing (docs/observers.md gives the procedure step by step). Everything is
- * binary64, sums in bin order. Returns the threshold (m + 0.5) · bin width. */
+/* MXNet's _smooth_distribution on counts: zeros become KL_EPS, the others lose
+ * KL_EPS · zeros / non-zeros (the mass moved). FALSE when every entry is zero or
+ * one falls to ≤ 0: the candidate's divergence is then +∞. */
 static gboolean
 kl_smooth (double *d,
            guint   n)
@@ -1161,6 +1160,12 @@ kl_smooth (double *d,
   return TRUE;
 }
 
+/* TensorRT's entropy calibration ("8-bit Inference with TensorRT", S7310, 2017)
+ * on one channel's histogram of |x| (the sum of its two histograms), with MXNet's
+ * smoothing (docs/observers.md gives the procedure step by step). Everything is
+ * binary64, sums in bin order, so that an implementation of the published steps
+ * finds the same minimum. Returns the threshold (m + 0.5) · bin width, or the
+ * whole range when no candidate has a finite divergence. */
 static double
 kl_threshold (const double *h,
               guint         bins,
@@ -1910,20 +1915,18 @@ mse_params (PiqObserver         *self,
   return TRUE;
 }
 
-/* The entropy rule on channel @c: the KL threshold T of its |x| histogram with the
- * format's levels, then the range [min, max] clamped to [−T, T] by the min/max
- * rule. The levels of |x|: 2^(bits − 1), or 2^bits for an affine format and data
- * of one sign (whose range the whole integer range covers). */
+/* The number of quantization levels of |x| for the entropy rule on channel @c:
+ * 2^(bits − 1), or 2^bits for an affine format and data of one sign (whose range
+ * the whole integer range covers); fewer than the histogram's bins. */
 static gboolean
-entropy_params (PiqObserver         *self,
+entropy_levels (PiqObserver         *self,
                 guint64              c,
                 const PiqDtypeInfo  *info,
                 gboolean             symmetric,
-                double              *scale,
-                gint64              *zp,
+                guint               *levels,
                 GError             **error)
 {
-  double lo = self->min[c], hi = self->max[c], t, clo, chi;
+  double lo = self->min[c], hi = self->max[c];
   guint bits = (!symmetric && (lo >= 0.0 || hi <= 0.0)) ? info->bits : info->bits - 1;
 
   if (bits >= 31 || (1u << bits) >= self->n_bins)
@@ -1933,26 +1936,70 @@ entropy_params (PiqObserver         *self,
                    info->name);
       return FALSE;
     }
-  t = (float) kl_threshold (self->mag + c * 2 * self->n_bins, self->n_bins,
-                            mag_exponent (lo, hi), 1u << bits);
-  clip_range (lo, hi, t, &clo, &chi);
-  return channel_params (info, symmetric, clo, chi, scale, zp, error);
+  *levels = 1u << bits;
+  return TRUE;
 }
 
-/* The scale and zero point of channel @c for an MSE or entropy observer. */
+typedef struct {
+  const PiqObserver *self;
+  const guint       *levels;
+  double            *t;
+} KlJob;
+
+static void
+kl_range (void     *data,
+          uint64_t  start,
+          uint64_t  n)
+{
+  const KlJob *job = data;
+  const PiqObserver *self = job->self;
+
+  for (uint64_t c = start; c < start + n; c++)
+    job->t[c] = (float) kl_threshold (self->mag + c * 2 * self->n_bins, self->n_bins,
+                                      mag_exponent (self->min[c], self->max[c]),
+                                      job->levels[c]);
+}
+
+/* Every channel's entropy threshold T (binary32 values). The searches are
+ * independent and cost O(bins²) each, so the channels are spread over the
+ * default quantizer's threads; the result does not depend on their number. */
+static double *
+entropy_thresholds (PiqObserver         *self,
+                    const PiqDtypeInfo  *info,
+                    gboolean             symmetric,
+                    GError             **error)
+{
+  g_autofree guint *levels = g_new (guint, self->n_channels);
+  g_autofree double *t = g_new (double, self->n_channels);
+  KlJob job = { .self = self, .levels = levels, .t = t };
+
+  for (guint64 c = 0; c < self->n_channels; c++)
+    if (!entropy_levels (self, c, info, symmetric, &levels[c], error))
+      return NULL;
+  piq_parallel_run (observer_threads (), self->n_channels, 1, 2, kl_range, &job);
+  return g_steal_pointer (&t);
+}
+
+/* The scale and zero point of channel @c for an MSE or entropy observer; an
+ * entropy observer's range is [min, max] clamped to [−T, T], T from
+ * @thresholds, by the min/max rule. */
 static gboolean
 search_params (PiqObserver         *self,
                guint64              c,
                PiqFormat           *grid,
                const PiqDtypeInfo  *info,
                gboolean             symmetric,
+               const double        *thresholds,
                double              *scale,
                gint64              *zp,
                GError             **error)
 {
+  double clo, chi;
+
   if (self->kind == PIQ_OBSERVER_KIND_MSE)
     return mse_params (self, c, grid, info, symmetric, scale, zp, error);
-  return entropy_params (self, c, info, symmetric, scale, zp, error);
+  clip_range (self->min[c], self->max[c], thresholds[c], &clo, &chi);
+  return channel_params (info, symmetric, clo, chi, scale, zp, error);
 }
 
 /**
@@ -2023,7 +2070,11 @@ piq_observer_compute_recipe (PiqObserver  *self,
   else if (HAS_MAGNITUDES (self))
     {
       g_autoptr(PiqFormat) grid = grid_format (format);
-      if (!search_params (self, 0, grid, info, symmetric, &scale, &zp, error))
+      g_autofree double *t = NULL;
+      if (self->kind == PIQ_OBSERVER_KIND_ENTROPY &&
+          (t = entropy_thresholds (self, info, symmetric, error)) == NULL)
+        return NULL;
+      if (!search_params (self, 0, grid, info, symmetric, t, &scale, &zp, error))
         return NULL;
     }
   else if (!channel_params (info, symmetric, self->min[0], self->max[0], &scale, &zp, error))
@@ -2083,8 +2134,12 @@ piq_observer_compute_channel_params (PiqObserver  *self,
   if (HAS_MAGNITUDES (self))
     {
       g_autoptr(PiqFormat) grid = grid_format (format);
+      g_autofree double *t = NULL;
+      if (self->kind == PIQ_OBSERVER_KIND_ENTROPY &&
+          (t = entropy_thresholds (self, info, symmetric, error)) == NULL)
+        return FALSE;
       for (guint64 c = 0; c < self->n_channels; c++)
-        if (!search_params (self, c, grid, info, symmetric, &s[c], &z[c], error))
+        if (!search_params (self, c, grid, info, symmetric, t, &s[c], &z[c], error))
           return FALSE;
     }
   else

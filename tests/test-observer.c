@@ -1947,6 +1947,34 @@ test_search_bad (void)
     }
 }
 
+/* The entropy searches of the channels run on threads: the parameters do not
+ * depend on how many. */
+static void
+test_search_threads (void)
+{
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint saved = piq_quantizer_get_n_threads (q);
+  g_autoptr(PiqObserver) obs = search_observer (PIQ_OBSERVER_KIND_ENTROPY, 1, 256);
+  g_autofree float *x = g_new (float, 64 * 8);
+  g_autoptr(PiqTensor) t = search_batch (DIST_HEAVY, PIQ_DTYPE_F32, 64, 8, 21, x);
+  g_autoptr(GError) error = NULL;
+  double s1[8], s4[8];
+  gint64 z1[8], z4[8];
+
+  g_assert_true (piq_observer_observe (obs, t, &error));
+  g_assert_no_error (error);
+  piq_quantizer_set_n_threads (q, 1);
+  observer_params (obs, PIQ_DTYPE_INT8, FALSE, 1, s1, z1);
+  piq_quantizer_set_n_threads (q, 4);
+  observer_params (obs, PIQ_DTYPE_INT8, FALSE, 1, s4, z4);
+  piq_quantizer_set_n_threads (q, saved);
+  for (int c = 0; c < 8; c++)
+    {
+      g_assert_cmphex (o_f64_bits (s1[c]), ==, o_f64_bits (s4[c]));
+      g_assert_cmpint (z1[c], ==, z4[c]);
+    }
+}
+
 static GPtrArray *cases;
 
 static void
@@ -2031,6 +2059,7 @@ main (int argc, char **argv)
   g_test_add_func ("/observer/search/merge", test_search_merge);
   g_test_add_func ("/observer/search/serialize", test_search_serialize);
   g_test_add_func ("/observer/search/bad", test_search_bad);
+  g_test_add_func ("/observer/search/threads", test_search_threads);
 
   return g_test_run ();
 }
