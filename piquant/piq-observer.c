@@ -1869,7 +1869,7 @@ mse_params (PiqObserver         *self,
   for (guint k = bins; k-- > 0;)
     if (h[k] != 0.0)
       {
-        x[n] = (float) MAX (-(((double) k + 0.5) * w), lo);
+        x[n] = (float) CLAMP (-(((double) k + 0.5) * w), lo, hi);
         count[n++] = h[k];
       }
   for (guint k = 0; k < bins; k++)

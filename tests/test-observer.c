@@ -1895,6 +1895,14 @@ test_search_bad (void)
             g_clear_error (&error);
           }
       {
+        /* f64 beyond binary32's range, in which the observers keep their data */
+        double v[3] = { 1.0, 1e300, -2.0 };
+        g_autoptr(PiqTensor) bt = values_tensor (PIQ_DTYPE_F64, v, 3, 0, NULL);
+        g_assert_false (piq_observer_observe (obs, bt, &error));
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE);
+        g_clear_error (&error);
+      }
+      {
         guint64 shape[2] = { 0, 3 };
         g_autoptr(PiqTensor) e = piq_tensor_new_shaped (PIQ_DTYPE_F32, shape, 2, &error);
         g_assert_no_error (error);
