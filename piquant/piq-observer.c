@@ -74,6 +74,9 @@ struct _PiqObserver
   double          *min;          /* n_channels binary32 values each (as torch keeps them) */
   double          *max;
   float           *hist;         /* histogram: n_bins counts over [min[0], max[0]] */
+  double          *mag;          /* MSE and entropy: per channel, n_bins counts of the
+                                  * magnitudes of the negative values, then n_bins of the
+                                  * non-negative ones, over [0, 2^e) (mag_exponent) */
 };
 
 G_DEFINE_FINAL_TYPE (PiqObserver, piq_observer, G_TYPE_OBJECT)
@@ -97,7 +100,16 @@ static GParamSpec *properties[N_PROPS];
 #define STATE_VERSION 1
 #define HAS_HISTOGRAM(self) ((self)->kind == PIQ_OBSERVER_KIND_HISTOGRAM || \
                              (self)->kind == PIQ_OBSERVER_KIND_PERCENTILE)
+#define HAS_MAGNITUDES(self) ((self)->kind == PIQ_OBSERVER_KIND_MSE || \
+                              (self)->kind == PIQ_OBSERVER_KIND_ENTROPY)
 #define STATE_TYPE    "(a{sv})"
+/* The smallest exponent of a magnitude histogram's range: binary32's smallest
+ * normal, so a channel of zeros (or subnormals) still has a range. */
+#define MAG_EXP_MIN   (-126)
+/* The MSE search's candidates: clips t · max|x| for t = j / MSE_GRID, j = 1 … MSE_GRID. */
+#define MSE_GRID      100
+/* The entropy rule's smoothing of empty bins (MXNet's _smooth_distribution). */
+#define KL_EPS        0.0001
 
 static void
 piq_observer_finalize (GObject *object)
@@ -107,6 +119,7 @@ piq_observer_finalize (GObject *object)
   g_free (self->min);
   g_free (self->max);
   g_free (self->hist);
+  g_free (self->mag);
   G_OBJECT_CLASS (piq_observer_parent_class)->finalize (object);
 }
 
@@ -213,7 +226,9 @@ piq_observer_class_init (PiqObserverClass *klass)
    * PiqObserver:n-bins:
    *
    * The number of bins of a histogram observer's histogram (PyTorch's
-   * `bins`, 2048 by default). Other kinds ignore it.
+   * `bins`, 2048 by default), and of each of the two magnitude histograms
+   * (negative and non-negative values) that MSE and entropy observers keep
+   * per channel (2048 by default, TensorRT's). Other kinds ignore it.
    *
    * Since: 1.0
    */
@@ -368,7 +383,7 @@ static gboolean
 check_config (PiqObserver  *self,
               GError      **error)
 {
-  if ((guint) self->kind > PIQ_OBSERVER_KIND_PERCENTILE)
+  if ((guint) self->kind > PIQ_OBSERVER_KIND_ENTROPY)
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "observer kind %d does not exist",
                    (int) self->kind);
@@ -973,6 +988,245 @@ percentile_range (const PiqObserver *self,
     *hi = *lo;
 }
 
+/* ---------------------------------------------------------------------------
+ * Magnitude histograms (MSE and entropy observers)
+ *
+ * Per channel, n_bins counts of |x| for the negative values and n_bins for the
+ * non-negative ones, over [0, 2^e) with e the smallest exponent (≥ MAG_EXP_MIN)
+ * above the channel's largest magnitude. Bin k holds floor(|x| · n_bins / 2^e) =
+ * k, computed exactly in binary64 (|x| has 24 significant bits, n_bins at most 21).
+ * Because the range is a power of two, a wider range re-bins exactly: bin k goes
+ * to k >> s, as floor(floor(y) / 2^s) = floor(y / 2^s). So the histogram is a
+ * function of the data only, whatever the order of the batches and merges. */
+
+static int
+mag_exponent (double lo,
+              double hi)
+{
+  double a = MAX (fabs (lo), fabs (hi));
+  int e;
+
+  if (a == 0.0)
+    return MAG_EXP_MIN;
+  (void) frexp (a, &e);       /* a = m · 2^e, m in [1/2, 1): a < 2^e ≤ 2a */
+  return MAX (e, MAG_EXP_MIN);
+}
+
+static inline guint64
+mag_bin (double a,
+         guint  bins,
+         int    e)
+{
+  return (guint64) ldexp (a * (double) bins, -e);
+}
+
+/* Adds the two histograms of @src (range 2^from) to @dst (range 2^to, to ≥ from). */
+static void
+mag_rebin (double       *dst,
+           const double *src,
+           guint         bins,
+           int           from,
+           int           to)
+{
+  int s = to - from;
+
+  for (guint k = 0; k < 2 * bins; k++)
+    if (src[k] != 0.0)
+      {
+        guint side = k / bins, b = k % bins;
+        dst[side * bins + (s >= 32 ? 0 : b >> s)] += src[k];
+      }
+}
+
+/* Counts a batch (its values read as binary32, as every observer reads them) into
+ * the histograms @h of each channel, whose exponents are @e. */
+static void
+mag_count (const PiqEngineView *v,
+           guint64              n,
+           int                  axis,       /* normalized; -1: per tensor */
+           guint64              n_ch,
+           guint                bins,
+           const int           *e,
+           double              *h)
+{
+  const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
+  gsize esize = si->bits / 8;
+  guint64 cols = v->shape[v->n_dims - 1], rows = n / cols, inner = 1;
+  gsize stride = v->row_stride ? v->row_stride : (gsize) cols * esize;
+
+  if (axis >= 0)
+    for (guint d = (guint) axis + 1; d < v->n_dims; d++)
+      inner *= v->shape[d];
+  for (guint64 r = 0; r < rows; r++)
+    {
+      const guint8 *row = (const guint8 *) v->data + r * stride;
+      for (guint64 j = 0; j < cols; j++)
+        {
+          guint64 i = r * cols + j, c = axis >= 0 ? (i / inner) % n_ch : 0;
+          float x = load_f32 (row, j, si->kernel_index);
+          /* −0 counts as +0, as the minima and maxima read it */
+          double *side = h + c * 2 * bins + (x < 0.0f ? 0 : bins);
+          side[mag_bin (fabs ((double) x), bins, e[c])] += 1.0;
+        }
+    }
+}
+
+/* Whether @h (one channel's two histograms) could come from data of the range
+ * [lo, hi]: non-negative integer counts, the bins of the range's ends counted and
+ * nothing counted beyond them. */
+static gboolean
+mag_consistent (const double *h,
+                guint         bins,
+                double        lo,
+                double        hi)
+{
+  int e = mag_exponent (lo, hi);
+  /* on each side, the bins [first, last] that may be counted; last < first: none */
+  gint64 neg_first = hi < 0.0 ? (gint64) mag_bin (-hi, bins, e) : 0;
+  gint64 neg_last = lo < 0.0 ? (gint64) mag_bin (-lo, bins, e) : -1;
+  gint64 pos_first = lo > 0.0 ? (gint64) mag_bin (lo, bins, e) : 0;
+  gint64 pos_last = hi >= 0.0 ? (gint64) mag_bin (hi, bins, e) : -1;
+
+  /* whether a side's first and last bins hold one of the range's ends (which
+   * data of that range must have counted) */
+  gboolean neg_first_end = hi < 0.0, pos_first_end = lo >= 0.0;
+
+  for (guint k = 0; k < 2 * bins; k++)
+    {
+      gint64 b = k % bins;
+      gboolean neg = k < bins;
+      gint64 first = neg ? neg_first : pos_first, last = neg ? neg_last : pos_last;
+      gboolean first_end = neg ? neg_first_end : pos_first_end;
+      if (!(h[k] >= 0.0 && h[k] <= 0x1p53 && floor (h[k]) == h[k]))
+        return FALSE;
+      if ((b < first || b > last) && h[k] != 0.0)
+        return FALSE;
+      if (first <= last && (b == last || (b == first && first_end)) && h[k] == 0.0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The histograms of @n_ch channels of the range [lo, hi] (the new minima and
+ * maxima): @old_h (ranges old_lo/old_hi, or NULL) and @add_h (ranges add_lo/add_hi,
+ * or NULL) re-binned onto them and added. @e receives the channels' exponents. */
+static void
+mag_combine (double       *h,
+             int          *e,
+             guint64       n_ch,
+             guint         bins,
+             const double *lo,
+             const double *hi,
+             const double *old_h,
+             const double *old_lo,
+             const double *old_hi,
+             const double *add_h,
+             const double *add_lo,
+             const double *add_hi)
+{
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      e[c] = mag_exponent (lo[c], hi[c]);
+      if (old_h != NULL)
+        mag_rebin (h + c * 2 * bins, old_h + c * 2 * bins, bins,
+                   mag_exponent (old_lo[c], old_hi[c]), e[c]);
+      if (add_h != NULL)
+        mag_rebin (h + c * 2 * bins, add_h + c * 2 * bins, bins,
+                   mag_exponent (add_lo[c], add_hi[c]), e[c]);
+    }
+}
+
+/* MXNet's _smooth_distribution on counts: zeros become KL_EPS, the others lose
+ * KL_EPS · zeros / non-zeros (the mass moved). FALSE when every entry is zero or
+ * one falls to ≤ 0: the candidate's divergence is then +∞. */
+static gboolean
+kl_smooth (double *d,
+           guint   n)
+{
+  guint zeros = 0;
+  double eps1;
+
+  for (guint k = 0; k < n; k++)
+    zeros += d[k] == 0.0;
+  if (zeros == n)
+    return FALSE;
+  eps1 = KL_EPS * (double) zeros / (double) (n - zeros);
+  for (guint k = 0; k < n; k++)
+    {
+      d[k] = d[k] == 0.0 ? KL_EPS : d[k] - eps1;
+      if (!(d[k] > 0.0))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* TensorRT's entropy calibration ("8-bit Inference with TensorRT", S7310, 2017)
+ * on one channel's histogram of |x| (the sum of its two histograms), with MXNet's
+ * smoothing (docs/observers.md gives the procedure step by step). Everything is
+ * binary64, sums in bin order, so that an implementation of the published steps
+ * finds the same minimum. Returns the threshold (m + 0.5) · bin width, or the
+ * whole range when no candidate has a finite divergence. */
+static double
+kl_threshold (const double *h,
+              guint         bins,
+              int           e,
+              guint         levels)
+{
+  g_autofree double *H = g_new (double, bins), *P = g_new (double, bins), *Q = g_new (double, bins);
+  double best = INFINITY;
+  guint m = bins;      /* no finite divergence: no clipping (see the docs) */
+
+  for (guint k = 0; k < bins; k++)
+    H[k] = h[k] + h[bins + k];
+  for (guint i = levels; i < bins; i++)
+    {
+      guint width = i / levels;
+      double outliers = 0.0, sp = 0.0, sq = 0.0, kl = 0.0;
+
+      /* P: the first i bins, the outliers folded into the last of them */
+      for (guint k = 0; k < i; k++)
+        P[k] = H[k];
+      for (guint k = i; k < bins; k++)
+        outliers += H[k];
+      P[i - 1] += outliers;
+      /* Q: bins 0 … i − 1 (without the outliers) merged into `levels` groups of
+       * `width` bins (the last group takes the remainder), each group's count
+       * spread evenly over its bins where P is not empty */
+      for (guint g = 0; g < levels; g++)
+        {
+          guint start = g * width, stop = g == levels - 1 ? i : start + width, nz = 0;
+          double sum = 0.0;
+          for (guint k = start; k < stop; k++)
+            {
+              sum += H[k];
+              nz += P[k] != 0.0;
+            }
+          for (guint k = start; k < stop; k++)
+            Q[k] = P[k] != 0.0 ? sum / (double) nz : 0.0;
+        }
+      if (!kl_smooth (P, i) || !kl_smooth (Q, i))
+        continue;
+      for (guint k = 0; k < i; k++)
+        {
+          sp += P[k];
+          sq += Q[k];
+        }
+      for (guint k = 0; k < i; k++)
+        {
+          double p = P[k] / sp, q = Q[k] / sq;
+          kl += p * log (p / q);
+        }
+      if (kl < best)
+        {
+          best = kl;
+          m = i;
+        }
+    }
+  if (m == bins)
+    return ldexp (1.0, e);
+  return ((double) m + 0.5) * (ldexp (1.0, e) / (double) bins);
+}
+
 /* m + c·(x − m), each operation rounded to binary32 as torch computes it. */
 static double
 moving_average (double m,
@@ -997,7 +1251,7 @@ update (PiqObserver  *self,
       self->max = g_memdup2 (hi, n_ch * sizeof *hi);
       self->n_channels = n_ch;
     }
-  else if (self->kind == PIQ_OBSERVER_KIND_MIN_MAX)
+  else if (self->kind != PIQ_OBSERVER_KIND_MOVING_AVERAGE)
     for (guint64 c = 0; c < n_ch; c++)
       {
         self->min[c] = MIN (self->min[c], lo[c]);
@@ -1021,8 +1275,8 @@ update (PiqObserver  *self,
  *
  * Adds a batch to the observer's statistics.
  *
- * Min/max observers read the batch once; a histogram observer reads it a
- * second time to count it into its bins.
+ * Min/max observers read the batch once; histogram, percentile, MSE and
+ * entropy observers read it a second time to count it into their bins.
  *
  * The batch must hold at least one element (%PIQ_ERROR_EMPTY) and only
  * finite values within binary32's range (%PIQ_ERROR_NON_FINITE: NaN and
@@ -1108,6 +1362,34 @@ piq_observer_observe (PiqObserver  *self,
       self->n_batches++;
       return TRUE;
     }
+  if (HAS_MAGNITUDES (self))
+    {
+      g_autofree double *h = NULL, *nlo = NULL, *nhi = NULL;
+      g_autofree int *e = NULL;
+      if (n_ch > G_MAXSIZE / (2 * (gsize) self->n_bins * sizeof (double)))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%" G_GUINT64_FORMAT " channels of "
+                       "%u bins do not fit in memory", n_ch, self->n_bins);
+          return FALSE;
+        }
+      h = try_alloc_n (n_ch * 2 * self->n_bins, sizeof *h, "histogram counts", error);
+      e = h != NULL ? try_alloc_n (n_ch, sizeof *e, "histogram ranges", error) : NULL;
+      nlo = e != NULL ? try_alloc_n (n_ch, sizeof *nlo, "channel minima", error) : NULL;
+      nhi = nlo != NULL ? try_alloc_n (n_ch, sizeof *nhi, "channel maxima", error) : NULL;
+      if (nhi == NULL)
+        return FALSE;
+      for (guint64 c = 0; c < n_ch; c++)
+        {
+          nlo[c] = self->n_channels != 0 ? MIN (self->min[c], lo[c]) : lo[c];
+          nhi[c] = self->n_channels != 0 ? MAX (self->max[c], hi[c]) : hi[c];
+        }
+      /* the earlier counts onto the (possibly wider) ranges, then this batch */
+      mag_combine (h, e, n_ch, self->n_bins, nlo, nhi, self->mag, self->min, self->max,
+                   NULL, NULL, NULL);
+      mag_count (&v, n, axis, n_ch, self->n_bins, e, h);
+      g_free (self->mag);
+      self->mag = g_steal_pointer (&h);
+    }
   update (self, lo, hi, n_ch, 1);
   return TRUE;
 }
@@ -1126,6 +1408,7 @@ same_config (PiqObserver  *self,
        self->averaging_constant != other->averaging_constant) ||
       (HAS_HISTOGRAM (self) &&
        (self->n_bins != other->n_bins || self->upsample_rate != other->upsample_rate)) ||
+      (HAS_MAGNITUDES (self) && self->n_bins != other->n_bins) ||
       (self->kind == PIQ_OBSERVER_KIND_PERCENTILE && self->percentile != other->percentile))
     {
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "cannot merge observers of "
@@ -1158,7 +1441,10 @@ same_config (PiqObserver  *self,
  * [property@Piq.Observer:averaging-constant]); an observer that has seen
  * nothing takes @other's state as it is. Histograms over the same range
  * add bin by bin; over different ranges they do not merge
- * (%PIQ_ERROR_UNSUPPORTED). See [Observers](observers.html).
+ * (%PIQ_ERROR_UNSUPPORTED). The magnitude histograms of MSE and entropy
+ * observers re-bin exactly onto the common range and add, so the result is
+ * exactly that of one observer fed both observers' data. See
+ * [Observers](observers.html).
  *
  * Observers of different kinds, granularities, axes, averaging constants,
  * bin counts or upsample rates do not merge (%PIQ_ERROR_INVALID_VALUE), nor do observers of different
@@ -1206,6 +1492,32 @@ piq_observer_merge (PiqObserver  *self,
       self->n_batches += other->n_batches;
       return TRUE;
     }
+  if (HAS_MAGNITUDES (self))
+    {
+      guint64 n_ch = other->n_channels;
+      g_autofree double *h = NULL, *nlo = NULL, *nhi = NULL;
+      g_autofree int *e = NULL;
+
+      h = try_alloc_n (n_ch * 2 * self->n_bins, sizeof *h, "histogram counts", error);
+      e = h != NULL ? try_alloc_n (n_ch, sizeof *e, "histogram ranges", error) : NULL;
+      nlo = e != NULL ? try_alloc_n (n_ch, sizeof *nlo, "channel minima", error) : NULL;
+      nhi = nlo != NULL ? try_alloc_n (n_ch, sizeof *nhi, "channel maxima", error) : NULL;
+      if (nhi == NULL)
+        return FALSE;
+      for (guint64 c = 0; c < n_ch; c++)
+        {
+          nlo[c] = self->n_channels != 0 ? MIN (self->min[c], other->min[c]) : other->min[c];
+          nhi[c] = self->n_channels != 0 ? MAX (self->max[c], other->max[c]) : other->max[c];
+        }
+      /* both observers' counts onto the common ranges: exact, so the result is the
+       * histogram of all the data (for self == other too: both are read first) */
+      mag_combine (h, e, n_ch, self->n_bins, nlo, nhi, self->mag, self->min, self->max,
+                   other->mag, other->min, other->max);
+      g_free (self->mag);
+      self->mag = g_steal_pointer (&h);
+      update (self, other->min, other->max, n_ch, other->n_batches);
+      return TRUE;
+    }
   if (self == other)
     {
       /* the same data twice: min/max unchanged; the moving average takes one step
@@ -1233,6 +1545,7 @@ piq_observer_reset (PiqObserver *self)
   g_clear_pointer (&self->min, g_free);
   g_clear_pointer (&self->max, g_free);
   g_clear_pointer (&self->hist, g_free);
+  g_clear_pointer (&self->mag, g_free);
   self->n_channels = 0;
   self->n_batches = 0;
 }
@@ -1295,8 +1608,13 @@ piq_observer_get_percentile (PiqObserver *self)
  * A histogram or percentile observer's histogram:
  * [property@Piq.Observer:n-bins] doubles
  * in host byte order, each a binary32 value, over the range from
- * [method@Piq.Observer.get_min] to [method@Piq.Observer.get_max]. Empty
- * before the first batch and for other kinds.
+ * [method@Piq.Observer.get_min] to [method@Piq.Observer.get_max]. For an
+ * MSE or entropy observer, each channel's two magnitude histograms, channel
+ * after channel: [property@Piq.Observer:n-bins] counts of −x for the
+ * negative values, then as many of x for the others, over [0, 2^e) where
+ * 2^e is the smallest power of two (at least 2⁻¹²⁶) above the channel's
+ * largest magnitude (see [Observers](observers.html)). Empty before the
+ * first batch and for other kinds.
  *
  * Returns: (transfer full): the bins
  *
@@ -1309,6 +1627,8 @@ piq_observer_get_histogram (PiqObserver *self)
   gsize n;
 
   g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
+  if (self->mag != NULL)
+    return g_bytes_new (self->mag, self->n_channels * 2 * self->n_bins * sizeof (double));
   n = self->hist != NULL ? self->n_bins : 0;
   h = g_new (double, MAX (n, 1));
   for (gsize i = 0; i < n; i++)
@@ -1421,10 +1741,14 @@ check_target (PiqObserver     *self,
                    "not the observer's, %d", f->axis, self->axis);
       return NULL;
     }
-  if (info->kind != PIQ_KIND_INT)
+  /* the MSE search runs on any format's own grid (the engine's codecs); the other
+   * rules are defined for integer grids */
+  if (info->kind != PIQ_KIND_INT &&
+      !(self->kind == PIQ_OBSERVER_KIND_MSE && info->kind == PIQ_KIND_CODE))
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "min/max observers give integer "
-                   "scales; %s is not an integer type", info->name);
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "%s observers give integer "
+                   "scales; %s is not an integer type",
+                   self->kind == PIQ_OBSERVER_KIND_MSE ? "MSE" : "these", info->name);
       return NULL;
     }
   if (self->n_channels == 0)
@@ -1456,10 +1780,233 @@ channel_params (const PiqDtypeInfo  *info,
   return TRUE;
 }
 
+/* A per-tensor format of @format's element grid (dtype, symmetry, saturation), on
+ * which candidate scales are evaluated with the engine's own codecs. */
+static PiqFormat *
+grid_format (PiqFormat *format)
+{
+  return g_object_new (PIQ_TYPE_FORMAT, "dtype", piq_format_get_dtype (format),
+                       "symmetric", piq_format_get_symmetric (format),
+                       "saturate", piq_format_get_saturate (format), NULL);
+}
+
+/* The scale (and zero point) of the range [lo, hi] by the format's own rule:
+ * integers by channel_params, code formats by the engine's per-tensor rule
+ * (absmax / the format's max, absmax for the table formats, …) applied to the
+ * range's two ends. */
+static gboolean
+range_params (PiqFormat           *grid,
+              const PiqDtypeInfo  *info,
+              gboolean             symmetric,
+              double               lo,
+              double               hi,
+              double              *scale,
+              gint64              *zp,
+              GError             **error)
+{
+  g_autoptr(PiqRecipe) recipe = NULL;
+  float ends[2] = { (float) lo, (float) hi };
+
+  if (info->kind == PIQ_KIND_INT)
+    return channel_params (info, symmetric, lo, hi, scale, zp, error);
+  recipe = piq_recipe_new ();
+  if (!piq_quantizer_compute_params_raw (piq_quantizer_get_default (), grid, recipe,
+                                         PIQ_DTYPE_F32, ends, 2, error))
+    return FALSE;
+  *scale = piq_recipe_get_scale (recipe);
+  *zp = 0;
+  return TRUE;
+}
+
+static PiqRecipe *
+params_recipe (const PiqDtypeInfo *info,
+               gboolean            symmetric,
+               double              scale,
+               gint64              zp)
+{
+  return symmetric || info->kind != PIQ_KIND_INT ? piq_recipe_new_fixed (scale)
+                                                 : piq_recipe_new_affine (scale, zp);
+}
+
+/* [lo, hi] clipped to [−t, t] (both ends clamped, so that data of one sign keeps
+ * a range of that sign). */
+static void
+clip_range (double  lo,
+            double  hi,
+            double  t,
+            double *clo,
+            double *chi)
+{
+  *clo = CLAMP (lo, -t, t);
+  *chi = CLAMP (hi, -t, t);
+}
+
+/* The MSE search on channel @c: for each clip t_j = binary32 (max|x| · j / 100),
+ * the range [min, max] clamped to [−t_j, t_j] gives a scale by the format's rule;
+ * the histogram's non-empty bins, each represented by its centre (clamped to the
+ * observed range) with its count as weight, go through the format's own
+ * requantization with that scale, and the squared errors are summed in binary64
+ * in ascending order of the centres. The least error wins, ties the wider clip. */
+static gboolean
+mse_params (PiqObserver         *self,
+            guint64              c,
+            PiqFormat           *grid,
+            const PiqDtypeInfo  *info,
+            gboolean             symmetric,
+            double              *scale,
+            gint64              *zp,
+            GError             **error)
+{
+  guint bins = self->n_bins;
+  const double *h = self->mag + c * 2 * bins;
+  double lo = self->min[c], hi = self->max[c], a = MAX (fabs (lo), fabs (hi));
+  double w = ldexp (1.0, mag_exponent (lo, hi)) / (double) bins, best = INFINITY;
+  g_autofree float *x = g_new (float, 2 * bins), *y = g_new (float, 2 * bins);
+  g_autofree double *count = g_new (double, 2 * bins);
+  guint64 n = 0;
+  gboolean found = FALSE;
+
+  for (guint k = bins; k-- > 0;)
+    if (h[k] != 0.0)
+      {
+        x[n] = (float) CLAMP (-(((double) k + 0.5) * w), lo, hi);
+        count[n++] = h[k];
+      }
+  for (guint k = 0; k < bins; k++)
+    if (h[bins + k] != 0.0)
+      {
+        x[n] = (float) CLAMP (((double) k + 0.5) * w, lo, hi);
+        count[n++] = h[bins + k];
+      }
+  for (guint j = 1; j <= MSE_GRID; j++)
+    {
+      double t = (float) (a * (double) j / MSE_GRID), s, err = 0.0, clo, chi;
+      gint64 z;
+      g_autoptr(PiqRecipe) recipe = NULL;
+
+      clip_range (lo, hi, t, &clo, &chi);
+      if (!range_params (grid, info, symmetric, clo, chi, &s, &z, error))
+        return FALSE;
+      recipe = params_recipe (info, symmetric, s, z);
+      if (!piq_quantizer_requantize_raw (piq_quantizer_get_default (), grid, recipe,
+                                         PIQ_DTYPE_F32, x, &n, 1, y, n * sizeof *y,
+                                         PIQ_REDUCE_SET, error))
+        return FALSE;
+      for (guint64 k = 0; k < n; k++)
+        {
+          double d = (double) x[k] - (double) y[k];
+          err += count[k] * (d * d);
+        }
+      /* a NaN error (a format that does not saturate) never wins */
+      if (err <= best)
+        {
+          best = err;
+          *scale = s;
+          *zp = z;
+          found = TRUE;
+        }
+    }
+  if (!found)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE, "no clip of [%g, %g] has a "
+                   "finite quantization error", lo, hi);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* The number of quantization levels of |x| for the entropy rule on channel @c:
+ * 2^(bits − 1), or 2^bits for an affine format and data of one sign (whose range
+ * the whole integer range covers); fewer than the histogram's bins. */
+static gboolean
+entropy_levels (PiqObserver         *self,
+                guint64              c,
+                const PiqDtypeInfo  *info,
+                gboolean             symmetric,
+                guint               *levels,
+                GError             **error)
+{
+  double lo = self->min[c], hi = self->max[c];
+  guint bits = (!symmetric && (lo >= 0.0 || hi <= 0.0)) ? info->bits : info->bits - 1;
+
+  if (bits >= 31 || (1u << bits) >= self->n_bins)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the entropy rule needs more "
+                   "bins (%u) than quantization levels (2^%u) of %s", self->n_bins, bits,
+                   info->name);
+      return FALSE;
+    }
+  *levels = 1u << bits;
+  return TRUE;
+}
+
+typedef struct {
+  const PiqObserver *self;
+  const guint       *levels;
+  double            *t;
+} KlJob;
+
+static void
+kl_range (void     *data,
+          uint64_t  start,
+          uint64_t  n)
+{
+  const KlJob *job = data;
+  const PiqObserver *self = job->self;
+
+  for (uint64_t c = start; c < start + n; c++)
+    job->t[c] = (float) kl_threshold (self->mag + c * 2 * self->n_bins, self->n_bins,
+                                      mag_exponent (self->min[c], self->max[c]),
+                                      job->levels[c]);
+}
+
+/* Every channel's entropy threshold T (binary32 values). The searches are
+ * independent and cost O(bins²) each, so the channels are spread over the
+ * default quantizer's threads; the result does not depend on their number. */
+static double *
+entropy_thresholds (PiqObserver         *self,
+                    const PiqDtypeInfo  *info,
+                    gboolean             symmetric,
+                    GError             **error)
+{
+  g_autofree guint *levels = g_new (guint, self->n_channels);
+  g_autofree double *t = g_new (double, self->n_channels);
+  KlJob job = { .self = self, .levels = levels, .t = t };
+
+  for (guint64 c = 0; c < self->n_channels; c++)
+    if (!entropy_levels (self, c, info, symmetric, &levels[c], error))
+      return NULL;
+  piq_parallel_run (observer_threads (), self->n_channels, 1, 2, kl_range, &job);
+  return g_steal_pointer (&t);
+}
+
+/* The scale and zero point of channel @c for an MSE or entropy observer; an
+ * entropy observer's range is [min, max] clamped to [−T, T], T from
+ * @thresholds, by the min/max rule. */
+static gboolean
+search_params (PiqObserver         *self,
+               guint64              c,
+               PiqFormat           *grid,
+               const PiqDtypeInfo  *info,
+               gboolean             symmetric,
+               const double        *thresholds,
+               double              *scale,
+               gint64              *zp,
+               GError             **error)
+{
+  double clo, chi;
+
+  if (self->kind == PIQ_OBSERVER_KIND_MSE)
+    return mse_params (self, c, grid, info, symmetric, scale, zp, error);
+  clip_range (self->min[c], self->max[c], thresholds[c], &clo, &chi);
+  return channel_params (info, symmetric, clo, chi, scale, zp, error);
+}
+
 /**
  * piq_observer_compute_recipe:
  * @self: a per-tensor observer
- * @format: a per-tensor integer format
+ * @format: a per-tensor integer format (for an MSE observer, any per-tensor
+ *   format that takes a scale: FP8, FP6, FP4 E2M1, NF4, …)
  * @error: return location for a #GError
  *
  * The per-tensor scale (and, for affine formats, zero point) of @format for
@@ -1471,11 +2018,17 @@ channel_params (const PiqDtypeInfo  *info,
  * rules. A histogram observer first searches the range that minimizes the
  * L2 quantization error on its histogram (PyTorch's `HistogramObserver`),
  * and applies the same rule to that range; a percentile observer takes the
- * range of [property@Piq.Observer:percentile].
+ * range of [property@Piq.Observer:percentile]. An MSE observer takes, of
+ * the clips t · max|x| (t = 1/100 … 1), the one whose scale gives the least
+ * squared error of its histogram on @format's own grid; an entropy observer
+ * takes TensorRT's threshold of least KL divergence. See
+ * [Observers](observers.html) for the exact rules.
  *
  * Fails with %PIQ_ERROR_EMPTY before the first batch, and with
  * %PIQ_ERROR_UNSUPPORTED for a per-channel observer or format, or a format
- * that is not an integer one.
+ * that is not an integer one (for an MSE observer: a format without a
+ * per-tensor scale), or an entropy search with no more bins than the
+ * format's levels.
  *
  * Returns: (transfer full) (nullable): a recipe with the scale (and zero
  *   point), or %NULL on error
@@ -1514,15 +2067,26 @@ piq_observer_compute_recipe (PiqObserver  *self,
       if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
         return NULL;
     }
+  else if (HAS_MAGNITUDES (self))
+    {
+      g_autoptr(PiqFormat) grid = grid_format (format);
+      g_autofree double *t = NULL;
+      if (self->kind == PIQ_OBSERVER_KIND_ENTROPY &&
+          (t = entropy_thresholds (self, info, symmetric, error)) == NULL)
+        return NULL;
+      if (!search_params (self, 0, grid, info, symmetric, t, &scale, &zp, error))
+        return NULL;
+    }
   else if (!channel_params (info, symmetric, self->min[0], self->max[0], &scale, &zp, error))
     return NULL;
-  return symmetric ? piq_recipe_new_fixed (scale) : piq_recipe_new_affine (scale, zp);
+  return params_recipe (info, symmetric, scale, zp);
 }
 
 /**
  * piq_observer_compute_channel_params:
  * @self: a per-channel observer
- * @format: a per-channel integer format of the observer's axis
+ * @format: a per-channel integer format of the observer's axis (for an MSE
+ *   observer, also a code format such as FP8 or NF4)
  * @scales: (out) (transfer full) (optional): the scale of each channel,
  *   [method@Piq.Observer.get_n_channels] doubles in host byte order, each
  *   a binary32 value
@@ -1534,7 +2098,9 @@ piq_observer_compute_recipe (PiqObserver  *self,
  *
  * The per-channel scales and zero points of @format for the data observed,
  * by the rule of [method@Piq.Observer.compute_recipe] applied to each
- * channel (PyTorch's `per_channel_affine` and `per_channel_symmetric`).
+ * channel (PyTorch's `per_channel_affine` and `per_channel_symmetric`; the
+ * MSE and entropy searches run on each channel's own histograms; code
+ * formats have zero point 0).
  * To quantize with them, convert the scales to the format's
  * [property@Piq.Format:scale-dtype] and the zero points to `gint32` for
  * [ctor@Piq.Tensor.new_quantized_from_bytes].
@@ -1565,9 +2131,21 @@ piq_observer_compute_channel_params (PiqObserver  *self,
   symmetric = piq_format_get_symmetric (format);
   s = g_new (double, self->n_channels);
   z = g_new (gint64, self->n_channels);
-  for (guint64 c = 0; c < self->n_channels; c++)
-    if (!channel_params (info, symmetric, self->min[c], self->max[c], &s[c], &z[c], error))
-      return FALSE;
+  if (HAS_MAGNITUDES (self))
+    {
+      g_autoptr(PiqFormat) grid = grid_format (format);
+      g_autofree double *t = NULL;
+      if (self->kind == PIQ_OBSERVER_KIND_ENTROPY &&
+          (t = entropy_thresholds (self, info, symmetric, error)) == NULL)
+        return FALSE;
+      for (guint64 c = 0; c < self->n_channels; c++)
+        if (!search_params (self, c, grid, info, symmetric, t, &s[c], &z[c], error))
+          return FALSE;
+    }
+  else
+    for (guint64 c = 0; c < self->n_channels; c++)
+      if (!channel_params (info, symmetric, self->min[c], self->max[c], &s[c], &z[c], error))
+        return FALSE;
   if (scales != NULL)
     *scales = g_bytes_new_take (g_steal_pointer (&s), self->n_channels * sizeof (double));
   if (zero_points != NULL)
@@ -1629,14 +2207,21 @@ piq_observer_serialize (PiqObserver *self)
   g_variant_builder_add (&b, "{sv}", "max",
                          g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->max,
                                                     self->n_channels, sizeof (double)));
-  {
-    gsize n = self->hist != NULL ? self->n_bins : 0;
-    g_autofree double *h = g_new (double, MAX (n, 1));
-    for (gsize i = 0; i < n; i++)
-      h[i] = self->hist[i];
+  if (self->mag != NULL)
     g_variant_builder_add (&b, "{sv}", "histogram",
-                           g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, h, n, sizeof (double)));
-  }
+                           g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, self->mag,
+                                                      self->n_channels * 2 * self->n_bins,
+                                                      sizeof (double)));
+  else
+    {
+      gsize n = self->hist != NULL ? self->n_bins : 0;
+      g_autofree double *h = g_new (double, MAX (n, 1));
+      for (gsize i = 0; i < n; i++)
+        h[i] = self->hist[i];
+      g_variant_builder_add (&b, "{sv}", "histogram",
+                             g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, h, n,
+                                                        sizeof (double)));
+    }
   return g_variant_ref_sink (g_variant_new ("(a{sv})", &b));
 }
 
@@ -1695,7 +2280,8 @@ binary32 (double d)
  * another type, a missing or mistyped key, an unknown version, kind or
  * granularity, or statistics that no observer can have (arrays of different
  * lengths, values that are not finite binary32 numbers, a minimum above its
- * maximum) fail with %PIQ_ERROR_INVALID_VALUE. Unknown keys are ignored.
+ * maximum, histogram counts that no data of the range gives) fail with
+ * %PIQ_ERROR_INVALID_VALUE. Unknown keys are ignored.
  *
  * Returns: (transfer full) (nullable): a new observer, or %NULL on error
  *
@@ -1793,25 +2379,51 @@ piq_observer_new_deserialize (GVariant  *state,
         return NULL;
       }
   hist = g_variant_get_fixed_array (hist_v, &n_hist, sizeof (double));
-  if (n_hist != (HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0))
+  if (HAS_MAGNITUDES (self))
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has a "
-                   "histogram of %" G_GSIZE_FORMAT " bins, not %u", n_hist,
-                   HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0);
-      return NULL;
+      /* two histograms of n-bins exact counts per channel, consistent with the
+       * channel's range (see mag_consistent) */
+      gsize per = 2 * (gsize) self->n_bins;
+      if (n_lo > G_MAXSIZE / per / sizeof (double) || n_hist != n_lo * per)
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has %"
+                       G_GSIZE_FORMAT " histogram counts for %" G_GSIZE_FORMAT " channels of "
+                       "2 × %u bins", n_hist, n_lo, self->n_bins);
+          return NULL;
+        }
+      for (gsize c = 0; c < n_lo; c++)
+        if (!mag_consistent (hist + c * per, self->n_bins, lo[c] + 0.0, hi[c] + 0.0))
+          {
+            g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
+                         "histograms of channel %" G_GSIZE_FORMAT " are not counts of data "
+                         "in [%g, %g]", c, lo[c], hi[c]);
+            return NULL;
+          }
+      if (n_hist > 0)
+        self->mag = g_memdup2 (hist, n_hist * sizeof (double));
     }
-  for (gsize i = 0; i < n_hist; i++)
-    if (!binary32 (hist[i]) || !(hist[i] >= 0.0))
-      {
-        g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's histogram "
-                     "bin %" G_GSIZE_FORMAT " holds %g", i, hist[i]);
-        return NULL;
-      }
-  if (n_hist > 0)
+  else
     {
-      self->hist = g_new (float, n_hist);
+      if (n_hist != (HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has a "
+                       "histogram of %" G_GSIZE_FORMAT " bins, not %u", n_hist,
+                       HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0);
+          return NULL;
+        }
       for (gsize i = 0; i < n_hist; i++)
-        self->hist[i] = (float) hist[i] + 0.0f;
+        if (!binary32 (hist[i]) || !(hist[i] >= 0.0))
+          {
+            g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
+                         "histogram bin %" G_GSIZE_FORMAT " holds %g", i, hist[i]);
+            return NULL;
+          }
+      if (n_hist > 0)
+        {
+          self->hist = g_new (float, n_hist);
+          for (gsize i = 0; i < n_hist; i++)
+            self->hist[i] = (float) hist[i] + 0.0f;
+        }
     }
   if (n_lo > 0)
     {

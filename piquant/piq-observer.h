@@ -31,6 +31,15 @@ G_BEGIN_DECLS
  * @PIQ_OBSERVER_KIND_PERCENTILE: the same histogram; the range keeps the
  *   central [property@Piq.Observer:percentile] percent of the counts (per
  *   tensor only)
+ * @PIQ_OBSERVER_KIND_MSE: a histogram of the magnitudes of the negative and
+ *   of the non-negative values over a power-of-two range, and the symmetric
+ *   clip of the grid t · max|x|, t = 1/100 … 1, whose quantization error on
+ *   the format's own grid (integer, FP8, FP4, NF4, …) is smallest (per
+ *   tensor and per channel; merges exactly)
+ * @PIQ_OBSERVER_KIND_ENTROPY: the same histogram; the clip threshold of
+ *   least KL divergence between the clipped and the quantized distribution
+ *   of |x| (TensorRT's entropy calibration; integer formats; per tensor and
+ *   per channel; merges exactly)
  *
  * What an observer keeps of the batches it sees, and so how it derives scales.
  * See [Observers](observers.html) for the exact rules.
@@ -42,6 +51,8 @@ typedef enum {
   PIQ_OBSERVER_KIND_MOVING_AVERAGE = 1,
   PIQ_OBSERVER_KIND_HISTOGRAM      = 2,
   PIQ_OBSERVER_KIND_PERCENTILE     = 3,
+  PIQ_OBSERVER_KIND_MSE            = 4,
+  PIQ_OBSERVER_KIND_ENTROPY        = 5,
 } PiqObserverKind;
 
 #define PIQ_TYPE_OBSERVER (piq_observer_get_type ())

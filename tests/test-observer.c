@@ -1157,6 +1157,832 @@ test_threads (void)
   piq_quantizer_set_n_threads (q, saved);
 }
 
+/* ---- MSE and entropy observers ----
+ *
+ * The oracles below are written from docs/observers.md's definitions and, for the
+ * entropy rule, from TensorRT's published pseudocode ("8-bit Inference with
+ * TensorRT", S7310, 2017) with MXNet's smoothing: plain loops that rebuild P and Q
+ * for every candidate, not the library's helpers. The MSE oracle rounds to each
+ * format's grid by enumerating the grid's values, independently of the engine's
+ * codecs. */
+
+typedef enum {
+  DIST_NORMAL, DIST_HEAVY, DIST_OUTLIERS, DIST_EQUAL, DIST_TINY, DIST_ZERO, N_DISTS
+} Dist;
+
+static const char *const dist_names[N_DISTS] = {
+  "normal", "heavy", "outliers", "equal", "tiny", "zero",
+};
+
+/* A batch of @dist, shape [rows, cols], in @dtype; @x receives the values as the
+ * observer reads them (the dtype's value rounded to binary32). */
+static PiqTensor *
+search_batch (Dist dist, PiqDtype dtype, guint64 rows, guint64 cols, guint64 seed, float *x)
+{
+  guint64 n = rows * cols, shape[2] = { rows, cols };
+  gsize esize = o_dtype_bits (dtype) / 8;
+  g_autofree guint8 *buf = g_malloc0 (n * esize);
+  g_autoptr(GError) error = NULL;
+  PiqTensor *t;
+  ORng rng;
+
+  o_rng_init (&rng, seed);
+  for (guint64 i = 0; i < n; i++)
+    {
+      double v, c = (double) (i % cols);
+      switch (dist)
+        {
+        case DIST_NORMAL:   v = o_rng_normal (&rng) * (1.0 + 0.25 * c) + 0.1 * c; break;
+        case DIST_HEAVY:    v = o_rng_normal (&rng) * exp (0.9 * o_rng_normal (&rng)); break;
+        case DIST_OUTLIERS: v = i % 97 == 5 ? (i % 2 ? 60.0 : -45.0) : o_rng_normal (&rng); break;
+        case DIST_EQUAL:    v = -1.7; break;
+        case DIST_TINY:     v = 1e-3 * o_rng_normal (&rng); break;
+        default:            v = (i % 3) ? 0.0 : -0.0; break;
+        }
+      o_write_float (dtype, buf, i, v);
+      x[i] = (float) o_read_float (dtype, buf, i);
+    }
+  t = piq_tensor_new_shaped (dtype, shape, 2, &error);
+  g_assert_no_error (error);
+  g_assert_true (piq_tensor_set_data (t, buf, n * esize, &error));
+  g_assert_no_error (error);
+  return t;
+}
+
+/* One channel's oracle histogram: the range 2^e is found by doubling from 2^-126
+ * until it exceeds every magnitude; counts of |x| per side. */
+typedef struct {
+  guint    bins;
+  double   range;
+  float    lo, hi;
+  double  *neg, *pos;
+} OMag;
+
+static void
+o_mag_init (OMag *m, guint bins, const float *x, const guint64 *idx, guint64 n)
+{
+  m->bins = bins;
+  m->range = ldexp (1.0, -126);
+  m->lo = INFINITY;
+  m->hi = -INFINITY;
+  m->neg = g_new0 (double, bins);
+  m->pos = g_new0 (double, bins);
+  for (guint64 i = 0; i < n; i++)
+    {
+      m->lo = fminf (m->lo, x[idx[i]]);
+      m->hi = fmaxf (m->hi, x[idx[i]]);
+      while (fabs ((double) x[idx[i]]) >= m->range)
+        m->range *= 2;
+    }
+  for (guint64 i = 0; i < n; i++)
+    {
+      float v = x[idx[i]];
+      guint64 k = (guint64) floor (fabs ((double) v) / m->range * bins);
+      g_assert_cmpuint (k, <, bins);
+      (v < 0 ? m->neg : m->pos)[k] += 1;
+    }
+  m->lo += 0.0f;
+  m->hi += 0.0f;
+}
+
+static void
+o_mag_clear (OMag *m)
+{
+  g_free (m->neg);
+  g_free (m->pos);
+}
+
+/* The entropy threshold, step by step as the slides give it: for i = levels …
+ * bins − 1, P = bins 0 … i − 1 with the outliers added to bin i − 1, Q = the same
+ * bins (outliers not included) merged into `levels` groups and expanded over the
+ * bins where P is not zero; both smoothed (zeros → 1e-4, the others lowered by
+ * 1e-4 · zeros / non-zeros), normalized, KL(P || Q); the first minimum m gives
+ * (m + 0.5) · bin width. */
+static double
+o_kl_threshold (const OMag *m, guint levels)
+{
+  guint bins = m->bins, best_i = bins;
+  double best = INFINITY;
+
+  for (guint i = levels; i < bins; i++)
+    {
+      g_autofree double *p = g_new0 (double, i), *q = g_new0 (double, i);
+      guint per = i / levels;
+      double outliers = 0, sp = 0, sq = 0, kl = 0;
+      gboolean ok = TRUE;
+
+      for (guint k = 0; k < i; k++)
+        p[k] = m->neg[k] + m->pos[k];
+      for (guint k = i; k < bins; k++)
+        outliers += m->neg[k] + m->pos[k];
+      p[i - 1] += outliers;
+      for (guint g = 0; g < levels; g++)
+        {
+          guint a = g * per, b = g + 1 == levels ? i : a + per, used = 0;
+          double total = 0;
+          for (guint k = a; k < b; k++)
+            {
+              total += m->neg[k] + m->pos[k];
+              if (p[k] != 0)
+                used++;
+            }
+          for (guint k = a; k < b; k++)
+            q[k] = p[k] != 0 ? total / used : 0;
+        }
+      for (int which = 0; which < 2 && ok; which++)
+        {
+          double *d = which ? q : p;
+          guint zeros = 0;
+          for (guint k = 0; k < i; k++)
+            zeros += d[k] == 0;
+          if (zeros == i)
+            ok = FALSE;
+          else
+            {
+              double eps1 = 0.0001 * zeros / (i - zeros);
+              for (guint k = 0; k < i; k++)
+                {
+                  d[k] = d[k] == 0 ? 0.0001 : d[k] - eps1;
+                  ok = ok && d[k] > 0;
+                }
+            }
+        }
+      if (!ok)
+        continue;
+      for (guint k = 0; k < i; k++)
+        sp += p[k], sq += q[k];
+      for (guint k = 0; k < i; k++)
+        kl += p[k] / sp * log ((p[k] / sp) / (q[k] / sq));
+      if (kl < best)
+        best = kl, best_i = i;
+    }
+  if (best_i == bins)
+    return m->range;
+  return (best_i + 0.5) * (m->range / bins);
+}
+
+/* The expected int8/uint8 parameters of the entropy rule for one channel. */
+static void
+o_entropy_params (const OMag *m, PiqDtype dtype, gboolean symmetric, double *scale, gint64 *zp)
+{
+  gboolean one_sign = m->lo >= 0 || m->hi <= 0;
+  guint levels = !symmetric && one_sign ? 256 : 128;
+  float t = (float) o_kl_threshold (m, levels);
+
+  o_qparams (fminf (fmaxf (m->lo, -t), t), fminf (fmaxf (m->hi, -t), t), dtype, symmetric,
+             scale, zp);
+}
+
+/* The element indices of channel @c of a [rows, cols] batch along @axis (-1: all). */
+static guint64 *
+channel_indices (guint64 rows, guint64 cols, int axis, guint64 c, guint64 *n)
+{
+  guint64 *idx = g_new (guint64, rows * cols);
+
+  *n = 0;
+  for (guint64 i = 0; i < rows * cols; i++)
+    if (axis < 0 || (axis == 0 ? i / cols : i % cols) == c)
+      idx[(*n)++] = i;
+  return idx;
+}
+
+static PiqObserver *
+search_observer (PiqObserverKind kind, int axis, guint bins)
+{
+  return g_object_new (PIQ_TYPE_OBSERVER, "kind", kind, "n-bins", bins,
+                       "granularity", axis < 0 ? PIQ_GRANULARITY_TENSOR : PIQ_GRANULARITY_CHANNEL,
+                       "axis", MAX (axis, 0), NULL);
+}
+
+/* The observer's parameters for every channel of @format (per tensor: the
+ * recipe's, in scale[0] and zp[0]). */
+static void
+observer_params (PiqObserver *obs, PiqDtype dtype, gboolean symmetric, int axis,
+                 double *scale, gint64 *zp)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (axis < 0)
+    {
+      g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", dtype, "symmetric",
+                                             symmetric, NULL);
+      g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, f, &error);
+      g_assert_no_error (error);
+      *scale = piq_recipe_get_scale (r);
+      *zp = piq_recipe_has_zero_point (r) ? piq_recipe_get_zero_point (r) : 0;
+    }
+  else
+    {
+      g_autoptr(PiqFormat) f = g_object_new (PIQ_TYPE_FORMAT, "dtype", dtype, "symmetric",
+                                             symmetric, "granularity", PIQ_GRANULARITY_CHANNEL,
+                                             "axis", axis, NULL);
+      g_autoptr(GBytes) s = NULL, z = NULL;
+      g_assert_true (piq_observer_compute_channel_params (obs, f, &s, &z, &error));
+      g_assert_no_error (error);
+      gsize ns, nz;
+      const double *ps = g_bytes_get_data (s, &ns);
+      const gint64 *pz = g_bytes_get_data (z, &nz);
+      memcpy (scale, ps, ns);
+      memcpy (zp, pz, nz);
+    }
+}
+
+#define SEARCH_ROWS 5
+#define SEARCH_COLS 41
+
+/* The histograms equal the oracle's, bit for bit, for every distribution, dtype
+ * and granularity; the entropy observer's int8/uint8 parameters equal the
+ * oracle's threshold's, exactly. */
+static void
+test_search_entropy (void)
+{
+  static const int axes[] = { -1, 0, 1 };
+  static const struct { PiqDtype dtype; gboolean symmetric; } fmts[] = {
+    { PIQ_DTYPE_INT8, TRUE }, { PIQ_DTYPE_INT8, FALSE }, { PIQ_DTYPE_UINT8, FALSE },
+  };
+
+  for (int d = 0; d < N_DISTS; d++)
+    for (gsize t = 0; t < G_N_ELEMENTS (float_dtypes); t++)
+      for (gsize a = 0; a < G_N_ELEMENTS (axes); a++)
+        {
+          int axis = axes[a];
+          /* the entropy search costs O(bins²) per channel: TensorRT's 2048 bins
+           * per tensor; the per-channel cases check the channel mapping with 3
+           * channels of 512 bins, on two dtypes */
+          guint bins = axis < 0 ? 2048 : 512;
+          guint64 rows = d == DIST_TINY ? 1 : axis == 0 ? 3 : axis == 1 ? SEARCH_COLS : SEARCH_ROWS;
+          guint64 cols = d == DIST_TINY ? 3 : axis == 1 ? 3 : SEARCH_COLS;
+          guint64 n_ch = axis < 0 ? 1 : axis == 0 ? rows : cols;
+          g_autofree float *x = g_new (float, rows * cols);
+          g_autoptr(PiqTensor) batch = NULL;
+          g_autoptr(PiqObserver) obs = search_observer (PIQ_OBSERVER_KIND_ENTROPY, axis, bins);
+          g_autoptr(GBytes) hist = NULL;
+          g_autoptr(GError) error = NULL;
+          double scale[G_N_ELEMENTS (fmts)][SEARCH_COLS];
+          gint64 zp[G_N_ELEMENTS (fmts)][SEARCH_COLS];
+          const double *h;
+          gsize size;
+
+          if (axis >= 0 && t >= 2)
+            continue;
+          g_test_message ("%s %s axis %d", dist_names[d], o_dtype_name (float_dtypes[t]), axis);
+          batch = search_batch (d, float_dtypes[t], rows, cols, 100 + d, x);
+          g_assert_true (piq_observer_observe (obs, batch, &error));
+          g_assert_no_error (error);
+          hist = piq_observer_get_histogram (obs);
+          h = g_bytes_get_data (hist, &size);
+          g_assert_cmpuint (size, ==, n_ch * 2 * bins * sizeof (double));
+          for (gsize f = 0; f < G_N_ELEMENTS (fmts); f++)
+            observer_params (obs, fmts[f].dtype, fmts[f].symmetric, axis, scale[f], zp[f]);
+          for (guint64 c = 0; c < n_ch; c++)
+            {
+              guint64 n;
+              g_autofree guint64 *idx = channel_indices (rows, cols, axis, c, &n);
+              OMag m;
+
+              o_mag_init (&m, bins, x, idx, n);
+              for (guint k = 0; k < bins; k++)
+                {
+                  g_assert_cmpfloat (h[c * 2 * bins + k], ==, m.neg[k]);
+                  g_assert_cmpfloat (h[c * 2 * bins + bins + k], ==, m.pos[k]);
+                }
+              for (gsize f = 0; f < G_N_ELEMENTS (fmts); f++)
+                {
+                  double want;
+                  gint64 want_zp;
+                  o_entropy_params (&m, fmts[f].dtype, fmts[f].symmetric, &want, &want_zp);
+                  g_assert_cmphex (o_f64_bits (scale[f][c]), ==, o_f64_bits (want));
+                  g_assert_cmpint (zp[f][c], ==, want_zp);
+                }
+              o_mag_clear (&m);
+            }
+        }
+}
+
+/* Each grid as its non-negative values (the formats are symmetric in sign). */
+static double *
+o_grid (PiqDtype dtype, guint *n, double *max)
+{
+  /* bitsandbytes' table (docs/formats.md), not symmetric in sign */
+  static const double nf4[16] = { -1.0, -0.69619280, -0.52507305, -0.39491749, -0.28444138,
+                                  -0.18477343, -0.09105004, 0.0, 0.07958030, 0.16093020,
+                                  0.24611230, 0.33791524, 0.44070983, 0.56261700, 0.72295684,
+                                  1.0 };
+  double *g = g_new (double, 256);
+
+  *n = 0;
+  switch (dtype)
+    {
+    case PIQ_DTYPE_FP8_E4M3:   /* bias 7, 3 mantissa bits, subnormals, max 448 */
+      for (int e = 0; e < 16; e++)
+        for (int f = 0; f < 8; f++)
+          if (!(e == 15 && f == 7))
+            g[(*n)++] = e == 0 ? ldexp (f / 8.0, -6) : ldexp (1 + f / 8.0, e - 7);
+      break;
+    case PIQ_DTYPE_FP4_E2M1:   /* bias 1, 1 mantissa bit, max 6 */
+      for (int e = 0; e < 4; e++)
+        for (int f = 0; f < 2; f++)
+          g[(*n)++] = e == 0 ? f / 2.0 : ldexp (1 + f / 2.0, e - 1);
+      break;
+    default:                   /* NF4: all 16 values, signed */
+      for (int k = 0; k < 16; k++)
+        g[(*n)++] = nf4[k];
+      break;
+    }
+  *max = g[*n - 1];
+  return g;
+}
+
+/* v rounded to the nearest grid value (ties to the even index: the even
+ * mantissa of the minifloats), saturating; the sign kept. A signed grid (NF4,
+ * starting at -1) is searched as it is, ties to the lower code. */
+static double
+o_grid_round (const double *g, guint n, double v)
+{
+  if (g[0] < 0)
+    {
+      guint best = 0;
+      for (guint k = 1; k < n; k++)
+        if (fabs (v - g[k]) < fabs (v - g[best]))
+          best = k;
+      return v > g[n - 1] ? g[n - 1] : v < g[0] ? g[0] : g[best];
+    }
+  double a = fabs (v), r = g[n - 1];
+
+  for (guint k = 0; k + 1 < n; k++)
+    if (a <= g[k + 1])
+      {
+        double lo = a - g[k], hi = g[k + 1] - a;
+        r = lo < hi ? g[k] : hi < lo ? g[k + 1] : g[k % 2 == 0 ? k : k + 1];
+        break;
+      }
+  return v < 0 ? -r : r;
+}
+
+/* The error of one channel's oracle histogram (bin centres clamped to the range)
+ * quantized with scale s (and zero point zp: integers) on @dtype's grid. */
+static double
+o_mse_error (const OMag *m, PiqDtype dtype, gboolean symmetric, double s, gint64 zp,
+             const double *g, guint n_g)
+{
+  double err = 0, w = m->range / m->bins;
+
+  for (int side = 0; side < 2; side++)
+    for (guint k = 0; k < m->bins; k++)
+      {
+        double cnt = side ? m->pos[k] : m->neg[k], y;
+        float c;
+        if (cnt == 0)
+          continue;
+        c = (float) CLAMP ((side ? 1 : -1) * ((k + 0.5) * w), (double) m->lo, (double) m->hi);
+        if (dtype == PIQ_DTYPE_INT8 || dtype == PIQ_DTYPE_UINT8 || dtype == PIQ_DTYPE_INT4)
+          {
+            gint64 qmin = dtype == PIQ_DTYPE_UINT8 ? 0 : dtype == PIQ_DTYPE_INT8 ? -128 : -8;
+            gint64 qmax = dtype == PIQ_DTYPE_UINT8 ? 255 : dtype == PIQ_DTYPE_INT8 ? 127 : 7;
+            double q = nearbyint ((double) c / s) + (double) zp;
+            y = (CLAMP (q, (double) qmin, (double) qmax) - (double) zp) * s;
+          }
+        else
+          y = o_grid_round (g, n_g, (double) c / s) * s;
+        err += cnt * ((c - y) * (c - y));
+      }
+  return err;
+}
+
+/* The candidate scale of clip t for the oracle (docs/observers.md): integers by
+ * torch's rule on [max (lo, −t), min (hi, t)]; grids: the clip over the grid's max
+ * (NF4: the clip itself), binary32. */
+static void
+o_mse_candidate (const OMag *m, PiqDtype dtype, gboolean symmetric, float t, double gmax,
+                 double *s, gint64 *zp)
+{
+  float lo = fminf (fmaxf (m->lo, -t), t), hi = fminf (fmaxf (m->hi, -t), t);
+
+  *zp = 0;
+  if (dtype == PIQ_DTYPE_INT8 || dtype == PIQ_DTYPE_UINT8)
+    o_qparams (lo, hi, dtype, symmetric, s, zp);
+  else if (dtype == PIQ_DTYPE_INT4)
+    *s = fmaxf (fmaxf (-lo, hi) / 7.5f, FLT_EPSILON);
+  else
+    {
+      float a = fmaxf (-lo, hi);
+      *s = a == 0 ? 1.0 : (double) (a / (float) gmax);
+    }
+}
+
+/* The MSE observer's choice is a candidate of the grid t = j/100 whose error, by
+ * the oracle's own rounding to each format's grid, is the least (to rounding: the
+ * engine and the oracle may differ in the last bit of a product); with outliers it
+ * beats min/max on the data itself. */
+static void
+test_search_mse (void)
+{
+  static const int axes[] = { -1, 0, 1 };
+  static const struct { PiqDtype dtype; gboolean symmetric; } fmts[] = {
+    { PIQ_DTYPE_INT8, TRUE }, { PIQ_DTYPE_INT8, FALSE }, { PIQ_DTYPE_UINT8, FALSE },
+    { PIQ_DTYPE_INT4, TRUE }, { PIQ_DTYPE_FP8_E4M3, TRUE }, { PIQ_DTYPE_FP4_E2M1, TRUE },
+    { PIQ_DTYPE_NF4, TRUE },
+  };
+
+  for (int d = 0; d < N_DISTS; d++)
+    for (gsize t = 0; t < G_N_ELEMENTS (float_dtypes); t++)
+      for (gsize a = 0; a < G_N_ELEMENTS (axes); a++)
+        {
+          int axis = axes[a];
+          guint64 rows = d == DIST_TINY && axis < 0 ? 1 : SEARCH_ROWS;
+          guint64 cols = d == DIST_TINY && axis < 0 ? 3 : SEARCH_COLS;
+          guint64 n_ch = axis < 0 ? 1 : axis == 0 ? rows : cols;
+          g_autofree float *x = g_new (float, rows * cols);
+          g_autoptr(PiqTensor) batch = NULL;
+          g_autoptr(PiqObserver) obs = search_observer (PIQ_OBSERVER_KIND_MSE, axis, 256);
+          g_autoptr(GError) error = NULL;
+          double scales[G_N_ELEMENTS (fmts)][SEARCH_COLS];
+          gint64 zps[G_N_ELEMENTS (fmts)][SEARCH_COLS];
+
+          batch = search_batch (d, float_dtypes[t], rows, cols, 200 + d, x);
+          g_assert_true (piq_observer_observe (obs, batch, &error));
+          g_assert_no_error (error);
+          for (gsize f = 0; f < G_N_ELEMENTS (fmts); f++)
+            observer_params (obs, fmts[f].dtype, fmts[f].symmetric, axis, scales[f], zps[f]);
+          for (guint64 c = 0; c < n_ch; c++)
+            {
+              guint64 n;
+              g_autofree guint64 *idx = channel_indices (rows, cols, axis, c, &n);
+              OMag m;
+
+              o_mag_init (&m, 256, x, idx, n);
+              for (gsize f = 0; f < G_N_ELEMENTS (fmts); f++)
+                {
+                  PiqDtype dt = fmts[f].dtype;
+                  guint n_g = 0;
+                  double gmax = 0, scale, best = INFINITY, chosen = NAN;
+                  gint64 zp;
+                  g_autofree double *g = NULL;
+
+                  if (dt != PIQ_DTYPE_INT8 && dt != PIQ_DTYPE_UINT8 && dt != PIQ_DTYPE_INT4)
+                    g = o_grid (dt, &n_g, &gmax);
+                  scale = scales[f][c];
+                  zp = zps[f][c];
+                  for (int j = 1; j <= 100; j++)
+                    {
+                      float tj = (float) (fmax (fabs ((double) m.lo), fabs ((double) m.hi)) * j / 100);
+                      double s, e;
+                      gint64 z;
+                      o_mse_candidate (&m, dt, fmts[f].symmetric, tj, gmax, &s, &z);
+                      e = o_mse_error (&m, dt, fmts[f].symmetric, s, z, g, n_g);
+                      best = fmin (best, e);
+                      if (s == scale && z == zp)
+                        chosen = e;
+                    }
+                  if (isnan (chosen))
+                    g_error ("%s %s axis %d channel %" G_GUINT64_FORMAT " %s: scale %.9g zp %"
+                             G_GINT64_FORMAT " is no candidate", dist_names[d],
+                             o_dtype_name (float_dtypes[t]), axis, c, piq_dtype_get_name (dt), scale, zp);
+                  if (!(chosen <= best * (1 + 1e-9) + 1e-300))
+                    g_error ("%s %s axis %d channel %" G_GUINT64_FORMAT " %s: error %.17g, "
+                             "the best candidate's %.17g", dist_names[d],
+                             o_dtype_name (float_dtypes[t]), axis, c, piq_dtype_get_name (dt), chosen, best);
+                }
+              o_mag_clear (&m);
+            }
+        }
+}
+
+/* The squared error of requantizing @batch with @recipe on @format. */
+static double
+data_error (PiqFormat *format, PiqRecipe *recipe, const float *x, guint64 n)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree float *y = g_new (float, n);
+  double err = 0;
+
+  g_assert_true (piq_quantizer_requantize_raw (piq_quantizer_get_default (), format, recipe,
+                                               PIQ_DTYPE_F32, x, &n, 1, y, n * sizeof *y,
+                                               PIQ_REDUCE_SET, &error));
+  g_assert_no_error (error);
+  for (guint64 i = 0; i < n; i++)
+    err += ((double) x[i] - y[i]) * ((double) x[i] - y[i]);
+  return err;
+}
+
+/* On data with outliers, the MSE clip quantizes the data itself with less error
+ * than the min/max range, on integer and minifloat grids alike. */
+static void
+test_search_mse_outliers (void)
+{
+  static const PiqDtype dts[] = { PIQ_DTYPE_INT8, PIQ_DTYPE_INT4, PIQ_DTYPE_FP4_E2M1,
+                                  PIQ_DTYPE_NF4 };
+  guint64 n = 20000, shape[1] = { n };
+  g_autofree float *x = g_new (float, n);
+  g_autoptr(PiqTensor) batch = NULL;
+  g_autoptr(PiqObserver) mse = piq_observer_new (PIQ_OBSERVER_KIND_MSE);
+  g_autoptr(PiqObserver) mm = piq_observer_new (PIQ_OBSERVER_KIND_MIN_MAX);
+  g_autoptr(GError) error = NULL;
+  ORng rng;
+
+  o_rng_init (&rng, 7);
+  for (guint64 i = 0; i < n; i++)
+    x[i] = i % 5000 == 3 ? 40.0f : (float) o_rng_normal (&rng);
+  batch = piq_tensor_new_shaped (PIQ_DTYPE_F32, shape, 1, &error);
+  g_assert_true (piq_tensor_set_data (batch, (const guint8 *) x, n * sizeof *x, &error));
+  g_assert_true (piq_observer_observe (mse, batch, &error));
+  g_assert_true (piq_observer_observe (mm, batch, &error));
+  g_assert_no_error (error);
+  for (gsize d = 0; d < G_N_ELEMENTS (dts); d++)
+    {
+      g_autoptr(PiqFormat) f = piq_format_new_symmetric (dts[d]);
+      g_autoptr(PiqRecipe) r_mse = piq_observer_compute_recipe (mse, f, &error);
+      g_autoptr(PiqRecipe) r_mm = NULL;
+      double e_mse, e_mm;
+
+      g_assert_no_error (error);
+      if (dts[d] == PIQ_DTYPE_INT8 || dts[d] == PIQ_DTYPE_INT4)
+        r_mm = piq_observer_compute_recipe (mm, f, &error);
+      else
+        {
+          /* min/max for a grid: the format's own absmax rule over all the data */
+          r_mm = piq_recipe_new ();
+          g_assert_true (piq_quantizer_compute_params (piq_quantizer_get_default (), f, r_mm,
+                                                       batch, &error));
+        }
+      g_assert_no_error (error);
+      e_mse = data_error (f, r_mse, x, n);
+      e_mm = data_error (f, r_mm, x, n);
+      g_test_message ("%s: MSE clip %g, min/max %g", piq_dtype_get_name (dts[d]), e_mse, e_mm);
+      /* int8's steps are fine enough that clipping 1 in 5000 values does not pay
+       * (min/max is the MSE choice there); the 4-bit grids gain a lot */
+      if (dts[d] == PIQ_DTYPE_INT8)
+        g_assert_cmpfloat (e_mse, <=, e_mm * (1 + 1e-12));
+      else
+        g_assert_cmpfloat (e_mse, <, 0.5 * e_mm);
+    }
+}
+
+/* Two observers fed disjoint batches (of different ranges, so that both re-bin)
+ * merge into exactly the state of one fed all of them, and the same parameters. */
+static void
+test_search_merge (void)
+{
+  static const PiqObserverKind kinds[] = { PIQ_OBSERVER_KIND_MSE, PIQ_OBSERVER_KIND_ENTROPY };
+  static const int axes[] = { -1, 0, 1 };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (gsize a = 0; a < G_N_ELEMENTS (axes); a++)
+      {
+        g_autoptr(PiqObserver) one = search_observer (kinds[k], axes[a], 512);
+        g_autoptr(PiqObserver) left = search_observer (kinds[k], axes[a], 512);
+        g_autoptr(PiqObserver) right = search_observer (kinds[k], axes[a], 512);
+        g_autoptr(PiqObserver) empty = search_observer (kinds[k], axes[a], 512);
+        g_autoptr(PiqObserver) twice = search_observer (kinds[k], axes[a], 512);
+        g_autoptr(PiqObserver) fed_twice = search_observer (kinds[k], axes[a], 512);
+        g_autoptr(GError) error = NULL;
+
+        for (int b = 0; b < 4; b++)
+          {
+            g_autofree float *x = g_new (float, SEARCH_ROWS * SEARCH_COLS);
+            Dist dist = b == 0 ? DIST_TINY : b == 1 ? DIST_OUTLIERS : b == 2 ? DIST_NORMAL
+                                                                            : DIST_HEAVY;
+            g_autoptr(PiqTensor) t = search_batch (dist, PIQ_DTYPE_F32, SEARCH_ROWS, SEARCH_COLS,
+                                                   300 + b, x);
+            g_assert_true (piq_observer_observe (one, t, &error));
+            /* the wide batch on one side, the narrow ones on both */
+            g_assert_true (piq_observer_observe (b % 2 ? left : right, t, &error));
+            g_assert_true (piq_observer_observe (fed_twice, t, &error));
+            g_assert_true (piq_observer_observe (fed_twice, t, &error));
+            g_assert_no_error (error);
+          }
+        g_assert_true (piq_observer_merge (left, right, &error));
+        g_assert_no_error (error);
+        assert_same_state (left, one);
+        /* into an empty one, and an empty one into it */
+        g_assert_true (piq_observer_merge (empty, one, &error));
+        assert_same_state (empty, one);
+        g_assert_true (piq_observer_merge (empty, twice, &error));   /* twice is empty */
+        assert_same_state (empty, one);
+        /* with itself: every count doubles, as feeding everything twice */
+        g_assert_true (piq_observer_merge (twice, one, &error));
+        g_assert_true (piq_observer_merge (twice, twice, &error));
+        g_assert_no_error (error);
+        assert_same_state (twice, fed_twice);
+      }
+}
+
+/* The state round-trips (observe on after it, results equal); states that no
+ * observer can have are rejected. */
+static void
+test_search_serialize (void)
+{
+  static const PiqObserverKind kinds[] = { PIQ_OBSERVER_KIND_MSE, PIQ_OBSERVER_KIND_ENTROPY };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (int axis = -1; axis < 2; axis++)
+      {
+        g_autoptr(PiqObserver) obs = search_observer (kinds[k], axis, 300);
+        g_autoptr(PiqObserver) copy = NULL;
+        g_autoptr(GVariant) state = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree float *x = g_new (float, SEARCH_ROWS * SEARCH_COLS);
+        g_autoptr(PiqTensor) t1 = search_batch (DIST_NORMAL, PIQ_DTYPE_BF16, SEARCH_ROWS,
+                                                SEARCH_COLS, 11, x);
+        g_autoptr(PiqTensor) t2 = search_batch (DIST_OUTLIERS, PIQ_DTYPE_F16, SEARCH_ROWS,
+                                                SEARCH_COLS, 12, x);
+        double s1[SEARCH_COLS], s2[SEARCH_COLS];
+        gint64 z1[SEARCH_COLS], z2[SEARCH_COLS];
+
+        g_assert_true (piq_observer_observe (obs, t1, &error));
+        state = piq_observer_serialize (obs);
+        copy = piq_observer_new_deserialize (state, &error);
+        g_assert_no_error (error);
+        assert_same_state (obs, copy);
+        g_assert_true (piq_observer_observe (obs, t2, &error));
+        g_assert_true (piq_observer_observe (copy, t2, &error));
+        g_assert_no_error (error);
+        assert_same_state (obs, copy);
+        observer_params (obs, PIQ_DTYPE_INT8, FALSE, axis, s1, z1);
+        observer_params (copy, PIQ_DTYPE_INT8, FALSE, axis, s2, z2);
+        g_assert_cmpfloat (s1[0], ==, s2[0]);
+        g_assert_cmpint (z1[0], ==, z2[0]);
+
+        /* corrupted histograms: each must fail */
+        for (int bad = 0; bad < 5; bad++)
+          {
+            g_autoptr(GVariant) good = piq_observer_serialize (obs);
+            g_autoptr(GVariantDict) dict = NULL;
+            g_autoptr(GVariant) h = NULL, dv = NULL, broken = NULL;
+            g_autoptr(PiqObserver) none = NULL;
+            g_autoptr(GError) local = NULL;
+            g_autofree double *v = NULL;
+            g_autoptr(GBytes) lo_b = piq_observer_get_max (obs);
+            double hi = ((const double *) g_bytes_get_data (lo_b, NULL))[0];
+            gsize n;
+            int e;
+
+            dv = g_variant_get_child_value (good, 0);
+            dict = g_variant_dict_new (dv);
+            h = g_variant_dict_lookup_value (dict, "histogram", G_VARIANT_TYPE ("ad"));
+            {
+              const double *hv = g_variant_get_fixed_array (h, &n, sizeof (double));
+              v = g_memdup2 (hv, n * sizeof (double));
+            }
+            (void) frexp (hi, &e);
+            switch (bad)
+              {
+              case 0: n--; break;                                 /* wrong length */
+              case 1: v[300 + 1] += 0.5; break;                   /* not a count */
+              case 2: v[2 * 300 - 1] += 1; break;                 /* beyond the range */
+              case 3: v[0] = -1; break;                           /* negative */
+              default:                                            /* max's bin empty */
+                {
+                  guint64 kb = (guint64) ldexp (hi * 300, -MAX (e, -126));
+                  if (hi >= 0)
+                    v[300 + kb] = 0;
+                  else
+                    n = 0;
+                }
+              }
+            g_variant_dict_insert_value (dict, "histogram",
+                                         g_variant_new_fixed_array (G_VARIANT_TYPE_DOUBLE, v, n,
+                                                                    sizeof (double)));
+            broken = g_variant_ref_sink (g_variant_new ("(@a{sv})", g_variant_dict_end (dict)));
+            none = piq_observer_new_deserialize (broken, &local);
+            g_assert_null (none);
+            g_assert_error (local, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+          }
+      }
+}
+
+/* NaN and ±Inf are rejected (the observer unchanged), as are empty batches,
+ * formats the rule does not cover, and mismatched merges. */
+static void
+test_search_bad (void)
+{
+  static const PiqObserverKind kinds[] = { PIQ_OBSERVER_KIND_MSE, PIQ_OBSERVER_KIND_ENTROPY };
+  static const double bad_values[3] = { NAN, INFINITY, -INFINITY };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    {
+      g_autoptr(PiqObserver) obs = search_observer (kinds[k], -1, 2048);
+      g_autoptr(PiqObserver) chan = search_observer (kinds[k], 0, 2048);
+      g_autoptr(PiqObserver) other_bins = search_observer (kinds[k], -1, 1024);
+      g_autoptr(GVariant) before = NULL, after = NULL;
+      g_autoptr(GError) error = NULL;
+      g_autofree float *x = g_new (float, SEARCH_ROWS * SEARCH_COLS);
+      g_autoptr(PiqTensor) t = search_batch (DIST_NORMAL, PIQ_DTYPE_F32, SEARCH_ROWS,
+                                             SEARCH_COLS, 5, x);
+      g_autoptr(PiqFormat) block = piq_format_new_preset ("mxfp4", &error);
+
+      g_assert_no_error (error);
+      /* nothing observed yet */
+      {
+        g_autoptr(PiqFormat) int8 = piq_format_new (PIQ_DTYPE_INT8);
+        g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, int8, &error);
+        g_assert_null (r);
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY);
+        g_clear_error (&error);
+      }
+      g_assert_true (piq_observer_observe (obs, t, &error));
+      g_assert_true (piq_observer_observe (other_bins, t, &error));
+      g_assert_true (piq_observer_observe (chan, t, &error));
+      g_assert_no_error (error);
+      before = piq_observer_serialize (obs);
+      for (gsize d = 0; d < G_N_ELEMENTS (float_dtypes); d++)
+        for (int b = 0; b < 3; b++)
+          {
+            double v[4] = { 1.0, -2.0, bad_values[b], 0.5 };
+            g_autoptr(PiqTensor) bt = values_tensor (float_dtypes[d], v, 4, 0, NULL);
+            g_assert_false (piq_observer_observe (obs, bt, &error));
+            g_assert_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE);
+            g_clear_error (&error);
+          }
+      {
+        /* f64 beyond binary32's range, in which the observers keep their data */
+        double v[3] = { 1.0, 1e300, -2.0 };
+        g_autoptr(PiqTensor) bt = values_tensor (PIQ_DTYPE_F64, v, 3, 0, NULL);
+        g_assert_false (piq_observer_observe (obs, bt, &error));
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_NON_FINITE);
+        g_clear_error (&error);
+      }
+      {
+        guint64 shape[2] = { 0, 3 };
+        g_autoptr(PiqTensor) e = piq_tensor_new_shaped (PIQ_DTYPE_F32, shape, 2, &error);
+        g_assert_no_error (error);
+        g_assert_false (piq_observer_observe (obs, e, &error));
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_EMPTY);
+        g_clear_error (&error);
+      }
+      /* merges: other bin counts, other kinds, other channel counts */
+      g_assert_false (piq_observer_merge (obs, other_bins, &error));
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+      g_clear_error (&error);
+      g_assert_false (piq_observer_merge (obs, chan, &error));
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE);
+      g_clear_error (&error);
+      {
+        g_autoptr(PiqObserver) wide = search_observer (kinds[k], 0, 2048);
+        double v[6] = { 1, 2, 3, 4, 5, 6 };
+        guint64 shape[2] = { 3, 2 };
+        g_autoptr(PiqTensor) t2 = values_tensor (PIQ_DTYPE_F32, v, 6, 2, shape);
+        g_autoptr(GVariant) cb = piq_observer_serialize (chan), ca = NULL;
+        g_assert_true (piq_observer_observe (wide, t2, &error));
+        g_assert_false (piq_observer_merge (chan, wide, &error));
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_SIZE);
+        g_clear_error (&error);
+        ca = piq_observer_serialize (chan);
+        g_assert_true (g_variant_equal (cb, ca));
+      }
+      /* a block format's scales come from its blocks, not from an observer */
+      {
+        g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, block, &error);
+        g_assert_null (r);
+        g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+        g_clear_error (&error);
+      }
+      /* entropy: integer formats with fewer levels than bins only */
+      if (kinds[k] == PIQ_OBSERVER_KIND_ENTROPY)
+        {
+          static const PiqDtype no[2] = { PIQ_DTYPE_FP8_E4M3, PIQ_DTYPE_INT16 };
+          for (int i = 0; i < 2; i++)
+            {
+              g_autoptr(PiqFormat) f = piq_format_new_symmetric (no[i]);
+              g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (obs, f, &error);
+              g_assert_null (r);
+              g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+              g_clear_error (&error);
+            }
+        }
+      after = piq_observer_serialize (obs);
+      g_assert_true (g_variant_equal (before, after));
+    }
+}
+
+/* The entropy searches of the channels run on threads: the parameters do not
+ * depend on how many. */
+static void
+test_search_threads (void)
+{
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint saved = piq_quantizer_get_n_threads (q);
+  g_autoptr(PiqObserver) obs = search_observer (PIQ_OBSERVER_KIND_ENTROPY, 1, 256);
+  g_autofree float *x = g_new (float, 64 * 8);
+  g_autoptr(PiqTensor) t = search_batch (DIST_HEAVY, PIQ_DTYPE_F32, 64, 8, 21, x);
+  g_autoptr(GError) error = NULL;
+  double s1[8], s4[8];
+  gint64 z1[8], z4[8];
+
+  g_assert_true (piq_observer_observe (obs, t, &error));
+  g_assert_no_error (error);
+  piq_quantizer_set_n_threads (q, 1);
+  observer_params (obs, PIQ_DTYPE_INT8, FALSE, 1, s1, z1);
+  piq_quantizer_set_n_threads (q, 4);
+  observer_params (obs, PIQ_DTYPE_INT8, FALSE, 1, s4, z4);
+  piq_quantizer_set_n_threads (q, saved);
+  for (int c = 0; c < 8; c++)
+    {
+      g_assert_cmphex (o_f64_bits (s1[c]), ==, o_f64_bits (s4[c]));
+      g_assert_cmpint (z1[c], ==, z4[c]);
+    }
+}
+
 static GPtrArray *cases;
 
 static void
@@ -1235,6 +2061,13 @@ main (int argc, char **argv)
   g_test_add_func ("/observer/histogram/bad", test_histogram_bad);
   g_test_add_func ("/observer/percentile", test_percentile);
   g_test_add_func ("/observer/threads", test_threads);
+  g_test_add_func ("/observer/search/entropy", test_search_entropy);
+  g_test_add_func ("/observer/search/mse", test_search_mse);
+  g_test_add_func ("/observer/search/mse-outliers", test_search_mse_outliers);
+  g_test_add_func ("/observer/search/merge", test_search_merge);
+  g_test_add_func ("/observer/search/serialize", test_search_serialize);
+  g_test_add_func ("/observer/search/bad", test_search_bad);
+  g_test_add_func ("/observer/search/threads", test_search_threads);
 
   return g_test_run ();
 }
