@@ -2411,8 +2411,14 @@ piq_observer_new_deserialize (GVariant  *state,
                        HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0);
           return NULL;
         }
+      /* Re-binning (torch's _combine_histograms) takes differences of a rounded
+       * cumulative sum, so a bin may hold a tiny negative value, as torch's do:
+       * at most half an ulp of the histogram's total, far below 2⁻²² of it. */
+      double total = 0.0;
       for (gsize i = 0; i < n_hist; i++)
-        if (!binary32 (hist[i]) || !(hist[i] >= 0.0))
+        total += fabs (hist[i]);
+      for (gsize i = 0; i < n_hist; i++)
+        if (!binary32 (hist[i]) || !(hist[i] >= -ldexp (total, -22)))
           {
             g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
                          "histogram bin %" G_GSIZE_FORMAT " holds %g", i, hist[i]);
