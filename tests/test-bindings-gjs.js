@@ -1728,6 +1728,42 @@ test('formats/nf4/double-quant', () => {
     expectError(Piq.Error.UNSUPPORTED, () => q.quantize_new(bad, null, src));
 });
 
+test('observer/min-max/merge-and-state', () => {
+    const half = FINITE.length >> 1;
+    const [a, b, whole] = [0, 1, 2].map(() => Piq.Observer.new(Piq.ObserverKind.MIN_MAX));
+    a.observe(f32Tensor(FINITE.slice(0, half)));
+    b.observe(f32Tensor(FINITE.slice(half)));
+    whole.observe(f32Tensor(FINITE));
+    a.merge(b);
+    const loHi = o => [...o.get_min().toArray(), ...o.get_max().toArray()];
+    checkList(loHi(a), loHi(whole), 'merged halves against one observer');
+    const back = Piq.Observer.new_deserialize(a.serialize());
+    checkList(loHi(back), loHi(a), 'state round trip');
+    check(back.get_n_batches() === 2, 'batches after the round trip');
+    const r = back.compute_recipe(affineFormat(Piq.Dtype.UINT8));
+    const [scale, zp] = minmaxParams(FINITE, Piq.Dtype.UINT8);
+    check(r.scale === scale && r.zero_point === zp, `recipe ${r.scale}/${r.zero_point}, expected ${scale}/${zp}`);
+});
+
+test('qat/per-tensor/ste-and-lsq', () => {
+    const q = new Piq.Quantizer();
+    const u8 = affineFormat(Piq.Dtype.UINT8);
+    const xs = [-6.0, -1.25, 0.0, 0.75, 3.0, 200.0];
+    const src = f32Tensor(xs);
+    const out = Piq.Tensor.new(Piq.Dtype.F32, xs.length);
+    const mask = Piq.Tensor.new(Piq.Dtype.UINT8, xs.length);
+    check(q.fake_quantize_per_tensor(u8, src, 0.5, 10, out, mask) === true, 'fake_quantize_per_tensor');
+    checkList(out.to_values(), [-5.0, -1.0, 0.0, 1.0, 3.0, 122.5], 'values');
+    checkList([...tensorBytes(mask)], [0, 1, 1, 1, 1, 0], 'mask');
+    const gradSrc = Piq.Tensor.new(Piq.Dtype.F32, xs.length);
+    const [ok, gScale, gZp] = q.fake_quantize_per_tensor_backward(u8, src, 0.5, 10,
+        f32Tensor([1, 2, 3, 4, 5, 6]), 1.0, gradSrc);
+    check(ok === true, 'fake_quantize_per_tensor_backward');
+    checkList(gradSrc.to_values(), [0, 2, 3, 4, 5, 0], 'STE gradient');
+    // −10 (clamped below) + 1 + 0 + 2 + 0 + 1470 (clamped above); −0.5 − 3
+    check(gScale === 1463 && gZp === -3.5, `gradients ${gScale}, ${gZp}`);
+});
+
 // ----------------------------------------------- not for this language ----
 
 const NO_ADDRESS = 'GJS cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python';

@@ -2027,6 +2027,46 @@ test('immutability/format-construct-only', function()
   check(qt:get_format().high_nibble_first, "the tensor's nibble order changed")
 end)
 
+test('observer/min-max/merge-and-state', function()
+  local half = math.floor(#FINITE / 2)
+  local a, b, whole = Piq.Observer.new('MIN_MAX'), Piq.Observer.new('MIN_MAX'), Piq.Observer.new('MIN_MAX')
+  local first, second = {}, {}
+  for i, x in ipairs(FINITE) do
+    if i <= half then first[#first + 1] = x else second[#second + 1] = x end
+  end
+  assert(a:observe(f32_tensor(first)))
+  assert(b:observe(f32_tensor(second)))
+  assert(whole:observe(f32_tensor(FINITE)))
+  assert(a:merge(b))
+  local function lo_hi(o) return o:get_min():get_data() .. o:get_max():get_data() end
+  check(lo_hi(a) == lo_hi(whole), 'merged halves differ from one observer')
+  local back = assert(Piq.Observer.new_deserialize(a:serialize()))
+  check(lo_hi(back) == lo_hi(a) and back:get_n_batches() == 2, 'state round trip')
+  local r = assert(back:compute_recipe(affine_format('UINT8')))
+  local scale, zp = minmax_params(FINITE, 'UINT8', true)
+  check(r.scale == scale and r.zero_point == zp,
+        string.format('recipe %.17g/%d, expected %.17g/%d', r.scale, r.zero_point, scale, zp))
+end)
+
+test('qat/per-tensor/ste-and-lsq', function()
+  local q = Piq.Quantizer()
+  local u8 = affine_format('UINT8')
+  local xs = { -6.0, -1.25, 0.0, 0.75, 3.0, 200.0 }
+  local src = f32_tensor(xs)
+  local out, mask = Piq.Tensor.new('F32', #xs), Piq.Tensor.new('UINT8', #xs)
+  check(q:fake_quantize_per_tensor(u8, src, 0.5, 10, out, mask) == true, 'fake_quantize_per_tensor')
+  check_list(out:to_values(), { -5.0, -1.0, 0.0, 1.0, 3.0, 122.5 }, 'values')
+  check_list({ mask:get_bytes():get_data():byte(1, -1) }, { 0, 1, 1, 1, 1, 0 }, 'mask')
+  local grad_src = Piq.Tensor.new('F32', #xs)
+  -- lgi returns a throwing function's out values without its boolean (nil, error on failure)
+  local g_scale, g_zp = q:fake_quantize_per_tensor_backward(u8, src, 0.5, 10,
+    f32_tensor({ 1, 2, 3, 4, 5, 6 }), 1.0, grad_src)
+  check(g_scale ~= nil, 'fake_quantize_per_tensor_backward: ' .. tostring(g_zp))
+  check_list(grad_src:to_values(), { 0, 2, 3, 4, 5, 0 }, 'STE gradient')
+  -- -10 (clamped below) + 1 + 0 + 2 + 0 + 1470 (clamped above); -0.5 - 3
+  check(g_scale == 1463 and g_zp == -3.5, string.format('gradients %.17g, %.17g', g_scale, g_zp))
+end)
+
 -- ----------------------------------------------- not for this language ----
 
 skip('address/quantize-into-buffer', NO_ADDRESS)

@@ -1164,6 +1164,43 @@ def _():
     check_list(acc.to_values(), want, "50 accumulations")
 
 
+@test("observer/min-max/merge-and-state")
+def _():
+    half = len(FINITE) // 2
+    a, b, whole = (Piq.Observer.new(Piq.ObserverKind.MIN_MAX) for _ in range(3))
+    for obs, xs in ((a, FINITE[:half]), (b, FINITE[half:]), (whole, FINITE)):
+        t, _arr = f32_tensor(xs)
+        obs.observe(t)
+    a.merge(b)
+    lo_hi = lambda o: (o.get_min().get_data(), o.get_max().get_data())  # noqa: E731
+    check(lo_hi(a) == lo_hi(whole), "merged halves differ from one observer")
+    back = Piq.Observer.new_deserialize(a.serialize())
+    check(lo_hi(back) == lo_hi(a) and back.get_n_batches() == 2, "state round trip")
+    r = back.compute_recipe(U8)
+    want = minmax_params(FINITE, Piq.Dtype.UINT8)
+    check((r.props.scale, r.props.zero_point) == want,
+          "recipe %r, expected %r" % ((r.props.scale, r.props.zero_point), want))
+
+
+@test("qat/per-tensor/ste-and-lsq")
+def _():
+    q = Piq.Quantizer()
+    xs = [-6.0, -1.25, 0.0, 0.75, 3.0, 200.0]
+    src, _a = f32_tensor(xs)
+    out = Piq.Tensor.new(Piq.Dtype.F32, len(xs))
+    mask = Piq.Tensor.new(Piq.Dtype.UINT8, len(xs))
+    check(q.fake_quantize_per_tensor(U8, src, 0.5, 10, out, mask), "fake_quantize_per_tensor")
+    check_list(out.to_values(), [-5.0, -1.0, 0.0, 1.0, 3.0, 122.5], "values")
+    check_list(list(tensor_bytes(mask)), [0, 1, 1, 1, 1, 0], "mask")
+    grad_out, _g = f32_tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    grad_src = Piq.Tensor.new(Piq.Dtype.F32, len(xs))
+    ok, g_scale, g_zp = q.fake_quantize_per_tensor_backward(U8, src, 0.5, 10, grad_out, 1.0, grad_src)
+    check(ok, "fake_quantize_per_tensor_backward")
+    check_list(grad_src.to_values(), [0.0, 2.0, 3.0, 4.0, 5.0, 0.0], "STE gradient")
+    # −10 (clamped below) + 1 + 0 + 2 + 0 + 1470 (clamped above); −0.5 − 3
+    check((g_scale, g_zp) == (1463.0, -3.5), "scale and zero-point gradients %r" % ((g_scale, g_zp),))
+
+
 skip("binding/throws-piq-error",
      "PyGObject raises GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 

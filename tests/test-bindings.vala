@@ -1819,6 +1819,48 @@ TestCase[] make_tests () {
         check (src.get_value (0) == 10.0, "the wrapped tensor reads %g after the array changed".printf (src.get_value (0)));
     });
 
+    tests += new TestCase ("vala/observer/min-max/merge-and-state", () => {
+        int half = finite.length / 2;
+        var a = new Piq.Observer (Piq.ObserverKind.MIN_MAX);
+        var b = new Piq.Observer (Piq.ObserverKind.MIN_MAX);
+        var whole = new Piq.Observer (Piq.ObserverKind.MIN_MAX);
+        a.observe (f32_tensor (finite[0:half]));
+        b.observe (f32_tensor (finite[half:finite.length]));
+        whole.observe (f32_tensor (finite));
+        a.merge (b);
+        check (a.get_min ().compare (whole.get_min ()) == 0 && a.get_max ().compare (whole.get_max ()) == 0,
+               "merged halves differ from one observer");
+        var back = new Piq.Observer.deserialize (a.serialize ());
+        check (back.get_min ().compare (a.get_min ()) == 0 && back.get_max ().compare (a.get_max ()) == 0
+               && back.get_n_batches () == 2, "state round trip");
+        var r = back.compute_recipe (new Piq.Format (Piq.Dtype.UINT8));
+        double scale;
+        int64 zp;
+        minmax_params (finite, Piq.Dtype.UINT8, true, out scale, out zp);
+        check (r.scale == scale && r.zero_point == zp, "recipe %.9g/%d, expected %.9g/%d".printf (
+            r.scale, (int) r.zero_point, scale, (int) zp));
+    });
+
+    tests += new TestCase ("vala/qat/per-tensor/ste-and-lsq", () => {
+        var q = new Piq.Quantizer ();
+        var u8 = new Piq.Format (Piq.Dtype.UINT8);
+        float[] xs = { -6.0f, -1.25f, 0.0f, 0.75f, 3.0f, 200.0f };
+        var src = f32_tensor (xs);
+        var out_t = new Piq.Tensor (Piq.Dtype.F32, xs.length);
+        var mask = new Piq.Tensor (Piq.Dtype.UINT8, xs.length);
+        check (q.fake_quantize_per_tensor (u8, src, 0.5, 10, out_t, mask), "fake_quantize_per_tensor");
+        check_doubles (out_t.to_values (), { -5.0, -1.0, 0.0, 1.0, 3.0, 122.5 }, "values");
+        check_codes (unpack (mask.get_bytes ().get_data (), xs.length, 8), { 0, 1, 1, 1, 1, 0 }, "mask");
+        var grad_src = new Piq.Tensor (Piq.Dtype.F32, xs.length);
+        double g_scale, g_zp;
+        check (q.fake_quantize_per_tensor_backward (u8, src, 0.5, 10, f32_tensor ({ 1, 2, 3, 4, 5, 6 }), 1.0,
+                                                    grad_src, out g_scale, out g_zp),
+               "fake_quantize_per_tensor_backward");
+        check_doubles (grad_src.to_values (), { 0, 2, 3, 4, 5, 0 }, "STE gradient");
+        /* −10 (clamped below) + 1 + 0 + 2 + 0 + 1470 (clamped above); −0.5 − 3 */
+        check (g_scale == 1463 && g_zp == -3.5, "gradients %.17g, %.17g".printf (g_scale, g_zp));
+    });
+
     tests += new TestCase ("vala/large/threads-and-simd", () => {
         int n = 262147;
         double[] g = normals (n, 20240611);
