@@ -20,12 +20,13 @@ main (int argc, char **argv)
   MPI_Init (&argc, &argv);
   MPI_Comm_rank (MPI_COMM_WORLD, &rank);
   MPI_Comm_size (MPI_COMM_WORLD, &size);
-  format = piq_format_new_preset ("int8_block", NULL);
+  format = piq_format_new_preset ("nf4", NULL);
   PiqMpiReducer *red = piq_mpi_reducer_new (MPI_COMM_WORLD, format, NULL, &error);
   for (int i = 0; i < 100; i++)
     x[i] = (float) (rank + 1);
-  /* Every block of every partial sum is constant, so its max maps to code 127
-   * and back: the sum comes out within rounding of size (size + 1) / 2. */
+  /* Every block of every partial sum is constant, so each element is its
+   * block's absmax, which NF4 carries exactly (code 1.0): the sum comes out as
+   * size (size + 1) / 2. */
   if (red == NULL || !piq_mpi_reducer_allreduce (red, PIQ_DTYPE_F32, x, 100, NULL, 0, &error))
     bad = 1;
   for (int i = 0; !bad && i < 100; i++)
