@@ -775,6 +775,54 @@ combine_histograms (float       *orig,
     }
 }
 
+/* Merging histograms over different ranges (torch has no rule for it): each of
+ * the n source bins over [lo, hi] holds its count spread uniformly over its
+ * interval, and target bin j of the n bins over [nlo, nhi] ⊇ [lo, hi] receives
+ * count · (overlap / source width), added in binary64 in source-bin order. A
+ * source of zero width (all data one value) puts its whole count into the target
+ * bin holding that value, the last bin for nhi. Counts are conserved up to
+ * rounding; where a target bin's edges fall inside a source bin, where the data
+ * lay within that bin is not known, hence the uniform assumption. */
+static void
+hist_spread (double      *dst,
+             guint        n,
+             double       nlo,
+             double       nhi,
+             const float *src,
+             double       lo,
+             double       hi)
+{
+  const double nw = (nhi - nlo) / n, w = (hi - lo) / n;
+
+  for (guint i = 0; i < n; i++)
+    {
+      double a = lo + i * w, b = i + 1 == n ? hi : lo + (i + 1) * w;
+      guint j0, j1;
+
+      if (src[i] == 0)
+        continue;
+      if (!(nw > 0))
+        {
+          dst[0] += src[i];            /* the target has no width: one point */
+          continue;
+        }
+      j0 = (guint) MIN (floor ((a - nlo) / nw), n - 1.0);
+      if (!(b > a))
+        {
+          dst[j0] += src[i];
+          continue;
+        }
+      j1 = (guint) MIN (MAX (ceil ((b - nlo) / nw) - 1, (double) j0), n - 1.0);
+      for (guint j = j0; j <= j1; j++)
+        {
+          double e0 = j == 0 ? nlo : nlo + j * nw, e1 = j + 1 == n ? nhi : nlo + (j + 1) * nw;
+          double overlap = MIN (b, e1) - MAX (a, e0);
+          if (overlap > 0)
+            dst[j] += (double) src[i] * (overlap / (b - a));
+        }
+    }
+}
+
 /* A batch into the histogram (torch's forward), into new state that the caller
  * commits. */
 static gboolean
@@ -1440,8 +1488,9 @@ same_config (PiqObserver  *self,
  * maximum count as one more batch of @self (averaged in with
  * [property@Piq.Observer:averaging-constant]); an observer that has seen
  * nothing takes @other's state as it is. Histograms over the same range
- * add bin by bin; over different ranges they do not merge
- * (%PIQ_ERROR_UNSUPPORTED). The magnitude histograms of MSE and entropy
+ * add bin by bin; over different ranges both are spread onto the union
+ * range, each bin's count uniformly over its interval (an approximation:
+ * PyTorch defines no merge). The magnitude histograms of MSE and entropy
  * observers re-bin exactly onto the common range and add, so the result is
  * exactly that of one observer fed both observers' data. See
  * [Observers](observers.html).
@@ -1471,10 +1520,19 @@ piq_observer_merge (PiqObserver  *self,
     {
       if (self->n_channels != 0 && (self->min[0] != other->min[0] || self->max[0] != other->max[0]))
         {
-          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histograms over different "
-                       "ranges ([%g, %g] and [%g, %g]) do not merge", self->min[0], self->max[0],
-                       other->min[0], other->max[0]);
-          return FALSE;
+          /* Different ranges: both histograms spread onto the union (docs/observers.md). */
+          double lo = MIN (self->min[0], other->min[0]), hi = MAX (self->max[0], other->max[0]);
+          g_autofree double *acc = try_alloc_n (self->n_bins, sizeof *acc, "histogram counts", error);
+          if (acc == NULL)
+            return FALSE;
+          hist_spread (acc, self->n_bins, lo, hi, self->hist, self->min[0], self->max[0]);
+          hist_spread (acc, self->n_bins, lo, hi, other->hist, other->min[0], other->max[0]);
+          for (guint b = 0; b < self->n_bins; b++)
+            self->hist[b] = (float) acc[b];
+          self->min[0] = lo;
+          self->max[0] = hi;
+          self->n_batches += other->n_batches;
+          return TRUE;
         }
       if (self->n_channels == 0)
         {
