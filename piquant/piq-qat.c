@@ -156,6 +156,136 @@ fq_backward (float x, float dy, float s, float inv, int64_t zp, int64_t qmin, in
   return dy * 0.0f;
 }
 
+/* ---------------------------------------------------------------------------
+ * The f32 runs of the integer formats, four lanes at a time (GCC vector types:
+ * SSE2 on x86-64, NEON on AArch64), computing exactly what fq_forward and
+ * fq_backward compute, without branches. It needs qmin, qmax and so every
+ * q − zp to be integers binary32 holds exactly (|·| ≤ 2^24: the 2- to 16-bit
+ * types); then (double) (q − zp) · (double) s is exact in binary64, and its
+ * rounding to binary32 is the binary32 product (q − zp) · s. The gradient
+ * terms are still added in binary64 in element order (one element after the
+ * other, as the scalar loop does), so every result is the scalar path's. */
+
+typedef float   qv_f __attribute__ ((vector_size (16)));
+typedef int32_t qv_i __attribute__ ((vector_size (16)));
+#define QV_W 4
+
+static inline qv_f
+qv_set (float v)
+{
+  return (qv_f) { v, v, v, v };
+}
+
+static inline qv_f
+qv_sel (qv_i m, qv_f a, qv_f b)
+{
+  return (qv_f) (((qv_i) a & m) | ((qv_i) b & ~m));
+}
+
+/* rne() lane-wise: the magnitude rounded by adding and subtracting 2^23, the
+ * sign put back (−0 included); magnitudes from 2^23 on, ±Inf and NaN as they are. */
+static inline qv_f
+qv_rne (qv_f v)
+{
+  qv_i sign = (qv_i) v & INT32_MIN;
+  qv_f a = (qv_f) ((qv_i) v & 0x7fffffff);
+  qv_f r = (qv_f) ((qv_i) ((a + qv_set (0x1p23f)) - qv_set (0x1p23f)) | sign);
+  return qv_sel (a < qv_set (0x1p23f), r, v);
+}
+
+static inline qv_f
+qv_load (const char *p)
+{
+  qv_f v;
+  memcpy (&v, p, sizeof v);
+  return v;
+}
+
+static inline gboolean
+fast_f32 (const QatCall *c)
+{
+  return c->code < 0 && c->qmin >= -(1 << 24) && c->qmax <= (1 << 24) && c->x.ft == PIQ_F_F32;
+}
+
+static void
+fq_forward_f32_run (const char *xp, uint64_t m, float s, float inv, int64_t zp, int64_t qmin,
+                    int64_t qmax, char *yp, uint8_t *mp)
+{
+  const qv_f vs = qv_set (s), vinv = qv_set (inv), vzp = qv_set ((float) zp);
+  const qv_f vlo = qv_set ((float) qmin), vhi = qv_set ((float) qmax);
+  uint64_t i = 0;
+
+  for (; i + QV_W <= m; i += QV_W)
+    {
+      qv_f x = qv_load (xp + 4 * i);
+      qv_f qf = vzp + qv_rne (x * vinv);
+      qv_i number = qf == qf, below = qf < vlo, above = qf > vhi;
+      qv_f qc = qv_sel (below, vlo, qv_sel (above, vhi, qf));
+      qv_f y = qv_sel (number, (qc - vzp) * vs, qv_set (0.0f));
+      qv_i inside = number & ~below & ~above;
+      if (yp != NULL)
+        memcpy (yp + 4 * i, &y, sizeof y);
+      if (mp != NULL)
+        for (int l = 0; l < QV_W; l++)
+          mp[i + l] = inside[l] != 0;
+    }
+  for (; i < m; i++)
+    {
+      uint8_t inside;
+      float y = fq_forward (piq_ld_f32 (xp, i), s, inv, zp, qmin, qmax, &inside);
+      if (yp != NULL)
+        piq_st_f32 (yp, i, y);
+      if (mp != NULL)
+        mp[i] = inside;
+    }
+}
+
+static void
+fq_backward_f32_run (const char *xp, const char *dyp, uint64_t m, float s, float inv, int64_t zp,
+                     int64_t qmin, int64_t qmax, float gf, char *dxp, double *acc_s, double *acc_z)
+{
+  const qv_f vs = qv_set (s), vinv = qv_set (inv), vzp = qv_set ((float) zp), vgf = qv_set (gf);
+  const qv_f vlo = qv_set ((float) qmin), vhi = qv_set ((float) qmax);
+  const qv_f lo_zp = qv_set ((float) (qmin - zp)), hi_zp = qv_set ((float) (qmax - zp));
+  double as = *acc_s, az = *acc_z;
+  uint64_t i = 0;
+
+  for (; i + QV_W <= m; i += QV_W)
+    {
+      qv_f x = qv_load (xp + 4 * i), dy = qv_load (dyp + 4 * i);
+      qv_f qf = qv_rne (vzp + x * vinv);
+      qv_i below = ~(qf == qf) | (qf < vlo), above = qf > vhi;   /* NaN: below */
+      qv_i inside = ~below & ~above;
+      qv_f xfq = (qf - vzp) * vs;
+      qv_f ds_in = dy * (xfq - x) * vinv * vgf;
+      qv_f ds_out = dy * qv_sel (below, lo_zp, hi_zp) * vgf;
+      qv_f dz_out = dy * qv_set (-1.0f) * vs * vgf;
+      qv_f ds = qv_sel (inside, ds_in, ds_out), dz = qv_sel (inside, qv_set (0.0f), dz_out);
+      if (dxp != NULL)
+        {
+          qv_f dx = qv_sel (inside, dy * qv_set (1.0f), dy * qv_set (0.0f));
+          memcpy (dxp + 4 * i, &dx, sizeof dx);
+        }
+      for (int l = 0; l < QV_W; l++)
+        {
+          as += ds[l];
+          az += dz[l];
+        }
+    }
+  for (; i < m; i++)
+    {
+      float ds, dz = 0.0f;
+      float dx = fq_backward (piq_ld_f32 (xp, i), piq_ld_f32 (dyp, i), s, inv, zp, qmin, qmax,
+                              gf, &ds, &dz);
+      if (dxp != NULL)
+        piq_st_f32 (dxp, i, dx);
+      as += ds;
+      az += dz;
+    }
+  *acc_s = as;
+  *acc_z = az;
+}
+
 /* Code formats (docs/qat.md): v = x · inv; Q(v) is the format's nearest value (the
  * quantize rule of the format: ties to even for the minifloats, bitsandbytes'
  * thresholds for NF4), saturating, and 0 for NaN; y = Q(v) · s; the straight-through
@@ -258,7 +388,15 @@ run_items (void     *data,
           uint64_t m = MIN (MIN (run, k1 - k), c->cols - col);
           const char *xp = at (&c->x, row, col);
 
-          if (c->want_sums || c->has_dx)
+          if ((c->want_sums || c->has_dx) && fast_f32 (c) && c->dy.ft == PIQ_F_F32
+              && (!c->has_dx || c->dx.ft == PIQ_F_F32))
+            fq_backward_f32_run (xp, at (&c->dy, row, col), m, s, inv, zp, c->qmin, c->qmax, gf,
+                                 c->has_dx ? at (&c->dx, row, col) : NULL, &acc_s, &acc_z);
+          else if (!(c->want_sums || c->has_dx) && fast_f32 (c) && (!c->has_y || c->y.ft == PIQ_F_F32))
+            fq_forward_f32_run (xp, m, s, inv, zp, c->qmin, c->qmax,
+                                c->has_y ? at (&c->y, row, col) : NULL,
+                                c->has_mask ? (uint8_t *) at (&c->mask, row, col) : NULL);
+          else if (c->want_sums || c->has_dx)
             {
               const char *dyp = at (&c->dy, row, col);
               char *dxp = c->has_dx ? at (&c->dx, row, col) : NULL;
