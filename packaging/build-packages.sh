@@ -64,6 +64,13 @@ esac
 case "$workdir/" in
   "$srcdir"/*) die "the work directory must be outside the source tree ($srcdir)" ;;
 esac
+# The tools the checks below need come first: on a fresh machine git and
+# dpkg-parsechangelog are not there yet.
+if [ "$install_deps" = yes ]; then
+  say "installing the packaging tools"
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y \
+    --no-install-recommends dpkg-dev debhelper lintian rpm git
+fi
 command -v git >/dev/null && git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1 ||
   die "$srcdir is not a git checkout (the file list comes from git ls-files)"
 
@@ -94,8 +101,6 @@ stage_tree() {
 if [ "$install_deps" = yes ]; then
   say "installing the build dependencies"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends \
-    dpkg-dev debhelper lintian rpm git
   deps_tree=$(mktemp -d)
   stage_tree "$deps_tree"
   profile_arg=()
