@@ -589,6 +589,62 @@ commit_residual (PiqMpiReducer *self, float *residual, gsize n)
     memcpy (residual, self->residual_new, n * sizeof (float));
 }
 
+typedef enum {
+  CALL_ALLREDUCE,
+  CALL_REDUCE_SCATTER,
+  CALL_ALLGATHER,
+} CallKind;
+
+/* What every call checks before anything is sent, then the ranks' agreement on
+ * it: the dtype and length; the buffers (vec: the whole vector, chunk: this
+ * rank's chunk, a separate buffer except for all-reduce, residual) not
+ * overlapping; the scratch. Every rank returns FALSE when any rank refused,
+ * the refusing ones with their own error. */
+static gboolean
+begin_call (PiqMpiReducer *self,
+            CallKind       kind,
+            PiqDtype       dtype,
+            gsize          n,
+            gconstpointer  vec,
+            gconstpointer  chunk,
+            const float   *residual,
+            GError       **error)
+{
+  static const char *const names[] = { "all-reduce", "reduce-scatter", "all-gather" };
+  gint64 args[3] = { (gint64) MIN (n, (gsize) G_MAXINT64), dtype, kind };
+  GError *local = NULL;
+  gboolean ok = check_call (self, dtype, n, &local);
+
+  if (ok)
+    {
+      gsize es = dtype_size (dtype), rb = n * sizeof (float), off, len;
+
+      piq_mpi_reducer_get_chunk (self, n, self->rank, &off, &len);
+      if (kind != CALL_ALLREDUCE && chunk == NULL && len > 0)
+        {
+          g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_SIZE,
+                               "this rank's chunk is not empty but its buffer is NULL");
+          ok = FALSE;
+        }
+      else if (overlaps (vec, n * es, residual, rb)
+               || (kind != CALL_ALLREDUCE && (overlaps (chunk, len * es, vec, n * es)
+                                              || overlaps (chunk, len * es, residual, rb))))
+        {
+          g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_OVERLAP,
+                               "the vector, the chunk and the residual must not overlap");
+          ok = FALSE;
+        }
+    }
+  ok = ok && reserve (self, n, residual != NULL, &local);
+  if (!agree_args (self, args, 3, ok, names[kind], ok ? error : NULL))
+    {
+      if (!ok)
+        g_propagate_error (error, local);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /**
  * piq_mpi_reducer_allreduce:
  * @self: a reducer
@@ -625,29 +681,12 @@ piq_mpi_reducer_allreduce (PiqMpiReducer *self,
                            guint64        step,
                            GError       **error)
 {
-  GError *local = NULL;
-  gboolean ok;
-  gint64 args[3] = { (gint64) MIN (n_elements, (gsize) G_MAXINT64), dtype, 0 };
-
   g_return_val_if_fail (self != NULL, FALSE);
   g_return_val_if_fail (data != NULL || n_elements == 0, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  ok = check_call (self, dtype, n_elements, &local);
-  if (ok && overlaps (data, n_elements * dtype_size (dtype), residual,
-                      n_elements * sizeof (float)))
-    {
-      g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_OVERLAP,
-                           "the residual overlaps the data");
-      ok = FALSE;
-    }
-  ok = ok && reserve (self, n_elements, residual != NULL, &local);
-  if (!agree_args (self, args, 3, ok, "all-reduce", ok ? error : NULL))
-    {
-      if (!ok)
-        g_propagate_error (error, local);
-      return FALSE;
-    }
+  if (!begin_call (self, CALL_ALLREDUCE, dtype, n_elements, data, NULL, residual, error))
+    return FALSE;
   if (!reduce_scatter_core (self, dtype, data, n_elements, residual, step, error)
       || !allgather_core (self, dtype, data, n_elements, residual != NULL, step, error))
     return FALSE;
@@ -685,42 +724,15 @@ piq_mpi_reducer_reduce_scatter (PiqMpiReducer *self,
                                 guint64        step,
                                 GError       **error)
 {
-  GError *local = NULL;
-  gboolean ok;
-  gint64 args[3] = { (gint64) MIN (n_elements, (gsize) G_MAXINT64), dtype, 1 };
   gsize off = 0, len = 0;
 
   g_return_val_if_fail (self != NULL, FALSE);
   g_return_val_if_fail (src != NULL || n_elements == 0, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  ok = check_call (self, dtype, n_elements, &local);
-  if (ok)
-    {
-      gsize es = dtype_size (dtype);
-      piq_mpi_reducer_get_chunk (self, n_elements, self->rank, &off, &len);
-      if (dst == NULL && len > 0)
-        {
-          g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_SIZE,
-                               "this rank's chunk is not empty but dst is NULL");
-          ok = FALSE;
-        }
-      else if (overlaps (dst, len * es, src, n_elements * es)
-               || overlaps (dst, len * es, residual, n_elements * sizeof (float))
-               || overlaps (src, n_elements * es, residual, n_elements * sizeof (float)))
-        {
-          g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_OVERLAP,
-                               "src, dst and residual must not overlap");
-          ok = FALSE;
-        }
-    }
-  ok = ok && reserve (self, n_elements, residual != NULL, &local);
-  if (!agree_args (self, args, 3, ok, "reduce-scatter", ok ? error : NULL))
-    {
-      if (!ok)
-        g_propagate_error (error, local);
-      return FALSE;
-    }
+  if (!begin_call (self, CALL_REDUCE_SCATTER, dtype, n_elements, src, dst, residual, error))
+    return FALSE;
+  piq_mpi_reducer_get_chunk (self, n_elements, self->rank, &off, &len);
   if (!reduce_scatter_core (self, dtype, src, n_elements, residual, step, error))
     return FALSE;
   store (dtype, dst, 0, self->out, len);
@@ -758,42 +770,15 @@ piq_mpi_reducer_allgather (PiqMpiReducer *self,
                            guint64        step,
                            GError       **error)
 {
-  GError *local = NULL;
-  gboolean ok;
-  gint64 args[3] = { (gint64) MIN (n_elements, (gsize) G_MAXINT64), dtype, 2 };
   gsize off = 0, len = 0;
 
   g_return_val_if_fail (self != NULL, FALSE);
   g_return_val_if_fail (dst != NULL || n_elements == 0, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
-  ok = check_call (self, dtype, n_elements, &local);
-  if (ok)
-    {
-      gsize es = dtype_size (dtype);
-      piq_mpi_reducer_get_chunk (self, n_elements, self->rank, &off, &len);
-      if (src == NULL && len > 0)
-        {
-          g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_SIZE,
-                               "this rank's chunk is not empty but src is NULL");
-          ok = FALSE;
-        }
-      else if (overlaps (dst, n_elements * es, src, len * es)
-               || overlaps (dst, n_elements * es, residual, n_elements * sizeof (float))
-               || overlaps (src, len * es, residual, n_elements * sizeof (float)))
-        {
-          g_set_error_literal (&local, PIQ_ERROR, PIQ_ERROR_OVERLAP,
-                               "src, dst and residual must not overlap");
-          ok = FALSE;
-        }
-    }
-  ok = ok && reserve (self, n_elements, residual != NULL, &local);
-  if (!agree_args (self, args, 3, ok, "all-gather", ok ? error : NULL))
-    {
-      if (!ok)
-        g_propagate_error (error, local);
-      return FALSE;
-    }
+  if (!begin_call (self, CALL_ALLGATHER, dtype, n_elements, dst, src, residual, error))
+    return FALSE;
+  piq_mpi_reducer_get_chunk (self, n_elements, self->rank, &off, &len);
   if (residual != NULL && n_elements > 0)
     memset (self->residual_new, 0, n_elements * sizeof (float));
   /* src holds this rank's chunk only: load it as the chunk at offset 0. */
