@@ -1314,6 +1314,40 @@ update (PiqObserver  *self,
   self->n_batches += n_batches;
 }
 
+/* The buffers of a magnitude-histogram update over n_ch channels (the counts,
+ * each channel's range exponent, the new minima and maxima), and the new ranges:
+ * this observer's widened by lo and hi. */
+static gboolean
+mag_union (PiqObserver   *self,
+           guint64        n_ch,
+           const double  *lo,
+           const double  *hi,
+           double       **h,
+           int          **e,
+           double       **nlo,
+           double       **nhi,
+           GError       **error)
+{
+  if (n_ch > G_MAXSIZE / (2 * (gsize) self->n_bins * sizeof (double)))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%" G_GUINT64_FORMAT " channels of "
+                   "%u bins do not fit in memory", n_ch, self->n_bins);
+      return FALSE;
+    }
+  *h = try_alloc_n (n_ch * 2 * self->n_bins, sizeof **h, "histogram counts", error);
+  *e = *h != NULL ? try_alloc_n (n_ch, sizeof **e, "histogram ranges", error) : NULL;
+  *nlo = *e != NULL ? try_alloc_n (n_ch, sizeof **nlo, "channel minima", error) : NULL;
+  *nhi = *nlo != NULL ? try_alloc_n (n_ch, sizeof **nhi, "channel maxima", error) : NULL;
+  if (*nhi == NULL)
+    return FALSE;
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      (*nlo)[c] = self->n_channels != 0 ? MIN (self->min[c], lo[c]) : lo[c];
+      (*nhi)[c] = self->n_channels != 0 ? MAX (self->max[c], hi[c]) : hi[c];
+    }
+  return TRUE;
+}
+
 /**
  * piq_observer_observe:
  * @self: an observer
@@ -1414,23 +1448,8 @@ piq_observer_observe (PiqObserver  *self,
     {
       g_autofree double *h = NULL, *nlo = NULL, *nhi = NULL;
       g_autofree int *e = NULL;
-      if (n_ch > G_MAXSIZE / (2 * (gsize) self->n_bins * sizeof (double)))
-        {
-          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%" G_GUINT64_FORMAT " channels of "
-                       "%u bins do not fit in memory", n_ch, self->n_bins);
-          return FALSE;
-        }
-      h = try_alloc_n (n_ch * 2 * self->n_bins, sizeof *h, "histogram counts", error);
-      e = h != NULL ? try_alloc_n (n_ch, sizeof *e, "histogram ranges", error) : NULL;
-      nlo = e != NULL ? try_alloc_n (n_ch, sizeof *nlo, "channel minima", error) : NULL;
-      nhi = nlo != NULL ? try_alloc_n (n_ch, sizeof *nhi, "channel maxima", error) : NULL;
-      if (nhi == NULL)
+      if (!mag_union (self, n_ch, lo, hi, &h, &e, &nlo, &nhi, error))
         return FALSE;
-      for (guint64 c = 0; c < n_ch; c++)
-        {
-          nlo[c] = self->n_channels != 0 ? MIN (self->min[c], lo[c]) : lo[c];
-          nhi[c] = self->n_channels != 0 ? MAX (self->max[c], hi[c]) : hi[c];
-        }
       /* the earlier counts onto the (possibly wider) ranges, then this batch */
       mag_combine (h, e, n_ch, self->n_bins, nlo, nhi, self->mag, self->min, self->max,
                    NULL, NULL, NULL);
@@ -1556,17 +1575,8 @@ piq_observer_merge (PiqObserver  *self,
       g_autofree double *h = NULL, *nlo = NULL, *nhi = NULL;
       g_autofree int *e = NULL;
 
-      h = try_alloc_n (n_ch * 2 * self->n_bins, sizeof *h, "histogram counts", error);
-      e = h != NULL ? try_alloc_n (n_ch, sizeof *e, "histogram ranges", error) : NULL;
-      nlo = e != NULL ? try_alloc_n (n_ch, sizeof *nlo, "channel minima", error) : NULL;
-      nhi = nlo != NULL ? try_alloc_n (n_ch, sizeof *nhi, "channel maxima", error) : NULL;
-      if (nhi == NULL)
+      if (!mag_union (self, n_ch, other->min, other->max, &h, &e, &nlo, &nhi, error))
         return FALSE;
-      for (guint64 c = 0; c < n_ch; c++)
-        {
-          nlo[c] = self->n_channels != 0 ? MIN (self->min[c], other->min[c]) : other->min[c];
-          nhi[c] = self->n_channels != 0 ? MAX (self->max[c], other->max[c]) : other->max[c];
-        }
       /* both observers' counts onto the common ranges: exact, so the result is the
        * histogram of all the data (for self == other too: both are read first) */
       mag_combine (h, e, n_ch, self->n_bins, nlo, nhi, self->mag, self->min, self->max,
