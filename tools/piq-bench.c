@@ -76,6 +76,7 @@ typedef enum {
   OP_DEQUANTIZE,     /* piq_engine_dequantize, SET or ADD */
   OP_REQUANTIZE,     /* piq_engine_requantize, SET */
   OP_PARAMS,         /* piq_engine_compute_params: the min/max reduction */
+  OP_API,            /* a PiqBenchApiRow of the caller */
 } OpKind;
 
 /* The per-tensor integer rows: affine per-tensor formats, the min/max rule. */
@@ -116,10 +117,11 @@ typedef struct {
   int             stochastic;
   int             add;
   int             target;
+  const PiqBenchApiRow *api;     /* OP_API */
 } HotOp;
 
 static HotOp hot_ops[MAX_OPS];
-static size_t n_ops;
+static size_t n_ops, n_engine_ops;
 
 /* A dtype's value by its name in the engine's table; -1 if none. */
 static int
@@ -190,6 +192,22 @@ build_ops (void)
       add_op (name, OP_DEQUANTIZE, f32, &f, 0, 0, PRESET_TARGET);
       snprintf (name, sizeof name, "%s->f32 add", p->name);
       add_op (name, OP_DEQUANTIZE, f32, &f, 0, 1, PRESET_TARGET);
+    }
+  n_engine_ops = n_ops;
+}
+
+/* The caller's API rows after the engine's (replacing those of an earlier run). */
+static void
+add_api_rows (const PiqBenchOptions *o)
+{
+  PiqEngineFormat none = { .dtype = dtype_by_name ("f32") };
+
+  n_ops = n_engine_ops;
+  for (size_t i = 0; i < o->n_api_rows; i++)
+    {
+      add_op (o->api_rows[i].name, OP_API, dtype_by_name ("f32"), &none, 0, 0,
+              o->api_rows[i].target);
+      hot_ops[n_ops - 1].api = &o->api_rows[i];
     }
 }
 
@@ -769,6 +787,11 @@ quant_sizes (const HotOp *op, uint64_t n, size_t *codes, size_t *scales, size_t 
 {
   uint64_t shape[1] = { n };
 
+  if (op->kind == OP_API)
+    {
+      *codes = *scales = *zps = 0;
+      return 1;
+    }
   return piq_engine_sizes (&op->f, shape, 1, codes, scales, zps, e);
 }
 
@@ -783,6 +806,11 @@ allocate (Bench *b)
   if (!piq_engine_dtype_size (b->f32, n, &b->buf_size[BUF_F32_SRC], &e) ||
       !piq_engine_dtype_size (b->bf16, n, &b->buf_size[BUF_BF16_SRC], &e))
     return -1;
+  /* an API row may read more than one f32 array (fake quantization's x and dy) */
+  for (size_t i = 0; i < b->o->n_api_rows; i++)
+    if (b->o->api_rows[i].read_bytes > 4
+        && n * b->o->api_rows[i].read_bytes > b->buf_size[BUF_F32_SRC])
+      b->buf_size[BUF_F32_SRC] = n * b->o->api_rows[i].read_bytes;
   b->buf_size[BUF_F32_DST] = b->buf_size[BUF_F32_SRC];
   b->buf_size[BUF_BF16_DST] = b->buf_size[BUF_BF16_SRC];
   for (size_t i = 0; i < n_ops; i++)
@@ -816,7 +844,7 @@ allocate (Bench *b)
     return -1;
 
   x = (float *) b->buf[BUF_F32_SRC];
-  fill_normal (x, n, DATA_SEED);
+  fill_normal (x, b->buf_size[BUF_F32_SRC] / 4, DATA_SEED);
   for (uint64_t i = 0; i < n; i++)
     {
       uint16_t h = f32_to_bf16 (x[i]);
@@ -873,6 +901,13 @@ run_op (const Bench *b, const HotOp *op, RowCtx *c, unsigned threads, PiqEngineE
       return piq_engine_requantize (&eng, &op->f, &c->recipe, &c->src, &c->dst, 0, e);
     case OP_PARAMS:
       return piq_engine_compute_params (&eng, &op->f, &c->recipe, &c->src, &scale, &zp, e);
+    case OP_API:
+      if (op->api->run (op->api->user_data, c->src.data, c->shape[0],
+                        (float *) (void *) b->buf[BUF_F32_DST], threads) == 0)
+        return 1;
+      e->code = PIQ_E_INVALID_VALUE;
+      snprintf (e->message, sizeof e->message, "%s failed", op->name);
+      return 0;
     }
   return 0;
 }
@@ -910,7 +945,7 @@ prepare_row (const Bench *b, const HotOp *op, uint64_t n, RowCtx *c, PiqEngineEr
   c->q.zero_points_size = zps;
   c->recipe = recipe_default;
 
-  if (op->f.granularity == GRAN_TENSOR && op->kind != OP_PARAMS)
+  if (op->f.granularity == GRAN_TENSOR && op->kind != OP_PARAMS && op->kind != OP_API)
     {
       double scale;
       int64_t zp;
@@ -956,6 +991,12 @@ prepare_row (const Bench *b, const HotOp *op, uint64_t n, RowCtx *c, PiqEngineEr
     case OP_PARAMS:
       c->limit.src = c->src.data;
       c->limit.src_bytes = c->float_bytes;
+      break;
+    case OP_API:
+      c->limit.src = c->src.data;
+      c->limit.src_bytes = (size_t) n * op->api->read_bytes;
+      c->limit.dst = op->api->write_bytes ? (uint8_t *) c->dst.data : NULL;
+      c->limit.dst_bytes = (size_t) n * op->api->write_bytes;
       break;
     }
   c->read_bytes = (double) c->limit.src_bytes + (c->limit.rmw ? (double) c->limit.dst_bytes : 0);
@@ -1731,6 +1772,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
   int status = 0;
 
   build_ops ();
+  add_api_rows (o);
   b.f32 = dtype_by_name ("f32");
   b.bf16 = dtype_by_name ("bf16");
   b.repeat = o->repeat > 0 ? o->repeat : PIQ_BENCH_DEFAULT_REPEAT;

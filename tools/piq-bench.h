@@ -38,6 +38,20 @@ typedef struct {
   void *user_data;
 } PiqBenchApi;
 
+/* A row of the GLib API that the engine-level benchmark cannot call itself
+ * (observers, fake quantization), supplied by `piquant bench`. run() processes
+ * @n elements: it reads read_bytes · n bytes from @src (f32 data: N(0, 1) values,
+ * 2n of them for a row that reads two f32 arrays, x then dy) and writes
+ * write_bytes · n bytes to @dst, on @threads threads; the row's limit streams the
+ * same bytes. Returns 0 on success. */
+typedef struct {
+  const char *name;
+  unsigned    read_bytes, write_bytes;     /* per element */
+  int         target;                      /* percent of the limit; 0: none set */
+  int (*run) (void *user_data, const float *src, size_t n, float *dst, unsigned threads);
+  void       *user_data;
+} PiqBenchApiRow;
+
 typedef struct {
   /* element counts; n_elements 0: 27264000 and 1000000 (piq_bench_parse_list takes
    * "Kxllc" for K times the last-level cache of f32 source) */
@@ -53,6 +67,8 @@ typedef struct {
   int         max_level;       /* cap by PiqSimdLevel value, used when simd is NULL; < 0: none */
   int         skip_overhead;   /* no per-call overhead and crossover section */
   const PiqBenchApi *api;      /* NULL: no public-API column */
+  const PiqBenchApiRow *api_rows;  /* rows after the engine's; NULL: none */
+  size_t      n_api_rows;
   const char *program_name;    /* of the error messages; NULL: "piquant-bench" */
 } PiqBenchOptions;
 

@@ -1082,6 +1082,66 @@ bench_api_quantize_u8 (void *user_data, const float *src, size_t n, uint8_t *dst
                                      NULL) ? 0 : -1;
 }
 
+/* Rows of the GLib API beside the engine's: the observers (one batch into a fresh
+ * observer: what calibration streams through) and fake quantization's forward and
+ * backward passes (uint8, per tensor), on the caller's thread count. */
+typedef enum { ROW_OBSERVE, ROW_FAKE_QUANT, ROW_FAKE_QUANT_BACKWARD } ApiRowKind;
+
+typedef struct {
+  ApiRowKind      kind;
+  PiqObserverKind observer;
+  PiqQuantizer   *quantizer;
+  PiqFormat      *format;
+} ApiRowData;
+
+static int
+bench_api_row (void *user_data, const float *src, size_t n, float *dst, unsigned threads)
+{
+  ApiRowData *d = user_data;
+  guint64 shape = n;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqTensor) x = piq_tensor_new_for_address (PIQ_DTYPE_F32, &shape, 1, (guintptr) src,
+                                                       n * sizeof (float), 0, FALSE, &error);
+  g_autoptr(PiqTensor) y = x ? piq_tensor_new_for_address (PIQ_DTYPE_F32, &shape, 1,
+                                                           (guintptr) dst, n * sizeof (float), 0,
+                                                           TRUE, &error) : NULL;
+  gboolean ok = FALSE;
+
+  if (y == NULL)
+    return -1;
+  piq_quantizer_set_n_threads (d->quantizer, threads);
+  switch (d->kind)
+    {
+    case ROW_OBSERVE:
+      {
+        /* observers run on the default quantizer's threads */
+        g_autoptr(PiqObserver) obs = piq_observer_new (d->observer);
+        piq_quantizer_set_n_threads (piq_quantizer_get_default (), threads);
+        ok = piq_observer_observe (obs, x, &error);
+        break;
+      }
+    case ROW_FAKE_QUANT:
+      ok = piq_quantizer_fake_quantize_per_tensor (d->quantizer, d->format, x, 0.02, 128, y,
+                                                   NULL, &error);
+      break;
+    case ROW_FAKE_QUANT_BACKWARD:
+      {
+        /* x and dy side by side: the row reads 2n floats */
+        g_autoptr(PiqTensor) dy = piq_tensor_new_for_address (PIQ_DTYPE_F32, &shape, 1,
+                                                              (guintptr) (src + n),
+                                                              n * sizeof (float), 0, FALSE, &error);
+        double gs, gz;
+        ok = dy != NULL
+             && piq_quantizer_fake_quantize_per_tensor_backward (d->quantizer, d->format, x, 0.02,
+                                                                 128, dy, 1.0, y, &gs, &gz, &error);
+        break;
+      }
+    }
+  if (!ok)
+    g_printerr ("%s\n", error ? error->message : "failed");
+  return ok ? 0 : -1;
+}
+
 static int
 cmd_bench (const Command *command, int argc, char **argv)
 {
@@ -1110,6 +1170,28 @@ cmd_bench (const Command *command, int argc, char **argv)
     piq_quantizer_set_max_simd_level (quantizer, cmd.bench.max_level);
   cmd.bench.api = &api;
   cmd.bench.program_name = g_get_prgname ();
+
+  g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
+  ApiRowData rd[] = {
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MIN_MAX, quantizer, u8 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MOVING_AVERAGE, quantizer, u8 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_HISTOGRAM, quantizer, u8 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MSE, quantizer, u8 },
+    { ROW_FAKE_QUANT, 0, quantizer, u8 },
+    { ROW_FAKE_QUANT_BACKWARD, 0, quantizer, u8 },
+  };
+  /* targets: issue 13 (80 % for min/max, moving average and QAT; the histograms'
+   * reach is reported, with no target) */
+  const PiqBenchApiRow api_rows[] = {
+    { "observe min/max f32", 4, 0, 80, bench_api_row, &rd[0] },
+    { "observe moving average f32", 4, 0, 80, bench_api_row, &rd[1] },
+    { "observe histogram f32", 4, 0, 0, bench_api_row, &rd[2] },
+    { "observe mse f32", 4, 0, 0, bench_api_row, &rd[3] },
+    { "fake quantize u8 f32", 4, 4, 80, bench_api_row, &rd[4] },
+    { "fake quantize u8 grad f32", 8, 4, 80, bench_api_row, &rd[5] },
+  };
+  cmd.bench.api_rows = api_rows;
+  cmd.bench.n_api_rows = G_N_ELEMENTS (api_rows);
   status = piq_bench_run (&cmd.bench, stdout);
   g_clear_object (&api_data.format);
   g_clear_object (&api_data.recipe);
