@@ -976,29 +976,38 @@ gf16_bits (vf v)
 
 /* One vector of codes from v = x · id. Q8_0: roundf (ties away from zero) of v
  * clamped to ±127, NaN 0; the clamp goes first (127 is an integer, so it commutes
- * with the rounding) and makes the truncating conversion safe: t = trunc (v), then
- * ±1 where the exact remainder v − t reaches ±0.5. Q4_0: trunc (v + 8.5f) in
- * [0, 15], NaN 8, the same binary32 add as the scalar (int8_t) (x·id + 8.5f). */
+ * with the rounding) and makes the truncating conversion safe: t = trunc (v), plus
+ * trunc (2 (v − t)), which is ±1 exactly where the exact remainder v − t reaches
+ * ±1/2. Q4_0: trunc (v + 8.5f) in [0, 15], NaN 8, the same binary32 add as the
+ * scalar (int8_t) (x·id + 8.5f).
+ * fin: x and id are finite (the common group), so v is too, and |v| is at most
+ * max |x| · id = 127 or 8 times (1 + 2^−20) (d = amax / 127 or max / −8 has a
+ * relative error ≤ 2^−21 wherever 1 / d is finite, even subnormal): no NaN rule,
+ * Q8_0 needs no clamp (|v| < 127.5), Q4_0 only the upper one (v + 8.5 > 0.49). */
 VINLINE vi
-gencode (vf x, vf id, int code)
+gencode (vf x, vf id, int code, int fin)
 {
   vf v = x * id;
 
   if (code == PIQ_C_Q8_0)
     {
       vi t;
-      vf f;
-      v = (vf) ((vi) v & (v == v));
-      v = vmin (vmax (v, vsplat (-127.0f)), vsplat (127.0f));
+      if (!fin)
+        {
+          v = (vf) ((vi) v & (v == v));
+          v = vmin (vmax (v, vsplat (-127.0f)), vsplat (127.0f));
+        }
       t = __builtin_convertvector (v, vi);
-      f = v - __builtin_convertvector (t, vf);
-      t -= (vi) (f >= vsplat (0.5f));
-      t += (vi) (f <= vsplat (-0.5f));
-      return t;
+      v = v - __builtin_convertvector (t, vf);
+      return t + __builtin_convertvector (v + v, vi);
     }
   v = v + vsplat (8.5f);
-  v = vsel (v == v, v, vsplat (8.0f));
-  v = vmin (vmax (v, vsplat (0.0f)), vsplat (15.0f));
+  if (!fin)
+    {
+      v = vsel (v == v, v, vsplat (8.0f));
+      v = vmax (v, vsplat (0.0f));
+    }
+  v = vmin (v, vsplat (15.0f));
   return __builtin_convertvector (v, vi);
 }
 
@@ -1017,16 +1026,45 @@ gput (uint8_t *out, size_t bb, size_t cb, size_t o, const void *bytes, size_t le
  * of elements o … (signed), Q4_0 the two nibbles of bytes o …: byte r of a block
  * holds elements r and r + 16 (PIQ_W ≤ 16, so a vector never straddles). */
 VINLINE vi
-gcode_bytes (const float *x, const float *id, size_t o, int code)
+gcode_bytes (const float *x, const float *id, size_t o, int code, int fin)
 {
   if (code == PIQ_C_Q8_0)
-    return gencode (fload (x + o), vsplat (id[o / GQK]), code);
+    return gencode (fload (x + o), vsplat (id[o / GQK]), code, fin);
   {
     size_t blk = o / (GQK / 2), r = o % (GQK / 2);
     vf v = vsplat (id[blk]);
     const float *p = x + blk * GQK + r;
-    return gencode (fload (p), v, code) | gencode (fload (p + GQK / 2), v, code) << 4;
+    return gencode (fload (p), v, code, fin) | gencode (fload (p + GQK / 2), v, code, fin) << 4;
   }
+}
+
+/* The code bytes of a group (PIQ_W blocks from x, inverse scales id) into out,
+ * 4·PIQ_W bytes at a time: where the x86 packs exist they narrow four vectors in
+ * registers (values fit: Q8_0 in int8, Q4_0 bytes in uint8). */
+VINLINE void
+ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin)
+{
+  const size_t bb = gblock_bytes (code), cb = bb - 2;
+
+  for (size_t o = 0; o < PIQ_W * cb; o += 4 * PIQ_W)
+    {
+      vi c0 = gcode_bytes (x, id, o, code, fin), c1 = gcode_bytes (x, id, o + PIQ_W, code, fin);
+      vi c2 = gcode_bytes (x, id, o + 2 * PIQ_W, code, fin);
+      vi c3 = gcode_bytes (x, id, o + 3 * PIQ_W, code, fin);
+#ifdef PIQ_VEC_PACKS_DW
+      vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
+      vbw b = code == PIQ_C_Q8_0 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1) : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
+      b = (vbw) PIQ_VEC_FIX_DW (b);
+      gput (out, bb, cb, o, &b, sizeof b);
+#else
+      vb b0 = __builtin_convertvector (c0, vb), b1 = __builtin_convertvector (c1, vb);
+      vb b2 = __builtin_convertvector (c2, vb), b3 = __builtin_convertvector (c3, vb);
+      gput (out, bb, cb, o, &b0, PIQ_W);
+      gput (out, bb, cb, o + PIQ_W, &b1, PIQ_W);
+      gput (out, bb, cb, o + 2 * PIQ_W, &b2, PIQ_W);
+      gput (out, bb, cb, o + 3 * PIQ_W, &b3, PIQ_W);
+#endif
+    }
 }
 
 /* PIQ_W whole blocks from x into out. */
@@ -1034,33 +1072,46 @@ VINLINE void
 ggroup_quantize (const float *x, uint8_t *out, int code)
 {
   const int q8 = code == PIQ_C_Q8_0;
-  const size_t bb = gblock_bytes (code), cb = bb - 2;
+  const size_t bb = gblock_bytes (code);
   vu m[PIQ_W];
   vf amax, d, id;
   float ibuf[PIQ_W];
   uint32_t hbuf[PIQ_W];
+  int fin;
 
-  /* lane j of m[0]: block j's max |x| over the finite values, as bits */
-#pragma GCC unroll 16
-  for (int j = 0; j < PIQ_W; j++)
+  /* lane j of m[0]: block j's max |x| as bits, NaN and Inf above every finite
+   * value; a group that has any takes a second pass that skips them */
+  for (int finite_only = 0; finite_only < 2; finite_only++)
     {
-      vu am = (vu) fsplat_i (0);
-      __builtin_prefetch (x + j * GQK + PIQ_PREFETCH);
-      if (PIQ_W == 4)
-        __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
+#pragma GCC unroll 16
+      for (int j = 0; j < PIQ_W; j++)
+        {
+          vu am = (vu) fsplat_i (0);
+          if (!finite_only)
+            {
+              __builtin_prefetch (x + j * GQK + PIQ_PREFETCH);
+              if (PIQ_W == 4)
+                __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
+            }
 #pragma GCC unroll 8
-      for (int k = 0; k < GV; k++)
-        am = fmaxu (am, gabs_finite (fload (x + j * GQK + k * PIQ_W)));
-      m[j] = am;
-    }
+          for (int k = 0; k < GV; k++)
+            {
+              vf v = fload (x + j * GQK + k * PIQ_W);
+              am = fmaxu (am, finite_only ? gabs_finite (v) : (vu) v & 0x7fffffffu);
+            }
+          m[j] = am;
+        }
 #if PIQ_W == 16
-  FT_LEVEL_ (m, 8, 8)
+      FT_LEVEL_ (m, 8, 8)
 #endif
 #if PIQ_W >= 8
-  FT_LEVEL_ (m, 4, 4)
+      FT_LEVEL_ (m, 4, 4)
 #endif
-  FT_LEVEL_ (m, 2, 2)
-  FT_LEVEL_ (m, 1, 1)
+      FT_LEVEL_ (m, 2, 2)
+      FT_LEVEL_ (m, 1, 1)
+      if (!finite_only && (fin = !fany ((vi) (m[0] >= 0x7f800000u))))
+        break;
+    }
   amax = (vf) m[0];
 
   if (q8)
@@ -1100,6 +1151,7 @@ ggroup_quantize (const float *x, uint8_t *out, int code)
       d = (vf) ((vu) amax | s) / vsplat (-8.0f);
     }
   id = vsel (d != vsplat (0.0f), vsplat (1.0f) / d, vsplat (0.0f));
+  fin = fin && !fany ((vi) (((vu) id & 0x7fffffffu) >= 0x7f800000u));
   memcpy (ibuf, &id, sizeof ibuf);
   {
     vu h = gf16_bits (d);
@@ -1110,28 +1162,10 @@ ggroup_quantize (const float *x, uint8_t *out, int code)
       uint16_t dh = (uint16_t) hbuf[j];
       memcpy (out + j * bb, &dh, 2);
     }
-
-  /* the codes, 4·PIQ_W bytes at a time: where the x86 packs exist they narrow
-   * four vectors in registers (values fit: Q8_0 in int8, Q4_0 bytes in uint8) */
-  for (size_t o = 0; o < PIQ_W * cb; o += 4 * PIQ_W)
-    {
-      vi c0 = gcode_bytes (x, ibuf, o, code), c1 = gcode_bytes (x, ibuf, o + PIQ_W, code);
-      vi c2 = gcode_bytes (x, ibuf, o + 2 * PIQ_W, code);
-      vi c3 = gcode_bytes (x, ibuf, o + 3 * PIQ_W, code);
-#ifdef PIQ_VEC_PACKS_DW
-      vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
-      vbw b = q8 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1) : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
-      b = (vbw) PIQ_VEC_FIX_DW (b);
-      gput (out, bb, cb, o, &b, sizeof b);
-#else
-      vb b0 = __builtin_convertvector (c0, vb), b1 = __builtin_convertvector (c1, vb);
-      vb b2 = __builtin_convertvector (c2, vb), b3 = __builtin_convertvector (c3, vb);
-      gput (out, bb, cb, o, &b0, PIQ_W);
-      gput (out, bb, cb, o + PIQ_W, &b1, PIQ_W);
-      gput (out, bb, cb, o + 2 * PIQ_W, &b2, PIQ_W);
-      gput (out, bb, cb, o + 3 * PIQ_W, &b3, PIQ_W);
-#endif
-    }
+  if (fin)
+    ggroup_codes (x, ibuf, out, code, 1);
+  else
+    ggroup_codes (x, ibuf, out, code, 0);
 }
 
 /* Nearest rounding; whole groups of PIQ_W blocks, the rest (fewer blocks, a
