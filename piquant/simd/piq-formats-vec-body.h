@@ -1087,11 +1087,10 @@ ggroup_quantize (const float *x, uint8_t *out, int code)
       for (int j = 0; j < PIQ_W; j++)
         {
           vu am = (vu) fsplat_i (0);
-          if (!finite_only)
+          if (!finite_only)   /* both 64-byte lines of the block */
             {
               __builtin_prefetch (x + j * GQK + PIQ_PREFETCH);
-              if (PIQ_W == 4)
-                __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
+              __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
             }
 #pragma GCC unroll 8
           for (int k = 0; k < GV; k++)
