@@ -572,6 +572,153 @@ check_nf4_edges (const PiqKernelTable *t)
   return 1;
 }
 
+/* ggml Q8_0 and Q4_0: every table's codes and scales byte-identical to the scalar
+ * codec's, and its SET and ADD dequantization too. Blocks of chosen kinds: random
+ * values (ties, NaN, ±Inf, −0, subnormals), all zeros of either sign, max |x| at a
+ * negative or a positive value, ±max both present (the first one sets Q4_0's sign),
+ * exact ties of x · id at k + 1/2 and their neighbours (scales that are powers of
+ * two), huge values (d's f16 overflows), tiny ones (d subnormal or 0, 1/d = Inf),
+ * all NaN / all Inf, and scales at f16 rounding edges; lengths with whole groups
+ * of blocks for every vector width, fewer blocks, and ragged last blocks. */
+static void
+ggml_block (float *x, size_t m)
+{
+  uint64_t kind = rnd () % 10;
+  double mag = ldexp (1.0, (int) (rnd () % 40) - 20);
+  float e = ldexpf (1.0f, (int) (rnd () % 20) - 10);   /* a power of two */
+
+  for (size_t i = 0; i < m; i++)
+    x[i] = (float) interesting (mag / 300);
+  switch (kind)
+    {
+    case 0: case 1:                        /* as drawn */
+      break;
+    case 2:                                /* zeros, −0 among them */
+      for (size_t i = 0; i < m; i++)
+        x[i] = rnd () % 2 ? -0.0f : 0.0f;
+      break;
+    case 3: case 4:                        /* finite, max |x| at ±M, one or both signs */
+      {
+        float big = (float) (mag * 2);
+        for (size_t i = 0; i < m; i++)
+          if (!isfinite (x[i]) || fabsf (x[i]) >= big)
+            x[i] = 0.5f * (float) mag;
+        x[rnd () % m] = rnd () % 2 ? -big : big;
+        if (kind == 4)
+          x[rnd () % m] = rnd () % 2 ? -big : big;
+      }
+      break;
+    case 5:                                /* ties: d = e exactly (Q8_0: amax 127e, Q4_0: max −8e) */
+      for (size_t i = 0; i < m; i++)
+        {
+          float k = (float) ((int) (rnd () % 16) - 8) + 0.5f;
+          x[i] = k * e;
+          if (rnd () % 4 == 0)
+            x[i] = nextafterf (x[i], rnd () % 2 ? INFINITY : -INFINITY);
+        }
+      x[0] = rnd () % 2 ? 127.0f * e : -8.0f * e;
+      break;
+    case 6:                                /* huge: d's f16 overflows; or tiny: 1/d = Inf */
+      for (size_t i = 0; i < m; i++)
+        x[i] *= rnd () % 2 ? 0x1p100f : 0x1p-140f;
+      if (rnd () % 2)
+        x[rnd () % m] = rnd () % 2 ? 3.4e38f : -3.4e38f;
+      break;
+    case 7:                                /* no finite value */
+      for (size_t i = 0; i < m; i++)
+        x[i] = rnd () % 2 ? NAN : rnd () % 2 ? INFINITY : -INFINITY;
+      break;
+    case 8:                                /* amax near f16 rounding edges of d */
+      for (size_t i = 0; i < m; i++)
+        if (!isfinite (x[i]))
+          x[i] = 0.0f;
+      x[rnd () % m] = nextafterf (65504.0f * 127.0f, rnd () % 2 ? INFINITY : 0.0f) * (rnd () % 2 ? 1.0f : -1.0f);
+      break;
+    default:                               /* max |x| of a subnormal d */
+      for (size_t i = 0; i < m; i++)
+        x[i] = ldexpf ((float) ((int) (rnd () % 200) - 100), -140);
+      break;
+    }
+}
+
+static int
+check_ggml (const PiqKernelTable *t, int code)
+{
+  enum { MAXN = 4099 + 64, FIRST = 32 * 7, ROW = (MAXN + 16) / 16 * 16 };
+  static const size_t lens[] = { 0, 1, 31, 32, 33, 64, 96, 127, 128, 129, 255, 256, 512, 544, 1023,
+                                 1024, 2048 + 96 + 5, 4096, MAXN };
+  /* 64-byte aligned rows: offset 0 takes the streaming SET path */
+  static float x[MAXN + 1] BUF_ALIGNED, y[3][ROW] BUF_ALIGNED;
+  static uint8_t codes[2][(FIRST + MAXN) / 32 * 34 + 64 + 1];
+  const size_t bb = code == PIQ_C_Q8_0 ? 34 : 18;
+  PiqBlockArgs a;
+
+  memset (&a, 0, sizeof a);
+  a.code = code;
+  a.bits = 0;
+  a.block = 32;
+  a.scale_kind = PIQ_SCALE_F16;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (int off = 0; off < 4; off++)
+      for (int stream = 0; stream < 2; stream++)
+        {
+          size_t n = lens[li];
+          uint64_t first = off & 1 ? FIRST : 0;
+          size_t xo = off >> 1;            /* unaligned source, destination and codes */
+          size_t code_bytes = (size_t) (first + n + 31) / 32 * bb;
+          float *xs = x + xo;
+
+          a.stream = stream;
+          for (size_t b = 0; b < n; b += 32)
+            ggml_block (xs + b, n - b < 32 ? n - b : 32);
+          /* the vector bodies take a shorter route for groups of blocks that are
+           * all finite: half of the calls have no NaN or Inf */
+          if (rnd () % 2)
+            for (size_t i = 0; i < n; i++)
+              if (!isfinite (xs[i]))
+                xs[i] = (float) (i % 7) - 3.5f;
+          for (int k = 0; k < 2; k++)
+            memset (codes[k], 0x5a, sizeof codes[k]);
+          piq_kernels_scalar.block_quantize (&a, xs, first, n, codes[0] + xo, NULL, NULL);
+          t->block_quantize (&a, xs, first, n, codes[1] + xo, NULL, NULL);
+          if (memcmp (codes[0], codes[1], sizeof codes[0]) != 0)
+            {
+              size_t i = 0;
+              while (codes[0][i] == codes[1][i])
+                i++;
+              i -= xo;
+              snprintf (diag, sizeof diag, "quantize: n %zu, first %llu, offset %zu: block %zu byte %zu "
+                        "is %02x, scalar wrote %02x", n, (unsigned long long) first, xo, i / bb,
+                        i % bb, codes[1][i + xo], codes[0][i + xo]);
+              return 0;
+            }
+          /* the codes just written, then arbitrary bytes (any f16 scale: NaN, Inf,
+           * subnormal) into a destination that holds NaN too, SET and ADD */
+          for (int src = 0; src < 2; src++)
+            for (int add = 0; add < 2; add++)
+              {
+                if (src == 1)
+                  fill_random (codes[0] + xo, code_bytes);
+                fill_float ((uint8_t *) y[2], n, PIQ_F_F32, 1.0);
+                memcpy (y[0] + xo, y[2], n * 4);
+                memcpy (y[1] + xo, y[2], n * 4);
+                piq_kernels_scalar.block_dequantize (&a, codes[0] + xo, NULL, NULL, first, n, y[0] + xo, add);
+                t->block_dequantize (&a, codes[0] + xo, NULL, NULL, first, n, y[1] + xo, add);
+                if (memcmp (y[0] + xo, y[1] + xo, n * 4) != 0)
+                  {
+                    size_t i = 0;
+                    while (memcmp (y[0] + xo + i, y[1] + xo + i, 4) == 0)
+                      i++;
+                    snprintf (diag, sizeof diag, "dequantize (%s, %s codes): n %zu, first %llu, offset %zu: "
+                              "element %zu is %a, scalar %a", add ? "add" : "set", src ? "random" : "quantized",
+                              n, (unsigned long long) first, xo, i, (double) y[1][xo + i], (double) y[0][xo + i]);
+                    return 0;
+                  }
+              }
+        }
+  return 1;
+}
+
 static void
 run_block (const PiqKernelTable *t, const char *op, const char *skip)
 {
@@ -590,6 +737,8 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
       report (skip != NULL || check_block (t, c), t->name, entry, skip);
     }
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
+  report (skip != NULL || check_ggml (t, PIQ_C_Q8_0), t->name, "block/f32/q8_0", skip);
+  report (skip != NULL || check_ggml (t, PIQ_C_Q4_0), t->name, "block/f32/q4_0", skip);
 }
 
 /* piq_cpu_features() executes CPUID itself (clang's __builtin_cpu_supports does not

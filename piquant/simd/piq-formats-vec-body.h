@@ -6,8 +6,9 @@
  * helpers, before the unit's table. Vectorized, with nearest rounding: FP8 E4M3/E5M2
  * and FP4 E2M1 (per tensor, or f32/f16/E8M0 block scales: MXFP8, MXFP4), NF4 (either
  * nibble order; units of 8 lanes or more) and 4- and 8-bit integers with block scales
- * (MXINT8 too), in blocks of a multiple of PIQ_W elements. Anything else, and a
- * ragged last block, runs the scalar driver (simd/piq-formats.c).
+ * (MXINT8 too), in blocks of a multiple of PIQ_W elements, and ggml's Q8_0 and
+ * Q4_0 (their own block layout, below). Anything else, and a ragged last block,
+ * runs the scalar driver (simd/piq-formats.c).
  *
  * Same bytes as the scalar driver: a block's min, max and max |x| are the same in any
  * order, and the scale comes from the same function (piq_block_params); the element
@@ -17,7 +18,8 @@
 #include "piq-formats-private.h"
 
 /* Which calls the vector bodies take; dequantization does not round, so the
- * rounding mode matters to quantization only. */
+ * rounding mode matters to quantization only. The ggml formats (bits 0) are
+ * dispatched before this, to their own bodies (gquantize, gdequantize). */
 VINLINE int
 fvec_takes (const PiqBlockArgs *a, int quantize)
 {
@@ -927,6 +929,326 @@ fdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
     fdequantize_run (a, codes, scales, zero_points, first, n, y, 0, 0, code, bits, hf, is_signed);
 }
 
+/* ---- ggml Q8_0 and Q4_0 (piq-formats.c: ggml_quantize_block, ggml_decode) ----
+ * Blocks of 32 elements, each an f16 scale d then the codes: Q8_0 32 int8,
+ * Q4_0 16 bytes with element j in the low nibble of byte j and element j + 16 in
+ * the high one, biased by 8. Quantize takes PIQ_W blocks at a time: their max |x|
+ * by the transposing reduction of fgroup_params, d and 1/d in lanes, then the
+ * codes. Every float operation is the scalar codec's: d = amax / 127 (Q8_0) or
+ * max / −8 (Q4_0), id = d ≠ 0 ? 1 / d : 0 from the unrounded d, the codes from
+ * x · id, and the stored d rounded to f16 as piq_f32_to_f16. */
+
+#define GQK 32                             /* elements per block */
+#define GV (GQK / PIQ_W)                   /* vectors per block */
+
+VINLINE size_t
+gblock_bytes (int code)
+{
+  return code == PIQ_C_Q8_0 ? 2 + GQK : 2 + GQK / 2;
+}
+
+/* |x| as bits, NaN and ±Inf as 0: the scalar max |x| skips them. */
+VINLINE vu
+gabs_finite (vf v)
+{
+  vu a = (vu) v & 0x7fffffffu;
+  return (vu) fsel_ltu (a, 0x7f800000u, (vi) a, fsplat_i (0));
+}
+
+/* piq_f32_to_f16 of lanes that are not NaN (d never is), as 16-bit values in
+ * 32-bit lanes: F16C's conversion where the unit has it (the same bits), else the
+ * scalar steps: ≥ 65520 to Inf, below 2^−14 the subnormal code a · 2^24 rounded
+ * to even, otherwise the rebias with the 13 dropped bits rounded to even. */
+VINLINE vu
+gf16_bits (vf v)
+{
+#ifdef PIQ_VEC_F16_BITS
+  return __builtin_convertvector (PIQ_VEC_F16_BITS (v), vu);
+#else
+  vu u = (vu) v, a = u & 0x7fffffffu, r = a - 0x38000000u;
+  vi normal = (vi) ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+  vi sub = frint ((vf) a * vsplat (0x1p24f));
+  vi h = fsel_ltu (a, 0x38800000u, sub, normal);
+  h = fsel_ltu (a, 0x477ff000u, h, fsplat_i (0x7c00));
+  return ((u >> 16) & 0x8000u) | (vu) h;
+#endif
+}
+
+/* One vector of codes from v = x · id. Q8_0: roundf (ties away from zero) of v
+ * clamped to ±127, NaN 0; the clamp goes first (127 is an integer, so it commutes
+ * with the rounding) and makes the truncating conversion safe: t = trunc (v), plus
+ * trunc (2 (v − t)), which is ±1 exactly where the exact remainder v − t reaches
+ * ±1/2. Q4_0: trunc (v + 8.5f) in [0, 15], NaN 8, the same binary32 add as the
+ * scalar (int8_t) (x·id + 8.5f).
+ * fin: x and id are finite (the common group), so v is too, and |v| is at most
+ * max |x| · id = 127 or 8 times (1 + 2^−20) (d = amax / 127 or max / −8 has a
+ * relative error ≤ 2^−21 wherever 1 / d is finite, even subnormal): no NaN rule,
+ * Q8_0 needs no clamp (|v| < 127.5), Q4_0 only the upper one (v + 8.5 > 0.49). */
+VINLINE vi
+gencode (vf x, vf id, int code, int fin)
+{
+  vf v = x * id;
+
+  if (code == PIQ_C_Q8_0)
+    {
+      vi t;
+      if (!fin)
+        {
+          v = (vf) ((vi) v & (v == v));
+          v = vmin (vmax (v, vsplat (-127.0f)), vsplat (127.0f));
+        }
+      t = __builtin_convertvector (v, vi);
+      v = v - __builtin_convertvector (t, vf);
+      return t + __builtin_convertvector (v + v, vi);
+    }
+  v = v + vsplat (8.5f);
+  if (!fin)
+    {
+      v = vsel (v == v, v, vsplat (8.0f));
+      v = vmax (v, vsplat (0.0f));
+    }
+  v = vmin (v, vsplat (15.0f));
+  return __builtin_convertvector (v, vi);
+}
+
+/* Store `len` code bytes that start at byte o of a group's codes (cb per block)
+ * into their blocks from out (bb bytes each, codes after the 2-byte scale). */
+VINLINE void
+gput (uint8_t *out, size_t bb, size_t cb, size_t o, const void *bytes, size_t len)
+{
+  const size_t part = len < cb ? len : cb;
+
+  for (size_t t = 0; t < len; t += part)
+    memcpy (out + (o + t) / cb * bb + 2 + (o + t) % cb, (const uint8_t *) bytes + t, part);
+}
+
+/* PIQ_W code bytes at byte o of the group's codes, as int32 lanes: Q8_0 the codes
+ * of elements o … (signed), Q4_0 the two nibbles of bytes o …: byte r of a block
+ * holds elements r and r + 16 (PIQ_W ≤ 16, so a vector never straddles). */
+VINLINE vi
+gcode_bytes (const float *x, const float *id, size_t o, int code, int fin)
+{
+  if (code == PIQ_C_Q8_0)
+    return gencode (fload (x + o), vsplat (id[o / GQK]), code, fin);
+  {
+    size_t blk = o / (GQK / 2), r = o % (GQK / 2);
+    vf v = vsplat (id[blk]);
+    const float *p = x + blk * GQK + r;
+    return gencode (fload (p), v, code, fin) | gencode (fload (p + GQK / 2), v, code, fin) << 4;
+  }
+}
+
+/* The code bytes of a group (PIQ_W blocks from x, inverse scales id) into out,
+ * 4·PIQ_W bytes at a time: where the x86 packs exist they narrow four vectors in
+ * registers (values fit: Q8_0 in int8, Q4_0 bytes in uint8). */
+VINLINE void
+ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin)
+{
+  const size_t bb = gblock_bytes (code), cb = bb - 2;
+
+  for (size_t o = 0; o < PIQ_W * cb; o += 4 * PIQ_W)
+    {
+      vi c0 = gcode_bytes (x, id, o, code, fin), c1 = gcode_bytes (x, id, o + PIQ_W, code, fin);
+      vi c2 = gcode_bytes (x, id, o + 2 * PIQ_W, code, fin);
+      vi c3 = gcode_bytes (x, id, o + 3 * PIQ_W, code, fin);
+#ifdef PIQ_VEC_PACKS_DW
+      vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
+      vbw b = code == PIQ_C_Q8_0 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1) : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
+      b = (vbw) PIQ_VEC_FIX_DW (b);
+      gput (out, bb, cb, o, &b, sizeof b);
+#else
+      vb b0 = __builtin_convertvector (c0, vb), b1 = __builtin_convertvector (c1, vb);
+      vb b2 = __builtin_convertvector (c2, vb), b3 = __builtin_convertvector (c3, vb);
+      gput (out, bb, cb, o, &b0, PIQ_W);
+      gput (out, bb, cb, o + PIQ_W, &b1, PIQ_W);
+      gput (out, bb, cb, o + 2 * PIQ_W, &b2, PIQ_W);
+      gput (out, bb, cb, o + 3 * PIQ_W, &b3, PIQ_W);
+#endif
+    }
+}
+
+/* PIQ_W whole blocks from x into out. */
+VINLINE void
+ggroup_quantize (const float *x, uint8_t *out, int code)
+{
+  const int q8 = code == PIQ_C_Q8_0;
+  const size_t bb = gblock_bytes (code);
+  vu m[PIQ_W];
+  vf amax, d, id;
+  float ibuf[PIQ_W];
+  uint32_t hbuf[PIQ_W];
+  int fin;
+
+  /* lane j of m[0]: block j's max |x| as bits, NaN and Inf above every finite
+   * value; a group that has any takes a second pass that skips them */
+  for (int finite_only = 0; finite_only < 2; finite_only++)
+    {
+#pragma GCC unroll 16
+      for (int j = 0; j < PIQ_W; j++)
+        {
+          vu am = (vu) fsplat_i (0);
+          if (!finite_only)   /* both 64-byte lines of the block */
+            {
+              __builtin_prefetch (x + j * GQK + PIQ_PREFETCH);
+              __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
+            }
+#pragma GCC unroll 8
+          for (int k = 0; k < GV; k++)
+            {
+              vf v = fload (x + j * GQK + k * PIQ_W);
+              am = fmaxu (am, finite_only ? gabs_finite (v) : (vu) v & 0x7fffffffu);
+            }
+          m[j] = am;
+        }
+#if PIQ_W == 16
+      FT_LEVEL_ (m, 8, 8)
+#endif
+#if PIQ_W >= 8
+      FT_LEVEL_ (m, 4, 4)
+#endif
+      FT_LEVEL_ (m, 2, 2)
+      FT_LEVEL_ (m, 1, 1)
+      if (!finite_only && (fin = !fany ((vi) (m[0] >= 0x7f800000u))))
+        break;
+    }
+  amax = (vf) m[0];
+
+  if (q8)
+    d = amax / vsplat (127.0f);
+  else
+    {
+      /* max: the first finite element (in index order) with |x| = amax, as the
+       * scalar's strict "amax < |x|" keeps it. Each block's matches are keyed
+       * (31 − index) · 2 + sign bit, so the largest key is the first match; with
+       * amax = 0 the scalar keeps max = +0, whatever the zeros' signs. */
+      uint32_t abuf[PIQ_W];
+      vu s;
+      memcpy (abuf, &m[0], sizeof abuf);
+#pragma GCC unroll 16
+      for (int j = 0; j < PIQ_W; j++)
+        {
+          vu am = (vu) fsplat_i (0) + abuf[j], key = (vu) fsplat_i (0);
+#pragma GCC unroll 8
+          for (int k = 0; k < GV; k++)
+            {
+              vf v = fload (x + j * GQK + k * PIQ_W);
+              vu rank = ((vu) fsplat_i (GQK - 1 - k * PIQ_W) - viota (0)) << 1;
+              vi hit = (vi) (gabs_finite (v) == am);
+              key = fmaxu (key, (rank | ((vu) v >> 31)) & (vu) hit);
+            }
+          m[j] = key;
+        }
+#if PIQ_W == 16
+      FT_LEVEL_ (m, 8, 8)
+#endif
+#if PIQ_W >= 8
+      FT_LEVEL_ (m, 4, 4)
+#endif
+      FT_LEVEL_ (m, 2, 2)
+      FT_LEVEL_ (m, 1, 1)
+      s = (m[0] << 31) & (vu) ((vu) amax != 0u);
+      d = (vf) ((vu) amax | s) / vsplat (-8.0f);
+    }
+  id = vsel (d != vsplat (0.0f), vsplat (1.0f) / d, vsplat (0.0f));
+  fin = fin && !fany ((vi) (((vu) id & 0x7fffffffu) >= 0x7f800000u));
+  memcpy (ibuf, &id, sizeof ibuf);
+  {
+    vu h = gf16_bits (d);
+    memcpy (hbuf, &h, sizeof hbuf);
+  }
+  for (int j = 0; j < PIQ_W; j++)
+    {
+      uint16_t dh = (uint16_t) hbuf[j];
+      memcpy (out + j * bb, &dh, 2);
+    }
+  if (fin)
+    ggroup_codes (x, ibuf, out, code, 1);
+  else
+    ggroup_codes (x, ibuf, out, code, 0);
+}
+
+/* Nearest rounding; whole groups of PIQ_W blocks, the rest (fewer blocks, a
+ * ragged last block) and a range that does not start on a block by the scalar
+ * codec. */
+VINLINE void
+gquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
+           int code)
+{
+  const size_t bb = gblock_bytes (code), gsize = PIQ_W * GQK;
+  size_t b0 = 0;
+
+  if (first % GQK == 0)
+    for (; b0 + gsize <= n; b0 += gsize)
+      ggroup_quantize (x + b0, codes + (first + b0) / GQK * bb, code);
+  if (b0 < n)
+    piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, NULL, NULL);
+}
+
+/* Vector k of a block's codes as int32 lanes: Q8_0 sign-extended bytes, Q4_0 the
+ * low nibbles (elements 0 … 15) or high nibbles (16 … 31) less the bias 8. */
+VINLINE vi
+gload_codes (const uint8_t *c, int k, int code)
+{
+  if (code == PIQ_C_Q8_0)
+    return PIQ_VEC_S8_TO_I32 (bytes16 (c + k * PIQ_W, PIQ_W));
+  {
+    vb16 b = bytes16 (c + (k % (GV / 2)) * PIQ_W, PIQ_W);
+    b = k < GV / 2 ? b & 0x0f : b >> 4;
+    return PIQ_VEC_U8_TO_I32 (b) - fsplat_i (8);
+  }
+}
+
+/* add and stream (SET to vector-aligned y, past the caches) are constants here */
+VINLINE void
+gdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, uint64_t first, size_t n, float *y,
+                 int add, int stream, int code)
+{
+  const size_t bb = gblock_bytes (code);
+  size_t b0 = 0;
+
+  if (first % GQK == 0)
+    for (const uint8_t *blk = codes + first / GQK * bb; b0 + GQK <= n; b0 += GQK, blk += bb)
+      {
+        uint16_t dh;
+        vf d;
+        memcpy (&dh, blk, 2);
+        d = vsplat (piq_f16_to_f32 (dh));
+#pragma GCC unroll 8
+        for (int k = 0; k < GV; k++)
+          {
+            /* (float) code · d, as ggml_decode */
+            vf v = __builtin_convertvector (gload_codes (blk + 2, k, code), vf) * d;
+            float *p = y + b0 + k * PIQ_W;
+            if (add)
+              v = fadd_keep (fload (p), v);
+#ifdef PIQ_VEC_STREAM
+            if (stream)
+              PIQ_VEC_STREAM (p, v);
+            else
+#endif
+              memcpy (p, &v, sizeof v);
+          }
+      }
+  stream_fence (stream);
+  if (b0 < n)
+    piq_block_dequantize (a, codes, NULL, NULL, first + b0, n - b0, PIQ_F_F32, y + b0, add);
+}
+
+VINLINE void
+gdequantize (const PiqBlockArgs *a, const uint8_t *codes, uint64_t first, size_t n, float *y,
+             int add, int code)
+{
+#ifdef PIQ_VEC_STREAM
+  if (!add && a->stream && (uintptr_t) y % sizeof (vf) == 0)
+    gdequantize_run (a, codes, first, n, y, 0, 1, code);
+  else
+#endif
+  if (add)
+    gdequantize_run (a, codes, first, n, y, 1, 0, code);
+  else
+    gdequantize_run (a, codes, first, n, y, 0, 0, code);
+}
+
 /* ---- binary: sign bits, 16 elements per two bytes ----
  * bit = !(x < 0): 1 for x ≥ 0, −0 and NaN, as the scalar codec. */
 
@@ -1054,6 +1376,14 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
             a->code < 0 || a->code == PIQ_C_NF4;
   int sg = a->code < 0 && a->qmin < 0;
 
+  if (a->bits == 0 && !a->stochastic)
+    {
+      if (a->code == PIQ_C_Q8_0)
+        gquantize (a, src, first, n, codes, PIQ_C_Q8_0);
+      else
+        gquantize (a, src, first, n, codes, PIQ_C_Q4_0);
+      return;
+    }
   if (fvec_takes (a, 1) && a->code == PIQ_C_BINARY)
     {
       fbinary_quantize (a, src, first, n, codes, scales, zero_points);
@@ -1076,6 +1406,14 @@ block_dequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
 {
   int is_signed = a->code < 0 && a->qmin < 0;
 
+  if (a->bits == 0)
+    {
+      if (a->code == PIQ_C_Q8_0)
+        gdequantize (a, codes, first, n, dst, add, PIQ_C_Q8_0);
+      else
+        gdequantize (a, codes, first, n, dst, add, PIQ_C_Q4_0);
+      return;
+    }
   if (fvec_takes (a, 0) && a->code == PIQ_C_BINARY)
     {
       fbinary_dequantize (a, codes, scales, first, n, dst, add);
