@@ -167,18 +167,23 @@ main (int argc, char **argv)
       gsize cb, sb, zb;
       piq_format_get_sizes (format, &shape, 1, &cb, &sb, &zb, NULL);
       guint8 *codes = g_malloc (cb + 1), *scales = g_malloc (sb + 1), *zps = g_malloc (zb + 1);
-      double scale = 1, tcodec;
+      double scale = 1, tcodec, tc = 0;
       gint64 zp = 0;
-      double t0 = MPI_Wtime ();
-      for (int r = 0; r < size; r++)
-        piq_quantizer_quantize_raw (q, format, NULL, PIQ_DTYPE_F32, x, &shape, 1, codes, cb,
-                                    sb ? scales : NULL, sb, zb ? zps : NULL, zb, &scale, &zp, NULL);
-      for (int r = 0; r < 2 * (size - 1); r++)
-        piq_quantizer_dequantize_raw (q, format, scale, zp, codes, cb, &shape, 1,
-                                      sb ? scales : NULL, sb, zb ? zps : NULL, zb,
-                                      PIQ_DTYPE_F32, y, chunk * sizeof (float),
-                                      r < size - 1 ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET, NULL);
-      double tc = MPI_Wtime () - t0;
+      /* twice, timing the second: the first faults the new buffers in */
+      for (int pass = 0; pass < 2; pass++)
+        {
+          double t0 = MPI_Wtime ();
+          for (int r = 0; r < size; r++)
+            piq_quantizer_quantize_raw (q, format, NULL, PIQ_DTYPE_F32, x, &shape, 1, codes, cb,
+                                        sb ? scales : NULL, sb, zb ? zps : NULL, zb, &scale, &zp,
+                                        NULL);
+          for (int r = 0; r < 2 * (size - 1); r++)
+            piq_quantizer_dequantize_raw (q, format, scale, zp, codes, cb, &shape, 1,
+                                          sb ? scales : NULL, sb, zb ? zps : NULL, zb,
+                                          PIQ_DTYPE_F32, y, chunk * sizeof (float),
+                                          r < size - 1 ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET, NULL);
+          tc = MPI_Wtime () - t0;
+        }
       MPI_Allreduce (&tc, &tcodec, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       double saved = 2.0 * (size - 1) / size * 4 * n - per_elem * n;
       if (rank == 0)
