@@ -573,6 +573,15 @@ fstats (const float *x, size_t block, int code, PiqBlockStats *st)
   for (int j = 0; j < (n); j++) \
     m[j] = fmaxu (PIQ_SHUF2 (m[2 * j], m[2 * j + 1], vu, FT_MASK_ (s, 0)), \
                   PIQ_SHUF2 (m[2 * j], m[2 * j + 1], vu, FT_MASK_ (s, s)));
+/* The whole tree: PIQ_W vectors of lanes to one vector of PIQ_W lane maxima
+ * (level s leaves s vectors). */
+#if PIQ_W == 16
+# define FT_TREE_(m) FT_LEVEL_ (m, 8, 8) FT_LEVEL_ (m, 4, 4) FT_LEVEL_ (m, 2, 2) FT_LEVEL_ (m, 1, 1)
+#elif PIQ_W == 8
+# define FT_TREE_(m) FT_LEVEL_ (m, 4, 4) FT_LEVEL_ (m, 2, 2) FT_LEVEL_ (m, 1, 1)
+#else
+# define FT_TREE_(m) FT_LEVEL_ (m, 2, 2) FT_LEVEL_ (m, 1, 1)
+#endif
 
 /* What a call's fast blocks share (fquantize computes it once). */
 typedef struct {
@@ -640,15 +649,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
     case 4:  fgroup_amax (x, 4, m); break;
     default: fgroup_amax (x, K, m); break;
     }
-  /* level s leaves s vectors */
-#if PIQ_W == 16
-  FT_LEVEL_ (m, 8, 8)
-#endif
-#if PIQ_W >= 8
-  FT_LEVEL_ (m, 4, 4)
-#endif
-  FT_LEVEL_ (m, 2, 2)
-  FT_LEVEL_ (m, 1, 1)
+  FT_TREE_ (m)
   big = (vi) (m[0] >= 0x7f800000u);        /* NaN or Inf in the block */
   amax = (vf) m[0];
 
@@ -1100,14 +1101,7 @@ ggroup_quantize (const float *x, uint8_t *out, int code)
             }
           m[j] = am;
         }
-#if PIQ_W == 16
-      FT_LEVEL_ (m, 8, 8)
-#endif
-#if PIQ_W >= 8
-      FT_LEVEL_ (m, 4, 4)
-#endif
-      FT_LEVEL_ (m, 2, 2)
-      FT_LEVEL_ (m, 1, 1)
+      FT_TREE_ (m)
       if (!finite_only && (fin = !fany ((vi) (m[0] >= 0x7f800000u))))
         break;
     }
@@ -1138,14 +1132,7 @@ ggroup_quantize (const float *x, uint8_t *out, int code)
             }
           m[j] = key;
         }
-#if PIQ_W == 16
-      FT_LEVEL_ (m, 8, 8)
-#endif
-#if PIQ_W >= 8
-      FT_LEVEL_ (m, 4, 4)
-#endif
-      FT_LEVEL_ (m, 2, 2)
-      FT_LEVEL_ (m, 1, 1)
+      FT_TREE_ (m)
       s = (m[0] << 31) & (vu) ((vu) amax != 0u);
       d = (vf) ((vu) amax | s) / vsplat (-8.0f);
     }
