@@ -1130,14 +1130,15 @@ mag_range (void     *data,
 
 /* Counts a batch (its values read as binary32, as every observer reads them) into
  * the histograms @h of each channel, whose exponents are @e. */
-static void
+static gboolean
 mag_count (const PiqEngineView *v,
            guint64              n,
            int                  axis,       /* normalized; -1: per tensor */
            guint64              n_ch,
            guint                bins,
            const int           *e,
-           double              *h)
+           double              *h,
+           GError             **error)
 {
   const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
   gsize esize = si->bits / 8;
@@ -1165,15 +1166,19 @@ mag_count (const PiqEngineView *v,
       n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / (4 * bins)));
       job.chunk = MIN ((n + n_chunks - 1) / n_chunks, (guint64) G_MAXUINT32);
       n_chunks = (n + job.chunk - 1) / job.chunk;
-      counts = g_new (guint32, n_chunks * 4 * bins);
+      counts = try_alloc_n (n_chunks * 4 * (gsize) bins, sizeof *counts, "histogram counts", error);
+      if (counts == NULL)
+        return FALSE;
       job.counts = counts;
       piq_parallel_run (observer_threads (), n_chunks, 1, 2, mag_range, &job);
       for (guint64 k = 0; k < n_chunks; k++)
         for (guint b = 0; b < 2 * bins; b++)
           h[b] += (double) counts[k * 4 * bins + b] + (double) counts[k * 4 * bins + 2 * bins + b];
-      return;
+      return TRUE;
     }
-  scale = g_new (double, MAX (n_ch, 1));
+  scale = try_alloc_n (n_ch, sizeof *scale, "channel scales", error);
+  if (scale == NULL)
+    return FALSE;
   for (guint64 c = 0; c < n_ch; c++)
     scale[c] = ldexp (1.0, -e[c]);
   if (axis >= 0)
@@ -1191,6 +1196,7 @@ mag_count (const PiqEngineView *v,
           side[(guint64) (fabs ((double) x) * (double) bins * scale[c])] += 1.0;
         }
     }
+  return TRUE;
 }
 
 /* Whether @h (one channel's two histograms) could come from data of the range
@@ -1294,10 +1300,13 @@ kl_threshold (const double *h,
               int           e,
               guint         levels)
 {
-  g_autofree double *H = g_new (double, bins), *P = g_new (double, bins), *Q = g_new (double, bins);
+  g_autofree double *H = g_try_new (double, bins), *P = g_try_new (double, bins);
+  g_autofree double *Q = g_try_new (double, bins);
   double best = INFINITY;
   guint m = bins;      /* no finite divergence: no clipping (see the docs) */
 
+  if (H == NULL || P == NULL || Q == NULL)
+    return NAN;        /* out of memory: entropy_thresholds reports it */
   for (guint k = 0; k < bins; k++)
     H[k] = h[k] + h[bins + k];
   for (guint i = levels; i < bins; i++)
@@ -1527,7 +1536,8 @@ piq_observer_observe (PiqObserver  *self,
       /* the earlier counts onto the (possibly wider) ranges, then this batch */
       mag_combine (h, e, n_ch, self->n_bins, nlo, nhi, self->mag, self->min, self->max,
                    NULL, NULL, NULL);
-      mag_count (&v, n, axis, n_ch, self->n_bins, e, h);
+      if (!mag_count (&v, n, axis, n_ch, self->n_bins, e, h, error))
+        return FALSE;
       g_free (self->mag);
       self->mag = g_steal_pointer (&h);
     }
@@ -2003,11 +2013,15 @@ mse_params (PiqObserver         *self,
   const double *h = self->mag + c * 2 * bins;
   double lo = self->min[c], hi = self->max[c], a = MAX (fabs (lo), fabs (hi));
   double w = ldexp (1.0, mag_exponent (lo, hi)) / (double) bins, best = INFINITY;
-  g_autofree float *x = g_new (float, 2 * bins), *y = g_new (float, 2 * bins);
-  g_autofree double *count = g_new (double, 2 * bins);
+  g_autofree float *x = try_alloc_n (2 * (gsize) bins, sizeof (float), "bin centres", error);
+  g_autofree float *y = x ? try_alloc_n (2 * (gsize) bins, sizeof (float), "bin centres", error) : NULL;
+  g_autofree double *count = y ? try_alloc_n (2 * (gsize) bins, sizeof (double), "bin counts", error)
+                               : NULL;
   guint64 n = 0;
   gboolean found = FALSE;
 
+  if (count == NULL)
+    return FALSE;
   for (guint k = bins; k-- > 0;)
     if (h[k] != 0.0)
       {
@@ -2086,6 +2100,7 @@ typedef struct {
   const PiqObserver *self;
   const guint       *levels;
   double            *t;
+  gint               failed;   /* a search could not allocate its scratch */
 } KlJob;
 
 static void
@@ -2097,9 +2112,13 @@ kl_range (void     *data,
   const PiqObserver *self = job->self;
 
   for (uint64_t c = start; c < start + n; c++)
-    job->t[c] = (float) kl_threshold (self->mag + c * 2 * self->n_bins, self->n_bins,
-                                      mag_exponent (self->min[c], self->max[c]),
-                                      job->levels[c]);
+    {
+      double t = kl_threshold (self->mag + c * 2 * self->n_bins, self->n_bins,
+                               mag_exponent (self->min[c], self->max[c]), job->levels[c]);
+      job->t[c] = (float) t;
+      if (isnan (t))
+        g_atomic_int_set (&job->failed, 1);
+    }
 }
 
 /* Every channel's entropy threshold T (binary32 values). The searches are
@@ -2111,14 +2130,23 @@ entropy_thresholds (PiqObserver         *self,
                     gboolean             symmetric,
                     GError             **error)
 {
-  g_autofree guint *levels = g_new (guint, self->n_channels);
-  g_autofree double *t = g_new (double, self->n_channels);
+  g_autofree guint *levels = try_alloc_n (self->n_channels, sizeof (guint), "channel levels", error);
+  g_autofree double *t = levels ? try_alloc_n (self->n_channels, sizeof (double), "thresholds", error)
+                                : NULL;
   KlJob job = { .self = self, .levels = levels, .t = t };
 
+  if (t == NULL)
+    return NULL;
   for (guint64 c = 0; c < self->n_channels; c++)
     if (!entropy_levels (self, c, info, symmetric, &levels[c], error))
       return NULL;
   piq_parallel_run (observer_threads (), self->n_channels, 1, 2, kl_range, &job);
+  if (job.failed)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "cannot allocate the entropy "
+                   "search's 3 × %u bins", self->n_bins);
+      return NULL;
+    }
   return g_steal_pointer (&t);
 }
 
