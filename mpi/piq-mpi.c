@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "piquant-mpi.h"
+/* the library's own bf16 conversions (static inline; one rounding rule) */
+#include "simd/piq-convert-private.h"
 
 G_DEFINE_QUARK (piq-mpi-error-quark, piq_mpi_error)
 
@@ -109,29 +111,6 @@ dtype_size (PiqDtype dtype)
   return dtype == PIQ_DTYPE_F32 ? 4 : 2;
 }
 
-static float
-bf16_to_f32 (guint16 h)
-{
-  guint32 u = (guint32) h << 16;
-  float f;
-
-  memcpy (&f, &u, sizeof f);
-  return f;
-}
-
-/* Round to nearest, ties to even; NaN stays a (quiet) NaN. */
-static guint16
-f32_to_bf16 (float f)
-{
-  guint32 u;
-
-  memcpy (&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (guint16) ((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1);
-  return (guint16) (u >> 16);
-}
-
 /* dst[i] = src[i] (+ residual[i]) in f32 */
 static void
 load_f32 (float *dst, PiqDtype dtype, gconstpointer src, gsize offset, gsize n,
@@ -143,7 +122,7 @@ load_f32 (float *dst, PiqDtype dtype, gconstpointer src, gsize offset, gsize n,
     memcpy (dst, (const float *) src + offset, n * sizeof (float));
   else
     for (gsize i = 0; i < n; i++)
-      dst[i] = bf16_to_f32 (((const guint16 *) src)[offset + i]);
+      dst[i] = piq_bf16_to_f32 (((const guint16 *) src)[offset + i]);
   if (residual != NULL)
     for (gsize i = 0; i < n; i++)
       dst[i] += residual[offset + i];
@@ -158,7 +137,7 @@ store (PiqDtype dtype, gpointer dst, gsize offset, const float *src, gsize n)
     memcpy ((float *) dst + offset, src, n * sizeof (float));
   else
     for (gsize i = 0; i < n; i++)
-      ((guint16 *) dst)[offset + i] = f32_to_bf16 (src[i]);
+      ((guint16 *) dst)[offset + i] = piq_f32_to_bf16 (src[i]);
 }
 
 static gboolean
@@ -518,7 +497,7 @@ allgather_core (PiqMpiReducer *self, PiqDtype dtype, gpointer dst, gsize n,
       if (feedback)
         for (gsize i = 0; i < len; i++)
           self->residual_new[off + i] = dtype == PIQ_DTYPE_F32 ? 0.f
-              : self->out[i] - bf16_to_f32 (((guint16 *) dst)[off + i]);
+              : self->out[i] - piq_bf16_to_f32 (((guint16 *) dst)[off + i]);
       return TRUE;
     }
   if (!msg_layout (self, len, &l, error))
@@ -539,7 +518,7 @@ allgather_core (PiqMpiReducer *self, PiqDtype dtype, gpointer dst, gsize n,
     for (gsize i = 0; i < len; i++)
       self->residual_new[off + i] = self->out[i]
           - (dtype == PIQ_DTYPE_F32 ? ((float *) dst)[off + i]
-                                    : bf16_to_f32 (((guint16 *) dst)[off + i]));
+                                    : piq_bf16_to_f32 (((guint16 *) dst)[off + i]));
 
   int cur = 0;
   for (int s = 0; s < p - 1; s++)
