@@ -544,7 +544,7 @@ allgather_core (PiqMpiReducer *self, PiqDtype dtype, gpointer dst, gsize n,
 /* --- public API --------------------------------------------------------------- */
 
 static gboolean
-check_call (PiqMpiReducer *self, PiqDtype dtype, gsize n, GError **error)
+check_call (PiqDtype dtype, gsize n, GError **error)
 {
   if (dtype != PIQ_DTYPE_F32 && dtype != PIQ_DTYPE_BF16)
     {
@@ -592,7 +592,7 @@ begin_call (PiqMpiReducer *self,
   static const char *const names[] = { "all-reduce", "reduce-scatter", "all-gather" };
   gint64 args[3] = { (gint64) MIN (n, (gsize) G_MAXINT64), dtype, kind };
   GError *local = NULL;
-  gboolean ok = check_call (self, dtype, n, &local);
+  gboolean ok = check_call (dtype, n, &local);
 
   if (ok)
     {
