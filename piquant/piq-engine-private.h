@@ -187,3 +187,54 @@ int piq_engine_requantize (const PiqEngine *eng, const PiqEngineFormat *f,
 /* XNOR/popcount dot product of two binary tensors. */
 int piq_engine_binary_dot (const PiqEngineQuant *a, const PiqEngineQuant *b, uint64_t n,
                            double *result, PiqEngineError *e) PIQ_INTERNAL;
+
+/* ---------------------------------------------------------------------------
+ * Helpers the engine's other files share (piq-engine.c) */
+
+/* Fail with @message verbatim (returns 0). */
+int piq_engine_fail (PiqEngineError *e, int code, const char *message) PIQ_INTERNAL;
+/* A float view's element count and the bytes from its data to its last row's end. */
+int piq_engine_float_view (const PiqEngineView *v, const char *role, uint64_t *n, size_t *span,
+                           PiqEngineError *e) PIQ_INTERNAL;
+int piq_engine_no_overlap (const void *dst, size_t dst_n, const char *dst_what, const void *src,
+                           size_t src_n, const char *src_what, PiqEngineError *e) PIQ_INTERNAL;
+/* Rows r0 … of the 2-D [rows, cols] quantized tensor @w as a tensor of their own
+ * (codes, scales and zero points from their first byte); r0 · cols · bits must be a
+ * multiple of 8. */
+int piq_engine_rows_quant (const PiqEngineQuant *w, uint64_t rows, uint64_t cols, uint64_t r0,
+                           PiqEngineQuant *out, PiqEngineError *e) PIQ_INTERNAL;
+/* Integer weights (≤ 8-bit codes, per tensor, per row or per block along the row):
+ * *group, the elements per scale along a row, and when @scales is not NULL, for
+ * row r and group b of ⌈cols / group⌉, the scale (binary32, as decoding uses it;
+ * NaN for an E8M0 NaN) and zero point, element value = (code − zero point) · scale. */
+int piq_engine_int_row_params (const PiqEngineQuant *w, uint64_t rows, uint64_t cols,
+                               uint64_t *group, float *scales, int32_t *zero_points,
+                               PiqEngineError *e) PIQ_INTERNAL;
+
+/* ---------------------------------------------------------------------------
+ * Matrix multiply (piq-engine-matmul.c): Y [M, N] = X [M, K] · Wᵀ + bias */
+
+enum { PIQ_ACT_FLOAT = 0, PIQ_ACT_DYNAMIC_INT8 = 1 };
+
+typedef struct PiqEnginePacked PiqEnginePacked;
+
+/* Whether weights of @f multiply under @activation: the one table (docs/matmul.md). */
+int piq_engine_matmul_supports (const PiqEngineFormat *f, int activation, PiqEngineError *e)
+  PIQ_INTERNAL;
+/* Prepare the 2-D [N, K] quantized tensor @w. The float policy keeps pointers into
+ * @w's codes (and zero points): they must outlive the result; the dynamic-int8 one
+ * copies what it needs. */
+PiqEnginePacked *piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w,
+                                  const uint64_t *shape, unsigned n_dims, int activation,
+                                  PiqEngineError *e) PIQ_INTERNAL;
+void     piq_engine_packed_free (PiqEnginePacked *p) PIQ_INTERNAL;
+/* N, K and the bytes the packed form holds besides the borrowed ones. */
+void     piq_engine_packed_info (const PiqEnginePacked *p, uint64_t *n, uint64_t *k,
+                                 size_t *bytes) PIQ_INTERNAL;
+/* Y = X · Wᵀ (+ bias), overwriting or adding into @y. X [.., K] and Y [.., N] are
+ * float views with the same leading dimensions; @bias, a float view of N elements,
+ * may be NULL. */
+int piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEnginePacked *w,
+                       const PiqEngineView *bias, const PiqEngineView *y, int add,
+                       PiqEngineError *e) PIQ_INTERNAL;
+

@@ -64,6 +64,12 @@ fail (PiqEngineError *e, int code, const char *format, ...)
 
 #define LABEL(dt) piq_dtype_label ((dt), (char[32]) { 0 })
 
+int
+piq_engine_fail (PiqEngineError *e, int code, const char *message)
+{
+  return fail (e, code, "%s", message);
+}
+
 /* ---------------------------------------------------------------------------
  * Sizes and shapes */
 
@@ -647,6 +653,96 @@ packed_source (const PiqEngineView *src, uint64_t n, size_t row_bytes, PiqEngine
   copy_rows (*packed, src, row_bytes, rows, 0);
   v->data = *packed;
   v->row_stride = 0;
+  return 1;
+}
+
+int
+piq_engine_float_view (const PiqEngineView *v, const char *role, uint64_t *n, size_t *span,
+                       PiqEngineError *e)
+{
+  size_t row_bytes;
+  return float_extent (v, n, &row_bytes, span, role, e);
+}
+
+int
+piq_engine_no_overlap (const void *dst, size_t dst_n, const char *dst_what, const void *src,
+                       size_t src_n, const char *src_what, PiqEngineError *e)
+{
+  return no_overlap (dst, dst_n, dst_what, src, src_n, src_what, e);
+}
+
+int
+piq_engine_rows_quant (const PiqEngineQuant *w, uint64_t rows, uint64_t cols, uint64_t r0,
+                       PiqEngineQuant *out, PiqEngineError *e)
+{
+  const uint64_t shape[2] = { rows, cols }, head[2] = { r0, cols };
+  Geometry g;
+  size_t codes = 0, scales = 0, zps = 0;
+
+  if (!geometry (&w->f, shape, 2, &g, e))
+    return 0;
+  if (g.route == ROUTE_CHANNELS ||
+      (g.info->bits != 0 && r0 * cols % (8 / gcd64 ((uint64_t) g.info->bits, 8)) != 0))
+    return fail (e, PIQ_E_UNSUPPORTED, "rows from %" PRIu64 " of a %s tensor do not start on "
+                 "a byte", r0, g.info->name);
+  if (r0 > 0 && !piq_engine_sizes (&w->f, head, 2, &codes, &scales, &zps, e))
+    return 0;
+  if (w->f.granularity == GRAN_CHANNEL && (w->f.axis == 1 || w->f.axis == -1))
+    scales = zps = 0;   /* one scale per column: every row uses all of them */
+  *out = *w;
+  out->codes = (const uint8_t *) w->codes + codes;
+  out->codes_size = w->codes_size - codes;
+  if (w->scales != NULL)
+    {
+      out->scales = (const uint8_t *) w->scales + scales;
+      out->scales_size = w->scales_size - scales;
+    }
+  if (w->zero_points != NULL)
+    {
+      out->zero_points = (const uint8_t *) w->zero_points + zps;
+      out->zero_points_size = w->zero_points_size - zps;
+    }
+  return 1;
+}
+
+int
+piq_engine_int_row_params (const PiqEngineQuant *w, uint64_t rows, uint64_t cols,
+                           uint64_t *group, float *scales, int32_t *zero_points,
+                           PiqEngineError *e)
+{
+  const uint64_t shape[2] = { rows, cols };
+  Geometry g;
+  uint64_t per_row;
+
+  if (!geometry (&w->f, shape, 2, &g, e))
+    return 0;
+  if (g.info->kind != PIQ_KIND_INT || g.info->bits > 8 || g.double_quant ||
+      g.route == ROUTE_CHANNELS ||
+      (w->f.granularity == GRAN_CHANNEL && !(w->f.axis == 0 || w->f.axis == -2)))
+    return fail (e, PIQ_E_UNSUPPORTED, "%s weights with scales along their input axis have no "
+                 "integer form", g.info->name);
+  *group = w->f.granularity == GRAN_BLOCK ? g.a.block : cols;
+  if (scales == NULL || cols == 0)
+    return 1;
+  per_row = (cols + *group - 1) / *group;
+  for (uint64_t r = 0; r < rows; r++)
+    for (uint64_t b = 0; b < per_row; b++)
+      {
+        PiqBlockP p;
+        if (g.route == ROUTE_ELEMENTS)
+          {
+            p.scale = piq_f64_to_f32 (w->scale);
+            p.zp = w->zero_point;
+            p.nan_scale = 0;
+          }
+        else
+          piq_block_load_params (&g.a, w->scales, w->zero_points,
+                                 w->f.granularity == GRAN_BLOCK ? r * per_row + b : r, &p);
+        if (p.nan_scale)
+          p.scale = NAN;
+        scales[r * per_row + b] = p.scale;
+        zero_points[r * per_row + b] = (int32_t) p.zp;
+      }
   return 1;
 }
 

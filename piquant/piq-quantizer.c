@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "piq-quantizer.h"
+#include "piq-quantizer-private.h"
 #include "piq-dtype.h"
 #include "piq-dtype-private.h"
 #include "piq-enum-types.h"
@@ -341,6 +342,13 @@ engine_of (PiqQuantizer *self,
 {
   eng->n_threads = (guint) g_atomic_int_get (&self->n_threads);
   eng->kernels = self->kernels;
+}
+
+void
+piq_quantizer_get_engine (PiqQuantizer *self,
+                          PiqEngine    *eng)
+{
+  engine_of (self, eng);
 }
 
 static gboolean

@@ -17,5 +17,6 @@
 #include <piquant/piq-quantizer.h>
 #include <piquant/piq-observer.h>
 #include <piquant/piq-qat.h>
+#include <piquant/piq-matmul.h>
 
 #undef __PIQUANT_H_INSIDE__

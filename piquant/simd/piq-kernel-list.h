@@ -106,13 +106,20 @@ enum {
   X (block_quantize, block_quantize, f32) \
   X (block_dequantize, block_dequantize, f32)
 
+/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and the
+ * dynamic-int8 policy's exact integer dot products. */
+#define PIQ_KL_MATMUL_(X) \
+  X (mm_tile, mm_tile, f32) \
+  X (dot_groups, dot_groups, u8s8)
+
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \
   PIQ_KL_PER_INT_ (PIQ_KL_D_F_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_R_R_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_MM_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_SUM_, X) \
-  PIQ_KL_BLOCK_ (X)
+  PIQ_KL_BLOCK_ (X) \
+  PIQ_KL_MATMUL_ (X)
 
 /* The identifier of an entry's function inside a kernel unit (each unit's are static). */
 #define PIQ_KNAME_quantize(f, i, r)   quantize_##f##_##i##_##r
@@ -122,3 +129,5 @@ enum {
 #define PIQ_KNAME_sums(f)             sums_##f
 #define PIQ_KNAME_block_quantize(f)   block_quantize_##f
 #define PIQ_KNAME_block_dequantize(f) block_dequantize_##f
+#define PIQ_KNAME_mm_tile(f)          mm_tile_##f
+#define PIQ_KNAME_dot_groups(t)       dot_groups_##t

@@ -49,4 +49,6 @@
 #define PIQ_VEC_STREAM_4(p, x)    _mm_stream_si32 ((int *) (p), (int) (x))
 #define PIQ_VEC_STREAM_FENCE()    _mm_sfence ()
 
+#define PIQ_VEC_FMA(a, b, c)      ((vf) _mm256_fmadd_ps ((__m256) (a), (__m256) (b), (__m256) (c)))
+
 #include "piq-kernels-vec-body.h"

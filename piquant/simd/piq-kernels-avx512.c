@@ -74,4 +74,6 @@ piq_avx512_bf16_pair (__m512i a, __m512i b)
   return _mm512_permutex2var_epi16 (ra, odd, rb);
 }
 
+#define PIQ_VEC_FMA(a, b, c)      ((vf) _mm512_fmadd_ps ((__m512) (a), (__m512) (b), (__m512) (c)))
+
 #include "piq-kernels-vec-body.h"

@@ -72,6 +72,21 @@ typedef void (*PiqBlockDequantizeFn) (const PiqBlockArgs *a, const uint8_t *code
                                       const uint8_t *scales, const int32_t *zero_points,
                                       uint64_t first, size_t n, void *dst, int add);
 
+/* The float policy's tile of the matrix multiply: for i < mr ≤ 4 and j < nr ≤ 8,
+ *   out[i·ldo + j] = Σ_k x[i·ldx + k] · w[j·ldw + k]   (k < n)
+ * in one fixed order (docs/matmul.md): product k goes into binary32 lane k mod 16
+ * by a fused multiply-add, each lane starting from +0, and the 16 lanes are summed
+ * as piq_sum_lanes does (lane i += lane i + h for h = 8, 4, 2, 1). Every table that
+ * fills the entry gives the scalar one's bytes; tables without fused multiply-add
+ * leave it to the scalar kernel (fmaf). No alignment is assumed. */
+typedef void (*PiqMmTileFn)     (const float *x, size_t ldx, const float *w, size_t ldw,
+                                 size_t n, size_t mr, size_t nr, float *out, size_t ldo);
+/* The dynamic-int8 policy's dot products: out[g] = Σ w[k] · x[k] over the k of
+ * group g, groups of `group` (1 … 65536) elements from k = 0, the last one shorter
+ * when group does not divide n. Exact: |w · x| ≤ 255 · 128, so 65536 terms fit. */
+typedef void (*PiqDotGroupsFn)  (const uint8_t *w, const int8_t *x, size_t n, size_t group,
+                                 int32_t *out);
+
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
   int         level;     /* PiqSimdLevel value */
@@ -84,6 +99,8 @@ typedef struct {
   PiqSumsFn       sums[PIQ_N_FLOAT];
   PiqBlockQuantizeFn   block_quantize;     /* f32 source */
   PiqBlockDequantizeFn block_dequantize;   /* f32 destination */
+  PiqMmTileFn     mm_tile;
+  PiqDotGroupsFn  dot_groups;
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

@@ -312,6 +312,37 @@ sums_generic (const void *src, size_t n, PiqSums *out, int ft)
                                               uint64_t first, size_t n, void *dst, int add) \
   { piq_block_dequantize (a, codes, scales, zps, first, n, FT_##f, dst, add); }
 
+/* ---- matrix multiply: the definitions the vector bodies reproduce ---- */
+
+static void
+mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, size_t mr,
+             size_t nr, float *out, size_t ldo)
+{
+  for (size_t i = 0; i < mr; i++)
+    for (size_t j = 0; j < nr; j++)
+      {
+        float lanes[PIQ_SUM_LANES] = { 0 };
+        for (size_t k = 0; k < n; k++)
+          lanes[k % PIQ_SUM_LANES] = fmaf (x[i * ldx + k], w[j * ldw + k], lanes[k % PIQ_SUM_LANES]);
+        out[i * ldo + j] = piq_sum_lanes (lanes);
+      }
+}
+
+static void
+dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
+    {
+      int32_t s = 0;
+      for (size_t k = k0; k < n && k < k0 + group; k++)
+        s += (int32_t) w[k] * x[k];
+      out[g] = s;
+    }
+}
+
+#define DEF_mm_tile(f)
+#define DEF_dot_groups(t)
+
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)
 #undef DEFINE_ENTRY

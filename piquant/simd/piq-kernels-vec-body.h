@@ -46,6 +46,9 @@
  *   PIQ_VEC_STREAM_HALF(p, h)  the same for a vh
  *   PIQ_VEC_STREAM_16/8/4(p, x) 16 bytes of a vb16, 8 bytes of a uint64, 4 of a uint32
  *   PIQ_VEC_STREAM_FENCE()     order the streamed stores before later ones
+ * and where the ISA has a fused multiply-add (the matrix multiply's f32 tile,
+ * piq-matmul-vec-body.h),
+ *   PIQ_VEC_FMA(a, b, c)       a · b + c on vf, rounded once
  *
  * The bodies use GCC vector extensions, so the compiler lowers the same source to
  * each ISA, and every operation is the IEEE operation the scalar reference does:
@@ -1067,12 +1070,14 @@ VALL (f16, F16)
   .sums[PIQ_F_##F] = PIQ_KNAME_sums (f),
 
 #include "piq-formats-vec-body.h"
+#include "piq-matmul-vec-body.h"
 
 const PiqKernelTable PIQ_VEC_TABLE = {
   .name = PIQ_VEC_LABEL,
   .level = PIQ_VEC_LEVEL,
   .required = PIQ_VEC_REQUIRED,
   PIQ_FORMAT_SLOTS
+  PIQ_MATMUL_SLOTS
   SLOTS (f32, F32)
   SLOTS (bf16, BF16)
 #if HAVE_F16

@@ -1,0 +1,668 @@
+/* piq-engine-matmul.c: Y = X · Wᵀ + bias with quantized weights
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * GLib-free, like the rest of the engine. Two activation policies (docs/matmul.md):
+ *
+ * - float: panels of PANEL weight rows are decoded into binary32 by the library's
+ *   own dequantize (so every format multiplies exactly as it decodes), then the
+ *   kernel table's f32 tile multiplies them with rows of X in one fixed order.
+ * - dynamic int8: the weights' integer codes are unpacked once, at packing, into
+ *   bytes (code + 128 for signed types) with a binary32 scale and an integer zero
+ *   point per group of K; each call quantizes X per group (symmetric int8) and the
+ *   integer dot products are exact, so only the per-group combination rounds.
+ *
+ * Threads split N (panels) and M, never K: Y's bytes do not depend on the thread
+ * count, and every kernel table gives the scalar tables' bytes.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "piq-engine-private.h"
+#include "piq-parallel-private.h"
+#include "simd/piq-convert-private.h"
+#include "simd/piq-formats-private.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Weight rows decoded at a time: 8 rows start every panel on a byte for any code width. */
+#define PANEL 8
+/* Rows of X per call of the tile kernel (its contract: mr ≤ 4, nr ≤ 8). */
+#define TILE_M 4
+/* Integer dot products are taken over at most this many elements at a time, so an
+ * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
+#define DOT_CHUNK 4096
+/* Below this many multiply-adds a call stays on the calling thread. */
+#define PARALLEL_MIN_MACS (UINT64_C (1) << 18)
+
+enum { DT_F32 = 0, DT_F64 = 1, DT_BF16 = 2, DT_F16 = 3, DT_Q8_0 = 41, DT_Q4_0 = 42 };
+enum { GRAN_TENSOR = 0, GRAN_CHANNEL = 1, GRAN_BLOCK = 2 };
+
+struct PiqEnginePacked {
+  int      activation;
+  uint64_t n, k;
+  /* float: the weights as given; double-quantized scales expanded into `owned_scales` */
+  PiqEngineQuant q;
+  float   *owned_scales;
+  /* dynamic int8 */
+  uint64_t group, groups;      /* elements per scale along K, groups per row */
+  uint8_t *codes;              /* [n][k] code + offset */
+  float   *scales;             /* [n][groups] */
+  int32_t *zps;                /* [n][groups] zero point + offset */
+  size_t   bytes;
+};
+
+static int
+failf (PiqEngineError *e, int code, const char *format, ...)
+  __attribute__((format (printf, 3, 4)));
+
+static int
+failf (PiqEngineError *e, int code, const char *format, ...)
+{
+  char message[sizeof e->message];
+  va_list args;
+
+  va_start (args, format);
+  vsnprintf (message, sizeof message, format, args);
+  va_end (args);
+  return piq_engine_fail (e, code, message);
+}
+
+static void *
+try_alloc (size_t count, size_t size, const char *what, PiqEngineError *e)
+{
+  void *p = NULL;
+
+  if (size != 0 && count > SIZE_MAX / size)
+    failf (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
+  else if ((p = malloc (count * size != 0 ? count * size : 1)) == NULL)
+    failf (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
+  return p;
+}
+
+/* ---------------------------------------------------------------------------
+ * Which format multiplies under which policy: the one table */
+
+int
+piq_engine_matmul_supports (const PiqEngineFormat *f, int activation, PiqEngineError *e)
+{
+  const PiqDtypeInfo *info;
+  char buf[32];
+
+  if (!piq_engine_check_format (f, e))
+    return 0;
+  info = piq_dtype_info (f->dtype);
+  if (info->kind == PIQ_KIND_FLOAT)
+    return failf (e, PIQ_E_UNSUPPORTED, "%s weights are not quantized: quantize them first",
+                  info->name);
+  if (activation == PIQ_ACT_FLOAT)
+    return 1;   /* everything that decodes multiplies as it decodes */
+  if (activation != PIQ_ACT_DYNAMIC_INT8)
+    return failf (e, PIQ_E_UNSUPPORTED, "activation policy %d does not exist", activation);
+  if (f->dtype == DT_Q8_0 || f->dtype == DT_Q4_0)
+    return 1;
+  if (info->kind != PIQ_KIND_INT || info->bits > 8)
+    return failf (e, PIQ_E_UNSUPPORTED, "%s weights have no integer codes of at most 8 bits: "
+                  "dynamic int8 activations multiply int8, uint8, int4, uint4, int2, uint2, "
+                  "q8_0 and q4_0 weights; use the float policy", piq_dtype_label (f->dtype, buf));
+  if (f->granularity == GRAN_CHANNEL && !(f->axis == 0 || f->axis == -2))
+    return failf (e, PIQ_E_UNSUPPORTED, "%s weights with one scale per input channel (axis %d) "
+                  "cannot factor the scales out of an integer dot product; use the float "
+                  "policy or scales per output channel (axis 0)", info->name, f->axis);
+  return 1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Packing */
+
+static int
+check_weights (const PiqEngineQuant *w, const uint64_t *shape, unsigned n_dims,
+               PiqEngineError *e)
+{
+  size_t codes, scales, zps;
+
+  if (n_dims != 2)
+    return failf (e, PIQ_E_SIZE, "weights are a matrix [out, in]: 2 dimensions, not %u", n_dims);
+  if (shape[0] == 0 || shape[1] == 0)
+    return failf (e, PIQ_E_EMPTY, "the weights [%" PRIu64 ", %" PRIu64 "] are empty", shape[0],
+                  shape[1]);
+  if (!piq_engine_sizes (&w->f, shape, 2, &codes, &scales, &zps, e))
+    return 0;
+  if (w->codes_size < codes || w->scales_size < scales || w->zero_points_size < zps)
+    return failf (e, PIQ_E_SIZE, "the weights hold fewer bytes than their shape needs");
+  if ((scales && w->scales == NULL) || (zps && w->zero_points == NULL))
+    return failf (e, PIQ_E_SIZE, "the weights lack their %s", scales && w->scales == NULL
+                  ? "scales" : "zero points");
+  return 1;
+}
+
+/* The codes of the ggml blocks, unpacked: Q8_0 int8 codes + 128 with zero point 128,
+ * Q4_0 nibbles (low: elements 0–15, high: 16–31) with zero point 8 (FORMATS.md). */
+static void
+unpack_ggml (PiqEnginePacked *p, const uint8_t *codes)
+{
+  int q4 = p->q.f.dtype == DT_Q4_0;
+  size_t block_bytes = q4 ? 18 : 34;
+
+  for (uint64_t r = 0; r < p->n; r++)
+    for (uint64_t b = 0; b < p->groups; b++)
+      {
+        const uint8_t *blk = codes + (r * p->groups + b) * block_bytes;
+        uint8_t *out = p->codes + r * p->k + b * 32;
+        uint64_t len = MIN ((uint64_t) 32, p->k - b * 32);
+        uint16_t d;
+
+        memcpy (&d, blk, 2);
+        p->scales[r * p->groups + b] = piq_f16_to_f32 (d);
+        p->zps[r * p->groups + b] = q4 ? 8 : 128;
+        for (uint64_t i = 0; i < len; i++)
+          out[i] = q4 ? (uint8_t) (i < 16 ? blk[2 + i] & 15 : blk[2 + i - 16] >> 4)
+                      : (uint8_t) (blk[2 + i] ^ 0x80);
+      }
+}
+
+/* Weight rows r0 … r0 + PANEL (or to the end) as binary32, K apart. */
+static int
+decode_panel (const PiqEngine *eng, const PiqEnginePacked *p, uint64_t r0, float *panel,
+              PiqEngineError *e)
+{
+  PiqEngine one = { 1, eng->kernels };
+  uint64_t rows = MIN ((uint64_t) PANEL, p->n - r0), shape[2] = { rows, p->k };
+  PiqEngineView v = { DT_F32, 2, { rows, p->k }, 0, panel, (size_t) (rows * p->k * 4) };
+  PiqEngineQuant sub;
+
+  return piq_engine_rows_quant (&p->q, p->n, p->k, r0, &sub, e) &&
+         piq_engine_dequantize (&one, &sub, shape, 2, &v, 0, e);
+}
+
+/* Integer codes through the library's own decoder: the same codes read as a per-tensor
+ * tensor with scale 1 and zero point 0 decode to their integer values, exactly. */
+static int
+unpack_ints (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngineQuant *w, int is_signed,
+             PiqEngineError *e)
+{
+  PiqEngine one = { 1, eng->kernels };
+  float *panel = try_alloc ((size_t) PANEL * p->k, sizeof (float), "a decoded panel", e);
+  int ok = 1;
+
+  if (panel == NULL)
+    return 0;
+  for (uint64_t r0 = 0; ok && r0 < p->n; r0 += PANEL)
+    {
+      uint64_t rows = MIN ((uint64_t) PANEL, p->n - r0), shape[2] = { rows, p->k };
+      PiqEngineQuant whole = *w, sub;
+      PiqEngineView v = { DT_F32, 2, { rows, p->k }, 0, panel, (size_t) (rows * p->k * 4) };
+
+      whole.f.granularity = GRAN_TENSOR;
+      whole.f.axis = 0;
+      whole.f.block_size = 0;
+      whole.f.scale_dtype = DT_F32;
+      whole.f.symmetric = 0;
+      whole.scales = whole.zero_points = NULL;
+      whole.scales_size = whole.zero_points_size = 0;
+      whole.scale = 1.0;
+      whole.zero_point = 0;
+      ok = piq_engine_rows_quant (&whole, p->n, p->k, r0, &sub, e) &&
+           piq_engine_dequantize (&one, &sub, shape, 2, &v, 0, e);
+      for (uint64_t i = 0; ok && i < rows * p->k; i++)
+        p->codes[r0 * p->k + i] = (uint8_t) ((int) panel[i] + (is_signed ? 128 : 0));
+    }
+  free (panel);
+  if (ok && is_signed)
+    for (uint64_t i = 0; i < p->n * p->groups; i++)
+      p->zps[i] += 128;
+  return ok;
+}
+
+PiqEnginePacked *
+piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *shape,
+                 unsigned n_dims, int activation, PiqEngineError *e)
+{
+  PiqEnginePacked *p;
+  const PiqDtypeInfo *info;
+
+  if (!piq_engine_matmul_supports (&w->f, activation, e) || !check_weights (w, shape, n_dims, e))
+    return NULL;
+  if ((p = try_alloc (1, sizeof *p, "packed weights", e)) == NULL)
+    return NULL;
+  memset (p, 0, sizeof *p);
+  p->activation = activation;
+  p->n = shape[0];
+  p->k = shape[1];
+  p->q = *w;
+  info = piq_dtype_info (w->f.dtype);
+
+  if (activation == PIQ_ACT_FLOAT)
+    {
+      float *panel;
+      int ok;
+      if (w->f.double_quant)
+        {
+          /* expanded once: panels slice the scales, and the compressed chunks span panels */
+          PiqEngineFormat plain = w->f;
+          size_t dq;
+          plain.double_quant = 0;
+          if (!piq_engine_sizes (&plain, shape, 2, NULL, &dq, NULL, e) ||
+              (p->owned_scales = try_alloc (dq / sizeof (float), sizeof (float),
+                                            "expanded scales", e)) == NULL)
+            goto fail;
+          piq_dq_expand (w->scales, dq / sizeof (float), p->owned_scales);
+          p->q.f = plain;
+          p->q.scales = p->owned_scales;
+          p->q.scales_size = dq;
+          p->bytes = dq;
+        }
+      /* Decoding the first panel checks what only a decode checks (a per-tensor scale
+       * and zero point), so a call never fails half-way through writing Y. */
+      if ((panel = try_alloc ((size_t) MIN ((uint64_t) PANEL, p->n) * p->k, sizeof (float),
+                              "a decoded panel", e)) == NULL)
+        goto fail;
+      ok = decode_panel (eng, p, 0, panel, e);
+      free (panel);
+      if (!ok)
+        goto fail;
+      return p;
+    }
+
+  if (w->f.dtype == DT_Q8_0 || w->f.dtype == DT_Q4_0)
+    p->group = 32;
+  else if (!piq_engine_int_row_params (w, p->n, p->k, &p->group, NULL, NULL, e))
+    goto fail;
+  p->groups = (p->k + p->group - 1) / p->group;
+  if ((p->codes = try_alloc (p->n, p->k, "unpacked codes", e)) == NULL ||
+      (p->scales = try_alloc (p->n * p->groups, sizeof (float), "group scales", e)) == NULL ||
+      (p->zps = try_alloc (p->n * p->groups, sizeof (int32_t), "group zero points", e)) == NULL)
+    goto fail;
+  p->bytes = p->n * p->k + p->n * p->groups * (sizeof (float) + sizeof (int32_t));
+  if (w->f.dtype == DT_Q8_0 || w->f.dtype == DT_Q4_0)
+    unpack_ggml (p, w->codes);
+  else if (!piq_engine_int_row_params (w, p->n, p->k, &p->group, p->scales, p->zps, e) ||
+           !unpack_ints (eng, p, w, info->is_signed, e))
+    goto fail;
+  /* nothing of the caller's is kept */
+  p->q.codes = p->q.scales = p->q.zero_points = NULL;
+  return p;
+
+fail:
+  piq_engine_packed_free (p);
+  return NULL;
+}
+
+void
+piq_engine_packed_free (PiqEnginePacked *p)
+{
+  if (p == NULL)
+    return;
+  free (p->owned_scales);
+  free (p->codes);
+  free (p->scales);
+  free (p->zps);
+  free (p);
+}
+
+void
+piq_engine_packed_info (const PiqEnginePacked *p, uint64_t *n, uint64_t *k, size_t *bytes)
+{
+  if (n != NULL)
+    *n = p->n;
+  if (k != NULL)
+    *k = p->k;
+  if (bytes != NULL)
+    *bytes = p->bytes;
+}
+
+/* ---------------------------------------------------------------------------
+ * The call */
+
+typedef struct {
+  const PiqEngine       *eng;
+  const PiqEnginePacked *w;
+  uint64_t       m, n, k;
+  /* X as binary32 rows ldx floats apart (float), or as int8 codes (dynamic int8) */
+  const float   *x;
+  size_t         ldx;
+  const int8_t  *xq;
+  const float   *xd;           /* [m][groups] scales of X's groups */
+  const int32_t *xsum;         /* [m][groups] Σ codes of X's groups */
+  const float   *bias;         /* N binary32, or NULL */
+  uint8_t       *y;
+  int            y_dtype;
+  size_t         ldy;          /* bytes between Y's rows */
+  int            add;
+  /* work: panels × row blocks, split into `slots` contiguous runs */
+  uint64_t       panels, mblocks, mrows;
+  uint64_t       slots;
+  uint8_t       *scratch;      /* per slot */
+  size_t         scratch_bytes;
+  int            failed;
+  PiqEngineError error;
+} MatmulJob;
+
+static void
+store_row (MatmulJob *job, uint64_t m, uint64_t n0, const float *v, uint64_t count)
+{
+  uint8_t *row = job->y + m * job->ldy;
+
+  for (uint64_t j = 0; j < count; j++)
+    {
+      float y = job->bias != NULL ? v[j] + job->bias[n0 + j] : v[j];
+      if (job->y_dtype == DT_F64)
+        {
+          double d;
+          memcpy (&d, row + (n0 + j) * 8, 8);
+          d = job->add ? d + (double) y : (double) y;
+          memcpy (row + (n0 + j) * 8, &d, 8);
+        }
+      else
+        piq_store_f (row, n0 + j, job->add ? piq_load_f (row, n0 + j, job->y_dtype) + y : y,
+                     job->y_dtype);
+    }
+}
+
+/* The float policy over one work item: decode a panel, multiply it by a block of rows. */
+static int
+float_item (MatmulJob *job, float *panel, uint64_t r0, uint64_t m0, uint64_t m1,
+            PiqEngineError *e)
+{
+  const PiqEnginePacked *w = job->w;
+  uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0);
+  float out[TILE_M * PANEL];
+
+  if (!decode_panel (job->eng, w, r0, panel, e))
+    return 0;
+  for (uint64_t m = m0; m < m1; m += TILE_M)
+    {
+      uint64_t mr = MIN ((uint64_t) TILE_M, m1 - m);
+      job->eng->kernels->mm_tile (job->x + m * job->ldx, job->ldx, panel, (size_t) w->k,
+                                  (size_t) w->k, (size_t) mr, (size_t) rows, out, PANEL);
+      for (uint64_t i = 0; i < mr; i++)
+        store_row (job, m + i, r0, out + i * PANEL, rows);
+    }
+  return 1;
+}
+
+/* One output of the dynamic-int8 policy: Σ over groups, in order, of
+ * ((double) I · scale_w) · scale_x in binary64, rounded once to binary32. */
+static float
+int8_output (const MatmulJob *job, uint64_t m, uint64_t r, int32_t *partial)
+{
+  const PiqEnginePacked *w = job->w;
+  const uint8_t *wc = w->codes + r * w->k;
+  const int8_t *xc = job->xq + m * w->k;
+  double acc = 0.0;
+
+  if (w->group <= DOT_CHUNK)
+    job->eng->kernels->dot_groups (wc, xc, (size_t) w->k, (size_t) w->group, partial);
+  for (uint64_t g = 0; g < w->groups; g++)
+    {
+      int64_t dot;
+      if (w->group <= DOT_CHUNK)
+        dot = partial[g];
+      else
+        {
+          uint64_t k0 = g * w->group, len = MIN (w->group, w->k - k0);
+          uint64_t chunks = (len + DOT_CHUNK - 1) / DOT_CHUNK;
+          job->eng->kernels->dot_groups (wc + k0, xc + k0, (size_t) len, DOT_CHUNK, partial);
+          dot = 0;
+          for (uint64_t c = 0; c < chunks; c++)
+            dot += partial[c];
+        }
+      dot -= (int64_t) w->zps[r * w->groups + g] * job->xsum[m * w->groups + g];
+      acc += (double) dot * (double) w->scales[r * w->groups + g] *
+             (double) job->xd[m * w->groups + g];
+    }
+  return (float) acc;
+}
+
+static void
+int8_item (MatmulJob *job, int32_t *partial, uint64_t r0, uint64_t m0, uint64_t m1)
+{
+  uint64_t rows = MIN ((uint64_t) PANEL, job->w->n - r0);
+  float out[PANEL];
+
+  for (uint64_t m = m0; m < m1; m++)
+    {
+      for (uint64_t j = 0; j < rows; j++)
+        out[j] = int8_output (job, m, r0 + j, partial);
+      store_row (job, m, r0, out, rows);
+    }
+}
+
+static void
+matmul_slot (void *data, uint64_t slot, uint64_t count)
+{
+  MatmulJob *job = data;
+  uint64_t items = job->panels * job->mblocks;
+
+  for (uint64_t s = slot; s < slot + count; s++)
+    {
+      uint64_t per = (items + job->slots - 1) / job->slots;
+      uint8_t *scratch = job->scratch + s * job->scratch_bytes;
+      for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+        {
+          uint64_t panel = it / job->mblocks, mb = it % job->mblocks;
+          uint64_t m0 = mb * job->mrows, m1 = MIN (job->m, m0 + job->mrows);
+          if (job->w->activation == PIQ_ACT_FLOAT)
+            {
+              PiqEngineError e;
+              if (!float_item (job, (float *) scratch, panel * PANEL, m0, m1, &e) &&
+                  !__atomic_exchange_n (&job->failed, 1, __ATOMIC_RELAXED))
+                job->error = e;
+            }
+          else
+            int8_item (job, (int32_t *) scratch, panel * PANEL, m0, m1);
+        }
+    }
+}
+
+/* X's rows as symmetric int8 per group of the weights: d = amax / 127, codes
+ * nearest-even (x · (1 / d)); a group with a NaN or an infinity gets d = NaN and codes
+ * 0, so every output that reads it is NaN (docs/matmul.md). */
+static void
+quantize_x (const float *x, size_t ldx, uint64_t m, uint64_t k, uint64_t group, uint64_t groups,
+            int8_t *q, float *d, int32_t *sums)
+{
+  for (uint64_t r = 0; r < m; r++)
+    for (uint64_t g = 0; g < groups; g++)
+      {
+        const float *xs = x + r * ldx + g * group;
+        int8_t *qs = q + r * k + g * group;
+        uint64_t len = MIN (group, k - g * group);
+        float amax = 0.0f, id;
+        int finite = 1;
+        int32_t sum = 0;
+
+        for (uint64_t i = 0; i < len; i++)
+          {
+            float a = fabsf (xs[i]);
+            finite &= isfinite (a) != 0;
+            amax = a > amax ? a : amax;
+          }
+        if (!finite)
+          {
+            memset (qs, 0, len);
+            d[r * groups + g] = NAN;
+            sums[r * groups + g] = 0;
+            continue;
+          }
+        d[r * groups + g] = amax / 127.0f;
+        id = amax > 0.0f ? 1.0f / (amax / 127.0f) : 0.0f;
+        for (uint64_t i = 0; i < len; i++)
+          {
+            float v = nearbyintf (xs[i] * id);
+            v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+            qs[i] = (int8_t) v;
+            sum += qs[i];
+          }
+        sums[r * groups + g] = sum;
+      }
+}
+
+static int
+check_float_view (const PiqEngineView *v, const char *role, uint64_t *n, size_t *span,
+                  PiqEngineError *e)
+{
+  return piq_engine_float_view (v, role, n, span, e);
+}
+
+int
+piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEnginePacked *w,
+                   const PiqEngineView *bias, const PiqEngineView *y, int add,
+                   PiqEngineError *e)
+{
+  MatmulJob job;
+  uint64_t nx, ny, nb = 0, m;
+  size_t x_span, y_span, b_span = 0, x_esize, y_esize;
+  float *xf = NULL, *bf = NULL;
+  int8_t *xq = NULL;
+  float *xd = NULL;
+  int32_t *xsum = NULL;
+  unsigned threads;
+  int ok = 0;
+
+  memset (&job, 0, sizeof job);
+  if (!check_float_view (x, "input", &nx, &x_span, e) ||
+      !check_float_view (y, "output", &ny, &y_span, e) ||
+      (bias != NULL && !check_float_view (bias, "bias", &nb, &b_span, e)))
+    return 0;
+  if (x->shape[x->n_dims - 1] != w->k)
+    return failf (e, PIQ_E_SIZE, "the input's rows have %" PRIu64 " elements, the weights [%"
+                  PRIu64 ", %" PRIu64 "] take %" PRIu64, x->shape[x->n_dims - 1], w->n, w->k,
+                  w->k);
+  m = nx / w->k;
+  if (y->n_dims != x->n_dims || y->shape[y->n_dims - 1] != w->n ||
+      memcmp (y->shape, x->shape, (x->n_dims - 1) * sizeof x->shape[0]) != 0)
+    return failf (e, PIQ_E_SIZE, "the output must have the input's shape with %" PRIu64
+                  " (the weights' outputs) as its last extent", w->n);
+  if (bias != NULL && (bias->n_dims != 1 || nb != w->n))
+    return failf (e, PIQ_E_SIZE, "the bias must be a vector of %" PRIu64 " elements, one per "
+                  "output, not %" PRIu64, w->n, nb);
+  if (!piq_engine_no_overlap (y->data, y_span, "output", x->data, x_span, "input", e) ||
+      (bias != NULL &&
+       !piq_engine_no_overlap (y->data, y_span, "output", bias->data, b_span, "bias", e)) ||
+      !piq_engine_no_overlap (y->data, y_span, "output", w->q.codes, w->q.codes_size,
+                              "weights", e) ||
+      !piq_engine_no_overlap (y->data, y_span, "output", w->q.scales, w->q.scales_size,
+                              "weights' scales", e) ||
+      !piq_engine_no_overlap (y->data, y_span, "output", w->q.zero_points,
+                              w->q.zero_points_size, "weights' zero points", e))
+    return 0;
+  if (m == 0)
+    return 1;
+
+  x_esize = piq_dtype_info (x->dtype)->bits / 8;
+  y_esize = piq_dtype_info (y->dtype)->bits / 8;
+  job.eng = eng;
+  job.w = w;
+  job.m = m;
+  job.n = w->n;
+  job.k = w->k;
+  job.y = (uint8_t *) y->data;
+  job.y_dtype = y->dtype;
+  job.ldy = y->row_stride && m > 1 ? y->row_stride : (size_t) w->n * y_esize;
+  job.add = add;
+
+  /* X as binary32 rows: itself when it is f32, else widened (f64 rounded) once */
+  if (x->dtype == DT_F32)
+    {
+      job.x = x->data;
+      job.ldx = (x->row_stride && m > 1 ? x->row_stride : (size_t) w->k * 4) / 4;
+      if (job.ldx * 4 != (x->row_stride && m > 1 ? x->row_stride : (size_t) w->k * 4) ||
+          ((uintptr_t) x->data & 3) != 0)
+        job.x = NULL;   /* rows not on binary32 boundaries: copy them */
+    }
+  if (job.x == NULL)
+    {
+      size_t ld = x->row_stride && m > 1 ? x->row_stride : (size_t) w->k * x_esize;
+      if ((xf = try_alloc (m * w->k, sizeof (float), "the input as binary32", e)) == NULL)
+        goto done;
+      for (uint64_t r = 0; r < m; r++)
+        {
+          const uint8_t *row = (const uint8_t *) x->data + r * ld;
+          for (uint64_t i = 0; i < w->k; i++)
+            {
+              if (x->dtype == DT_F64)
+                {
+                  double d;
+                  memcpy (&d, row + i * 8, 8);
+                  xf[r * w->k + i] = piq_f64_to_f32 (d);
+                }
+              else
+                xf[r * w->k + i] = piq_load_f (row, i, x->dtype);
+            }
+        }
+      job.x = xf;
+      job.ldx = (size_t) w->k;
+    }
+  if (bias != NULL)
+    {
+      if ((bf = try_alloc (w->n, sizeof (float), "the bias as binary32", e)) == NULL)
+        goto done;
+      for (uint64_t i = 0; i < w->n; i++)
+        {
+          if (bias->dtype == DT_F64)
+            {
+              double d;
+              memcpy (&d, (const uint8_t *) bias->data + i * 8, 8);
+              bf[i] = piq_f64_to_f32 (d);
+            }
+          else
+            bf[i] = piq_load_f (bias->data, i, bias->dtype);
+        }
+      job.bias = bf;
+    }
+
+  if (w->activation == PIQ_ACT_DYNAMIC_INT8)
+    {
+      if ((xq = try_alloc (m, w->k, "the input's int8 codes", e)) == NULL ||
+          (xd = try_alloc (m * w->groups, sizeof (float), "the input's scales", e)) == NULL ||
+          (xsum = try_alloc (m * w->groups, sizeof (int32_t), "the input's sums", e)) == NULL)
+        goto done;
+      quantize_x (job.x, job.ldx, m, w->k, w->group, w->groups, xq, xd, xsum);
+      job.xq = xq;
+      job.xd = xd;
+      job.xsum = xsum;
+      job.scratch_bytes = (size_t) (w->group <= DOT_CHUNK ? w->groups
+                                    : (w->group + DOT_CHUNK - 1) / DOT_CHUNK) * sizeof (int32_t);
+    }
+  else
+    job.scratch_bytes = (size_t) PANEL * w->k * sizeof (float);
+
+  /* Work: panels of N × blocks of M rows; enough items for the threads, and as few
+   * blocks of M as that allows, since each item decodes its panel. */
+  threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
+  if (m * w->n * w->k < PARALLEL_MIN_MACS)
+    threads = 1;
+  job.panels = (w->n + PANEL - 1) / PANEL;
+  job.mblocks = job.panels >= 2u * threads ? 1 : MIN (m, (2u * threads + job.panels - 1) / job.panels);
+  job.mrows = (m + job.mblocks - 1) / job.mblocks;
+  job.mrows = (job.mrows + TILE_M - 1) / TILE_M * TILE_M;
+  job.mblocks = (m + job.mrows - 1) / job.mrows;
+  job.slots = MIN ((uint64_t) threads, job.panels * job.mblocks);
+  if ((job.scratch = try_alloc (job.slots, job.scratch_bytes, "matmul scratch", e)) == NULL)
+    goto done;
+  piq_parallel_run (threads, job.slots, 1, 2, matmul_slot, &job);
+  if (job.failed)
+    {
+      /* a panel's decode refused: packing decoded one, so only a change to the
+       * weights' bytes since then can get here */
+      *e = job.error;
+      goto done;
+    }
+  ok = 1;
+done:
+  free (job.scratch);
+  free (xf);
+  free (bf);
+  free (xq);
+  free (xd);
+  free (xsum);
+  return ok;
+}

@@ -1,0 +1,459 @@
+/* piq-matmul.c: PiqPackedWeights and the matrix multiply
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The GObject face of piq-engine-matmul.c: packed weights hold the quantized tensor
+ * they came from (which stays usable: dequantize it, save it) and the engine's
+ * packed form; the multiply validates its tensors and runs the engine.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "piq-matmul.h"
+#include "piq-dtype.h"
+#include "piq-dtype-private.h"
+#include "piq-enum-types.h"
+#include "piq-error.h"
+#include "piq-format-private.h"
+#include "piq-quantizer-private.h"
+#include "piq-tensor-private.h"
+#include "piq-engine-private.h"
+
+/**
+ * PiqPackedWeights:
+ *
+ * A weight matrix W [out, in] in a quantized format, prepared once for
+ * [method@Piq.Quantizer.matmul] under one [enum@Piq.Activation] policy.
+ *
+ * The float policy keeps a reference to the weight tensor and decodes its
+ * bytes at every call, so it costs no memory besides expanded
+ * double-quantized scales; the dynamic-int8 policy unpacks the codes into one
+ * byte per weight with a scale and zero point per group, and no longer reads
+ * the tensor. Either way the tensor stays usable; after changing its bytes,
+ * pack it again.
+ *
+ * Since: 1.0
+ */
+struct _PiqPackedWeights {
+  GObject           parent_instance;
+  PiqTensor        *weights;
+  PiqActivation     activation;
+  PiqEnginePacked  *packed;
+};
+
+G_DEFINE_FINAL_TYPE (PiqPackedWeights, piq_packed_weights, G_TYPE_OBJECT)
+
+enum {
+  PROP_0,
+  PROP_WEIGHTS,
+  PROP_ACTIVATION,
+  PROP_N_OUT,
+  PROP_N_IN,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static void
+piq_packed_weights_finalize (GObject *object)
+{
+  PiqPackedWeights *self = PIQ_PACKED_WEIGHTS (object);
+
+  piq_engine_packed_free (self->packed);
+  g_clear_object (&self->weights);
+  G_OBJECT_CLASS (piq_packed_weights_parent_class)->finalize (object);
+}
+
+static void
+piq_packed_weights_get_property (GObject    *object,
+                                 guint       prop_id,
+                                 GValue     *value,
+                                 GParamSpec *pspec)
+{
+  PiqPackedWeights *self = PIQ_PACKED_WEIGHTS (object);
+
+  switch (prop_id)
+    {
+    case PROP_WEIGHTS:
+      g_value_set_object (value, self->weights);
+      break;
+    case PROP_ACTIVATION:
+      g_value_set_enum (value, self->activation);
+      break;
+    case PROP_N_OUT:
+      g_value_set_uint64 (value, piq_packed_weights_get_n_out (self));
+      break;
+    case PROP_N_IN:
+      g_value_set_uint64 (value, piq_packed_weights_get_n_in (self));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+piq_packed_weights_class_init (PiqPackedWeightsClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS;
+
+  object_class->finalize = piq_packed_weights_finalize;
+  object_class->get_property = piq_packed_weights_get_property;
+
+  /**
+   * PiqPackedWeights:weights:
+   *
+   * The quantized tensor [out, in] the weights were packed from.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_WEIGHTS] = g_param_spec_object ("weights", NULL, NULL, PIQ_TYPE_TENSOR, ro);
+
+  /**
+   * PiqPackedWeights:activation:
+   *
+   * The activation policy the weights were packed for.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_ACTIVATION] =
+    g_param_spec_enum ("activation", NULL, NULL, PIQ_TYPE_ACTIVATION, PIQ_ACTIVATION_FLOAT, ro);
+
+  /**
+   * PiqPackedWeights:n-out:
+   *
+   * Output features: the weights' first extent, the last extent of a product.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_N_OUT] = g_param_spec_uint64 ("n-out", NULL, NULL, 0, G_MAXUINT64, 0, ro);
+
+  /**
+   * PiqPackedWeights:n-in:
+   *
+   * Input features: the weights' second extent, the last extent of an input.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_N_IN] = g_param_spec_uint64 ("n-in", NULL, NULL, 0, G_MAXUINT64, 0, ro);
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+}
+
+static void
+piq_packed_weights_init (PiqPackedWeights *self)
+{
+  (void) self;
+}
+
+static gboolean
+quantized_with_format (PiqTensor  *t,
+                       const char *role,
+                       GError    **error)
+{
+  if (!piq_dtype_is_quantized (piq_tensor_get_dtype (t)))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the %s must be quantized, not %s: "
+                   "quantize them first", role, piq_dtype_describe (piq_tensor_get_dtype (t)));
+      return FALSE;
+    }
+  if (piq_tensor_get_format (t) == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_FORMAT, "the %s tensor has no format: wrap "
+                   "quantized data with piq_tensor_new_quantized_from_bytes()",
+                   piq_dtype_describe (piq_tensor_get_dtype (t)));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_packed_weights_supports:
+ * @format: a weight format
+ * @activation: an activation policy
+ * @error: return location for a #GError
+ *
+ * Whether weights of @format multiply under @activation: the float policy
+ * takes every quantized format; dynamic int8 takes integer codes of at most 8
+ * bits (per tensor, per output channel or per block along the input) and the
+ * ggml blocks Q8_0 and Q4_0.
+ *
+ * Returns: %TRUE if they do; otherwise %FALSE with @error saying why
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_packed_weights_supports (PiqFormat      *format,
+                             PiqActivation   activation,
+                             GError        **error)
+{
+  PiqEngineError e;
+
+  g_return_val_if_fail (PIQ_IS_FORMAT (format), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!piq_engine_matmul_supports (piq_format_peek (format), (int) activation, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_packed_weights_new:
+ * @weights: a quantized tensor [out, in]
+ * @activation: the activation policy the products will use
+ * @error: return location for a #GError
+ *
+ * Packs @weights for [method@Piq.Quantizer.matmul]. The format and policy
+ * must go together (see [func@Piq.PackedWeights.supports]); the tensor must
+ * have two dimensions, neither empty. A per-tensor scale or zero point the
+ * format cannot decode with is refused here, not at the product.
+ *
+ * Returns: (transfer full) (nullable): the packed weights, or %NULL on error
+ *
+ * Since: 1.0
+ */
+PiqPackedWeights *
+piq_packed_weights_new (PiqTensor      *weights,
+                        PiqActivation   activation,
+                        GError        **error)
+{
+  g_autoptr(PiqPackedWeights) self = NULL;
+  PiqEngine eng;
+  PiqEngineQuant q;
+  PiqEngineError e;
+  const guint64 *shape;
+  guint n_dims;
+
+  g_return_val_if_fail (PIQ_IS_TENSOR (weights), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!quantized_with_format (weights, "weights", error))
+    return NULL;
+  self = g_object_new (PIQ_TYPE_PACKED_WEIGHTS, NULL);
+  piq_quantizer_get_engine (piq_quantizer_get_default (), &eng);
+  eng.n_threads = 1;
+  piq_tensor_to_engine_quant (weights, &q);
+  shape = piq_tensor_get_shape (weights, &n_dims);
+  self->packed = piq_engine_pack (&eng, &q, shape, n_dims, (int) activation, &e);
+  if (self->packed == NULL)
+    {
+      piq_set_engine_error (error, &e);
+      return NULL;
+    }
+  self->weights = g_object_ref (weights);
+  self->activation = activation;
+  return g_steal_pointer (&self);
+}
+
+/**
+ * piq_packed_weights_get_weights:
+ * @self: packed weights
+ *
+ * Returns: (transfer none): the quantized tensor the weights were packed from
+ *
+ * Since: 1.0
+ */
+PiqTensor *
+piq_packed_weights_get_weights (PiqPackedWeights *self)
+{
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (self), NULL);
+  return self->weights;
+}
+
+/**
+ * piq_packed_weights_get_activation:
+ * @self: packed weights
+ *
+ * Returns: the activation policy the weights were packed for
+ *
+ * Since: 1.0
+ */
+PiqActivation
+piq_packed_weights_get_activation (PiqPackedWeights *self)
+{
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (self), PIQ_ACTIVATION_FLOAT);
+  return self->activation;
+}
+
+/**
+ * piq_packed_weights_get_n_out:
+ * @self: packed weights
+ *
+ * Returns: the output features (the weights' first extent)
+ *
+ * Since: 1.0
+ */
+guint64
+piq_packed_weights_get_n_out (PiqPackedWeights *self)
+{
+  guint64 n = 0;
+
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (self), 0);
+  piq_engine_packed_info (self->packed, &n, NULL, NULL);
+  return n;
+}
+
+/**
+ * piq_packed_weights_get_n_in:
+ * @self: packed weights
+ *
+ * Returns: the input features (the weights' second extent)
+ *
+ * Since: 1.0
+ */
+guint64
+piq_packed_weights_get_n_in (PiqPackedWeights *self)
+{
+  guint64 k = 0;
+
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (self), 0);
+  piq_engine_packed_info (self->packed, NULL, &k, NULL);
+  return k;
+}
+
+/**
+ * piq_packed_weights_get_n_bytes:
+ * @self: packed weights
+ *
+ * Returns: the bytes the packed form holds besides the weight tensor (0 for
+ *   the float policy unless the scales were double-quantized)
+ *
+ * Since: 1.0
+ */
+gsize
+piq_packed_weights_get_n_bytes (PiqPackedWeights *self)
+{
+  gsize bytes = 0;
+
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (self), 0);
+  piq_engine_packed_info (self->packed, NULL, NULL, &bytes);
+  return bytes;
+}
+
+static gboolean
+float_tensor (PiqTensor  *t,
+              const char *role,
+              GError    **error)
+{
+  if (piq_dtype_is_float (piq_tensor_get_dtype (t)))
+    return TRUE;
+  g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the %s must be a float tensor (f32, "
+               "f64, bf16, f16), not %s", role, piq_dtype_describe (piq_tensor_get_dtype (t)));
+  return FALSE;
+}
+
+/**
+ * piq_quantizer_matmul:
+ * @self: a quantizer
+ * @x: the input, a float tensor [..., in]
+ * @weights: packed weights [out, in]
+ * @bias: (nullable): a float vector of out elements, or %NULL
+ * @y: the output, a float tensor [..., out] with @x's leading extents
+ * @op: overwrite @y, or add the product to it
+ * @error: return location for a #GError
+ *
+ * Computes Y = X · Wᵀ + bias for every row of @x and stores it into @y
+ * (%PIQ_REDUCE_SET) or adds it to @y (%PIQ_REDUCE_ADD). The arithmetic is
+ * that of the weights' [enum@Piq.Activation] policy, in an order fixed by the
+ * definition (docs/matmul.md): @y's bytes are the same for every thread count
+ * and every SIMD level. @y must not overlap @x, @bias or the weights. On error
+ * nothing is written.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_quantizer_matmul (PiqQuantizer     *self,
+                      PiqTensor        *x,
+                      PiqPackedWeights *weights,
+                      PiqTensor        *bias,
+                      PiqTensor        *y,
+                      PiqReduceOp       op,
+                      GError          **error)
+{
+  PiqEngine eng;
+  PiqEngineView xv, bv, yv;
+  PiqEngineError e;
+
+  g_return_val_if_fail (PIQ_IS_QUANTIZER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (x), FALSE);
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (weights), FALSE);
+  g_return_val_if_fail (bias == NULL || PIQ_IS_TENSOR (bias), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (y), FALSE);
+  g_return_val_if_fail (op == PIQ_REDUCE_SET || op == PIQ_REDUCE_ADD, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!float_tensor (x, "input", error) || !float_tensor (y, "output", error) ||
+      (bias != NULL && !float_tensor (bias, "bias", error)))
+    return FALSE;
+  if (!piq_tensor_is_writable (y))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "the output tensor is read-only");
+      return FALSE;
+    }
+  piq_quantizer_get_engine (self, &eng);
+  piq_tensor_to_engine (x, &xv);
+  piq_tensor_to_engine (y, &yv);
+  if (bias != NULL)
+    piq_tensor_to_engine (bias, &bv);
+  if (!piq_engine_matmul (&eng, &xv, weights->packed, bias != NULL ? &bv : NULL, &yv,
+                          op == PIQ_REDUCE_ADD, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * piq_quantizer_matmul_new:
+ * @self: a quantizer
+ * @x: the input, a float tensor [..., in]
+ * @weights: packed weights [out, in]
+ * @bias: (nullable): a float vector of out elements, or %NULL
+ * @dtype: the float dtype of the result
+ * @error: return location for a #GError
+ *
+ * Computes X · Wᵀ + bias into a new tensor [..., out]; see
+ * [method@Piq.Quantizer.matmul].
+ *
+ * Returns: (transfer full) (nullable): the product, or %NULL on error
+ *
+ * Since: 1.0
+ */
+PiqTensor *
+piq_quantizer_matmul_new (PiqQuantizer     *self,
+                          PiqTensor        *x,
+                          PiqPackedWeights *weights,
+                          PiqTensor        *bias,
+                          PiqDtype          dtype,
+                          GError          **error)
+{
+  g_autoptr(PiqTensor) y = NULL;
+  guint64 shape[PIQ_MAX_DIMS];
+  const guint64 *xs;
+  guint n_dims;
+
+  g_return_val_if_fail (PIQ_IS_TENSOR (x), NULL);
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (weights), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!piq_dtype_is_float (dtype))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the output must be a float dtype "
+                   "(f32, f64, bf16, f16), not %s", piq_dtype_describe (dtype));
+      return NULL;
+    }
+  xs = piq_tensor_get_shape (x, &n_dims);
+  memcpy (shape, xs, n_dims * sizeof *shape);
+  shape[n_dims - 1] = piq_packed_weights_get_n_out (weights);
+  y = piq_tensor_new_shaped (dtype, shape, n_dims, error);
+  if (y == NULL || !piq_quantizer_matmul (self, x, weights, bias, y, PIQ_REDUCE_SET, error))
+    return NULL;
+  return g_steal_pointer (&y);
+}

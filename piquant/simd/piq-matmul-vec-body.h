@@ -1,0 +1,151 @@
+/* piq-matmul-vec-body.h: the matrix multiply's kernels, written once for every ISA unit
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Included by piq-kernels-vec-body.h (the unit's vf type, PIQ_W and VINLINE), where
+ * the unit may define
+ *   PIQ_VEC_FMA(a, b, c)   a · b + c on vf, rounded once (the ISA's fused multiply-add)
+ * Without it the unit leaves the f32 tile to the scalar kernel: an unfused a · b + c
+ * rounds twice and would not give the same bytes (docs/matmul.md).
+ *
+ * The tile keeps one 16-lane accumulator per output, 16 / PIQ_W vectors, so lane l
+ * holds the products k ≡ l (mod 16) in the order the scalar reference adds them,
+ * whatever the vector width. Sub-tiles of MM_MR × MM_NR outputs keep the
+ * accumulators in registers (16 zmm; 8 ymm pairs; 16 q registers as 4 × 4).
+ */
+#include "piq-formats-private.h"
+
+#ifdef PIQ_VEC_FMA
+
+#define MM_V (16 / PIQ_W)
+#if PIQ_W == 16
+# define MM_MR 4
+# define MM_NR 4
+#else
+# define MM_MR 2
+# define MM_NR 2
+#endif
+
+VINLINE vf
+mm_load (const float *p)
+{
+  vf v;
+  memcpy (&v, p, sizeof v);
+  return v;
+}
+
+/* 16 products of every output of the sub-tile. */
+VINLINE void
+mm_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, const int nr,
+         vf acc[MM_MR][MM_NR][MM_V])
+{
+  vf xv[MM_MR][MM_V];
+
+  for (int i = 0; i < mr; i++)
+    for (int v = 0; v < MM_V; v++)
+      xv[i][v] = mm_load (x + i * ldx + v * PIQ_W);
+  for (int j = 0; j < nr; j++)
+    {
+      vf wv[MM_V];
+      for (int v = 0; v < MM_V; v++)
+        wv[v] = mm_load (w + j * ldw + v * PIQ_W);
+      for (int i = 0; i < mr; i++)
+        for (int v = 0; v < MM_V; v++)
+          acc[i][j][v] = PIQ_VEC_FMA (xv[i][v], wv[v], acc[i][j][v]);
+    }
+}
+
+/* One sub-tile of constant size (inlined per size). The last n mod 16 products come
+ * from zero-padded copies: the padding adds fma (0, 0, lane) = lane, exactly what the
+ * scalar kernel's missing terms add (a lane that starts at +0 is never −0). */
+VINLINE void
+mm_block (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const int mr,
+          const int nr, float *out, size_t ldo)
+{
+  vf acc[MM_MR][MM_NR][MM_V];
+  size_t k = 0;
+
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++)
+      for (int v = 0; v < MM_V; v++)
+        acc[i][j][v] = (vf) { 0 };
+  for (; k + 16 <= n; k += 16)
+    mm_step (x + k, ldx, w + k, ldw, mr, nr, acc);
+  if (k < n)
+    {
+      float xt[MM_MR][16] = { { 0 } }, wt[MM_NR][16] = { { 0 } };
+      for (int i = 0; i < mr; i++)
+        memcpy (xt[i], x + i * ldx + k, (n - k) * sizeof (float));
+      for (int j = 0; j < nr; j++)
+        memcpy (wt[j], w + j * ldw + k, (n - k) * sizeof (float));
+      mm_step (&xt[0][0], 16, &wt[0][0], 16, mr, nr, acc);
+    }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++)
+      {
+        float lanes[PIQ_SUM_LANES];
+        memcpy (lanes, acc[i][j], sizeof lanes);
+        out[i * ldo + j] = piq_sum_lanes (lanes);
+      }
+}
+
+static void
+mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, size_t mr,
+             size_t nr, float *out, size_t ldo)
+{
+  size_t i = 0, j;
+
+  for (; i + MM_MR <= mr; i += MM_MR)
+    {
+      for (j = 0; j + MM_NR <= nr; j += MM_NR)
+        mm_block (x + i * ldx, ldx, w + j * ldw, ldw, n, MM_MR, MM_NR, out + i * ldo + j, ldo);
+      for (; j < nr; j++)
+        mm_block (x + i * ldx, ldx, w + j * ldw, ldw, n, MM_MR, 1, out + i * ldo + j, ldo);
+    }
+  for (; i < mr; i++)
+    {
+      for (j = 0; j + MM_NR <= nr; j += MM_NR)
+        mm_block (x + i * ldx, ldx, w + j * ldw, ldw, n, 1, MM_NR, out + i * ldo + j, ldo);
+      for (; j < nr; j++)
+        mm_block (x + i * ldx, ldx, w + j * ldw, ldw, n, 1, 1, out + i * ldo + j, ldo);
+    }
+}
+
+# define PIQ_MM_TILE_SLOT .mm_tile = mm_tile_f32,
+#else
+# define PIQ_MM_TILE_SLOT
+#endif
+
+/* Sixteen products at a time in 16-bit lanes (|u8 · s8| ≤ 32640 fits), widened into
+ * 32-bit sums: the generic vectors lower to the unit's widening multiplies. */
+typedef int8_t  mm_vsb16 __attribute__ ((vector_size (16)));
+typedef int16_t mm_vw16  __attribute__ ((vector_size (32)));
+typedef int32_t mm_vi16  __attribute__ ((vector_size (64)));
+
+static void
+dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
+    {
+      size_t end = n - k0 > group ? k0 + group : n, k = k0;
+      mm_vi16 acc = { 0 };
+      int32_t s = 0;
+
+      for (; k + 16 <= end; k += 16)
+        {
+          vb16 a;
+          mm_vsb16 b;
+          memcpy (&a, w + k, 16);
+          memcpy (&b, x + k, 16);
+          acc += __builtin_convertvector (__builtin_convertvector (a, mm_vw16) *
+                                          __builtin_convertvector (b, mm_vw16), mm_vi16);
+        }
+      for (int l = 0; l < 16; l++)
+        s += acc[l];
+      for (; k < end; k++)
+        s += (int32_t) w[k] * x[k];
+      out[g] = s;
+    }
+}
+
+#define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8,
