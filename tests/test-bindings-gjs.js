@@ -1764,6 +1764,26 @@ test('qat/per-tensor/ste-and-lsq', () => {
     check(gScale === 1463 && gZp === -3.5, `gradients ${gScale}, ${gZp}`);
 });
 
+test('matmul/int8-weights/both-policies', () => {
+    const q = new Piq.Quantizer();
+    // W = [[1, 2, 3], [-4, 5, -6]] as int8 codes with scale 1: every product is exact
+    const w = Piq.Tensor.new_quantized_from_bytes(affineFormat(Piq.Dtype.INT8), [2, 3],
+        new GLib.Bytes(new Uint8Array([1, 2, 3, 0xfc, 5, 0xfa])), null, null, 1.0, 0);
+    const x = f32Tensor([127, -2, 5]);   // amax 127: the int8 activations are x itself
+    const bias = f32Tensor([0.5, -1]);
+    for (const act of [Piq.Activation.FLOAT, Piq.Activation.DYNAMIC_INT8]) {
+        const pw = Piq.PackedWeights.new(w, act);
+        check(pw.get_n_out() === 2 && pw.get_n_in() === 3 && pw.get_activation() === act, 'packed shape');
+        const y = q.matmul_new(x, pw, bias, Piq.Dtype.F32);
+        checkList(y.get_shape(), [2], 'output shape');
+        checkList(y.to_values(), [138.5, -549], 'X·Wᵀ + bias');
+        check(q.matmul(x, pw, bias, y, Piq.ReduceOp.ADD) === true, 'matmul ADD');
+        checkList(y.to_values(), [277, -1098], 'ADD');
+    }
+    expectError(Piq.Error.UNSUPPORTED, () => Piq.PackedWeights.supports(Piq.Format.new_preset('nf4'),
+        Piq.Activation.DYNAMIC_INT8));
+});
+
 // ----------------------------------------------- not for this language ----
 
 const NO_ADDRESS = 'GJS cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python';

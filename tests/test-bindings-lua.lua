@@ -2067,6 +2067,25 @@ test('qat/per-tensor/ste-and-lsq', function()
   check(g_scale == 1463 and g_zp == -3.5, string.format('gradients %.17g, %.17g', g_scale, g_zp))
 end)
 
+test('matmul/int8-weights/both-policies', function()
+  local q = Piq.Quantizer()
+  -- W = [[1, 2, 3], [-4, 5, -6]] as int8 codes with scale 1: every product is exact
+  local w = assert(Piq.Tensor.new_quantized_from_bytes(affine_format('INT8'), { 2, 3 },
+    GLib.Bytes('\1\2\3\252\5\250'), nil, nil, 1.0, 0))
+  local x = f32_tensor({ 127, -2, 5 })   -- amax 127: the int8 activations are x itself
+  local bias = f32_tensor({ 0.5, -1 })
+  for _, act in ipairs({ 'FLOAT', 'DYNAMIC_INT8' }) do
+    local pw = assert(Piq.PackedWeights.new(w, act))
+    check(pw:get_n_out() == 2 and pw:get_n_in() == 3 and pw:get_activation() == act, 'packed shape')
+    local y = assert(q:matmul_new(x, pw, bias, 'F32'))
+    check_list(y:get_shape(), { 2 }, 'output shape')
+    check_list(y:to_values(), { 138.5, -549 }, 'X·Wᵀ + bias')
+    check(q:matmul(x, pw, bias, y, 'ADD') == true, 'matmul ADD')
+    check_list(y:to_values(), { 277, -1098 }, 'ADD')
+  end
+  expect_error('UNSUPPORTED', Piq.PackedWeights.supports(Piq.Format.new_preset('nf4'), 'DYNAMIC_INT8'))
+end)
+
 -- ----------------------------------------------- not for this language ----
 
 skip('address/quantize-into-buffer', NO_ADDRESS)

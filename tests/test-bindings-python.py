@@ -1201,6 +1201,27 @@ def _():
     check((g_scale, g_zp) == (1463.0, -3.5), "scale and zero-point gradients %r" % ((g_scale, g_zp),))
 
 
+@test("matmul/int8-weights/both-policies")
+def _():
+    q = Piq.Quantizer()
+    # W = [[1, 2, 3], [-4, 5, -6]] as int8 codes with scale 1: every product is exact
+    w = Piq.Tensor.new_quantized_from_bytes(affine(Piq.Dtype.INT8), [2, 3],
+                                            GLib.Bytes.new(bytes([1, 2, 3, 0xfc, 5, 0xfa])),
+                                            None, None, 1.0, 0)
+    x, _x = f32_tensor([127.0, -2.0, 5.0])   # amax 127: the int8 activations are x itself
+    bias, _b = f32_tensor([0.5, -1.0])
+    for act in (Piq.Activation.FLOAT, Piq.Activation.DYNAMIC_INT8):
+        pw = Piq.PackedWeights.new(w, act)
+        check((pw.get_n_out(), pw.get_n_in(), pw.get_activation()) == (2, 3, act), "packed shape")
+        y = q.matmul_new(x, pw, bias, Piq.Dtype.F32)
+        check(y.get_shape() == [2], "output shape %r" % (y.get_shape(),))
+        check_list(y.to_values(), [138.5, -549.0], "X·Wᵀ + bias")
+        check(q.matmul(x, pw, bias, y, Piq.ReduceOp.ADD), "matmul ADD")
+        check_list(y.to_values(), [277.0, -1098.0], "ADD")
+    expect_error(Piq.Error.UNSUPPORTED, Piq.PackedWeights.supports, Piq.Format.new_preset("nf4"),
+                 Piq.Activation.DYNAMIC_INT8)
+
+
 skip("binding/throws-piq-error",
      "PyGObject raises GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 

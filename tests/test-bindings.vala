@@ -1861,6 +1861,29 @@ TestCase[] make_tests () {
         check (g_scale == 1463 && g_zp == -3.5, "gradients %.17g, %.17g".printf (g_scale, g_zp));
     });
 
+    tests += new TestCase ("vala/matmul/int8-weights/both-policies", () => {
+        var q = new Piq.Quantizer ();
+        /* W = [[1, 2, 3], [-4, 5, -6]] as int8 codes with scale 1: every product is exact */
+        uint8[] codes = { 1, 2, 3, 0xfc, 5, 0xfa };
+        var w = new Piq.Tensor.quantized_from_bytes (new Piq.Format (Piq.Dtype.INT8), { 2, 3 },
+                                                     new GLib.Bytes (codes), null, null, 1.0, 0);
+        var x = f32_tensor ({ 127, -2, 5 });   /* amax 127: the int8 activations are x itself */
+        var bias = f32_tensor ({ 0.5f, -1 });
+        Piq.Activation[] acts = { Piq.Activation.FLOAT, Piq.Activation.DYNAMIC_INT8 };
+        foreach (var act in acts) {
+            var pw = new Piq.PackedWeights (w, act);
+            check (pw.get_n_out () == 2 && pw.get_n_in () == 3 && pw.get_activation () == act, "packed shape");
+            var y = q.matmul_new (x, pw, bias, Piq.Dtype.F32);
+            check (y.get_n_dims () == 1 && y.get_dim (0) == 2, "output shape");
+            check_doubles (y.to_values (), { 138.5, -549 }, "X·Wᵀ + bias");
+            check (q.matmul (x, pw, bias, y, Piq.ReduceOp.ADD), "matmul ADD");
+            check_doubles (y.to_values (), { 277, -1098 }, "ADD");
+        }
+        expect_error (Piq.Error.UNSUPPORTED, "supports (nf4, dynamic int8)", () => {
+            Piq.PackedWeights.supports (new Piq.Format.preset ("nf4"), Piq.Activation.DYNAMIC_INT8);
+        });
+    });
+
     tests += new TestCase ("vala/large/threads-and-simd", () => {
         int n = 262147;
         double[] g = normals (n, 20240611);

@@ -1763,6 +1763,422 @@ setup_lists (Bench *b)
   return 0;
 }
 
+/* ---- matrix multiply (issue 12) ----
+ * GEMV (M = 1, a decoding step): each weight byte is read once per product, so the
+ * limit is the read bandwidth. A stack of identical [4096, 14336] layers whose bytes
+ * exceed the last-level cache at least 4× (64 MiB at least, 4 GiB at most) is
+ * multiplied layer after layer, as a model's layers are, and the limit is a pure
+ * streaming read of the same bytes (the weights' own buffer) on the same threads.
+ * GB/s counts the format's bytes (codes, scales, zero points), the bytes a model
+ * stores, also for the dynamic-int8 policy, which reads its unpacked form: one byte
+ * per weight and a scale and zero point per group.
+ * GEMM (M = 256, N = K = 4096): GFLOP/s (2·M·N·K per product) against a
+ * register-resident FMA loop's peak on the same threads. */
+
+#define MM_N 4096u
+#define MM_K 14336u
+#define MM_GEMM_M 256u
+#define MM_GEMM_NK 4096u
+
+typedef struct {
+  const char *name;        /* row label */
+  const char *preset;      /* engine preset it starts from */
+  int         granularity; /* -1: the preset's */
+  unsigned    block;
+  int         int8;        /* also under dynamic int8 */
+} MmFormat;
+
+static const MmFormat mm_formats[] = {
+  { "q4_0",        "q4_0",       -1, 0,   1 },
+  { "q8_0",        "q8_0",       -1, 0,   1 },
+  { "nf4",         "nf4",        -1, 0,   0 },
+  { "mxfp4",       "mxfp4",      -1, 0,   0 },
+  { "int4 g128",   "int4_block", GRAN_BLOCK, 128, 1 },
+  { "int8 per ch", "int8_block", GRAN_CHANNEL, 0, 1 },
+};
+
+static int
+mm_format (const MmFormat *m, PiqEngineFormat *f)
+{
+  size_t n;
+  const PiqEnginePreset *p = piq_engine_presets (&n);
+
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (p[i].name, m->preset) == 0)
+      {
+        *f = p[i].f;
+        if (m->granularity >= 0)
+          {
+            f->granularity = m->granularity;
+            f->block_size = m->block;
+            f->axis = 0;
+          }
+        return 1;
+      }
+  return 0;
+}
+
+/* Quantized [rows, cols] weights from N(0, 1) data: codes, scales, zero points. */
+static int
+mm_quantize (const Bench *b, const PiqEngineFormat *f, uint64_t rows, uint64_t cols,
+             PiqEngineQuant *q, uint8_t **mem, PiqEngineError *e)
+{
+  uint64_t shape[2] = { rows, cols };
+  size_t cs, ss, zs;
+  float *x;
+  PiqEngineRecipe r = PIQ_ENGINE_RECIPE_DEFAULT;
+  PiqEngineView v = { 0 };
+  PiqEngine eng = engine_of (b, 0);
+  int ok;
+
+  if (!piq_engine_sizes (f, shape, 2, &cs, &ss, &zs, e))
+    return 0;
+  x = malloc (rows * cols * sizeof (float));
+  *mem = malloc (cs + ss + zs + 3);
+  if (x == NULL || *mem == NULL)
+    {
+      free (x);
+      free (*mem);
+      e->code = PIQ_E_NO_MEMORY;
+      snprintf (e->message, sizeof e->message, "out of memory for %s weights", "the");
+      return 0;
+    }
+  fill_normal (x, rows * cols, DATA_SEED);
+  memset (q, 0, sizeof *q);
+  q->f = *f;
+  q->codes = *mem;
+  q->codes_size = cs;
+  q->scales = ss ? *mem + cs : NULL;
+  q->scales_size = ss;
+  q->zero_points = zs ? *mem + (cs + ss + 3) / 4 * 4 : NULL;
+  q->zero_points_size = zs;
+  v.dtype = b->f32;
+  v.n_dims = 2;
+  v.shape[0] = rows;
+  v.shape[1] = cols;
+  v.data = x;
+  v.size = rows * cols * sizeof (float);
+  ok = piq_engine_quantize (&eng, &r, &v, q, NULL, e);
+  free (x);
+  return ok;
+}
+
+typedef struct {
+  const PiqEngine *eng;
+  PiqEnginePacked **layers;
+  size_t n_layers;
+  PiqEngineView x, y;
+} MmRun;
+
+static int
+mm_pass (const MmRun *r, PiqEngineError *e)
+{
+  for (size_t l = 0; l < r->n_layers; l++)
+    if (!piq_engine_matmul (r->eng, &r->x, r->layers[l], NULL, &r->y, 0, e))
+      return 0;
+  return 1;
+}
+
+/* Median seconds of @repeat passes, and of the same-run read limit (alternating). */
+static int
+mm_time (const Bench *b, MmRun *r, unsigned threads, const uint8_t *bytes, size_t n_bytes,
+         double *t_op, double *t_lim, PiqEngineError *e)
+{
+  double *to = malloc (b->repeat * sizeof *to), *tl = malloc (b->repeat * sizeof *tl);
+  uint64_t *sink = calloc (n_bytes / GRAIN + 2, sizeof *sink);
+  LimitJob job = { b->streamer.fn, bytes, NULL, n_bytes, n_bytes, 0, 0, 0, sink };
+  int ok = to != NULL && tl != NULL && sink != NULL;
+
+  if (ok && !mm_pass (r, e))   /* warm-up */
+    ok = 0;
+  for (unsigned i = 0; ok && i < b->repeat; i++)
+    {
+      double t0 = now_s ();
+      ok = mm_pass (r, e);
+      to[i] = now_s () - t0;
+      tl[i] = time_limit (threads, n_bytes, &job);
+    }
+  if (ok)
+    {
+      *t_op = median (to, b->repeat);
+      *t_lim = median (tl, b->repeat);
+    }
+  free (to);
+  free (tl);
+  free (sink);
+  return ok;
+}
+
+/* Peak binary32 FMA throughput (GFLOP/s) on @threads threads: a register-resident
+ * loop of independent fused multiply-adds in the widest vectors the CPU has. */
+#define PEAK_ITERS 4000000u
+#if BENCH_X86
+__attribute__ ((target ("avx512f"))) static float
+fma_loop_avx512 (unsigned iters)
+{
+  __m512 a[12], x = _mm512_set1_ps (0.999999f), y = _mm512_set1_ps (1e-7f);
+  for (int i = 0; i < 12; i++)
+    a[i] = _mm512_set1_ps ((float) i);
+  for (unsigned it = 0; it < iters; it++)
+    for (int i = 0; i < 12; i++)
+      a[i] = _mm512_fmadd_ps (a[i], x, y);
+  for (int i = 1; i < 12; i++)
+    a[0] = _mm512_add_ps (a[0], a[i]);
+  return _mm512_reduce_add_ps (a[0]);
+}
+__attribute__ ((target ("avx2,fma"))) static float
+fma_loop_avx2 (unsigned iters)
+{
+  __m256 a[12], x = _mm256_set1_ps (0.999999f), y = _mm256_set1_ps (1e-7f);
+  float out[8];
+  for (int i = 0; i < 12; i++)
+    a[i] = _mm256_set1_ps ((float) i);
+  for (unsigned it = 0; it < iters; it++)
+    for (int i = 0; i < 12; i++)
+      a[i] = _mm256_fmadd_ps (a[i], x, y);
+  for (int i = 1; i < 12; i++)
+    a[0] = _mm256_add_ps (a[0], a[i]);
+  _mm256_storeu_ps (out, a[0]);
+  return out[0] + out[7];
+}
+#endif
+
+typedef struct { unsigned width; double sink; } PeakJob;
+
+static void
+peak_range (void *data, uint64_t start, uint64_t n)
+{
+  PeakJob *p = data;
+  float s = 0.0f;
+
+  for (uint64_t i = start; i < start + n; i++)
+    {
+#if BENCH_X86
+      s += p->width == 16 ? fma_loop_avx512 (PEAK_ITERS) : fma_loop_avx2 (PEAK_ITERS);
+#endif
+    }
+  __atomic_store_n ((uint32_t *) &p->sink, (uint32_t) s, __ATOMIC_RELAXED);
+}
+
+static double
+fma_peak_gflops (unsigned threads, const char **label)
+{
+  PeakJob p = { 0, 0 };
+  double best = 0.0;
+
+#if BENCH_X86
+  __builtin_cpu_init ();
+  p.width = __builtin_cpu_supports ("avx512f") ? 16 : __builtin_cpu_supports ("fma") ? 8 : 0;
+#endif
+  *label = p.width == 16 ? "avx512 fma" : p.width == 8 ? "avx2 fma" : "none";
+  if (p.width == 0)
+    return 0.0;
+  for (int run = 0; run < 5; run++)
+    {
+      double t0 = now_s ();
+      piq_parallel_run (threads, threads, 1, 2, peak_range, &p);
+      double t = now_s () - t0;
+      double g = (double) threads * PEAK_ITERS * 12.0 * p.width * 2.0 / t / 1e9;
+      best = g > best ? g : best;
+    }
+  return best;
+}
+
+static int
+mm_selected (const Bench *b, const char *name)
+{
+  return b->o->op_filter == NULL || name_matches (b->o->op_filter, name);
+}
+
+static int
+mm_any_selected (const Bench *b)
+{
+  char name[64];
+  for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
+    for (int pol = 0; pol < 2; pol++)
+      for (int g = 0; g < 2; g++)
+        {
+          snprintf (name, sizeof name, "%s %s %s", g ? "gemm" : "gemv", mm_formats[i].name,
+                    pol ? "int8" : "float");
+          if (mm_selected (b, name))
+            return 1;
+        }
+  return 0;
+}
+
+static void
+mm_gemv (Bench *b)
+{
+  uint64_t target = b->llc.bytes ? 4 * b->llc.bytes : (uint64_t) 256 << 20;
+  target = target < ((uint64_t) 64 << 20) ? (uint64_t) 64 << 20 : target;
+  target = target > ((uint64_t) 4 << 30) ? (uint64_t) 4 << 30 : target;
+
+  fprintf (b->out, "\nGEMV: y [1, %u] = x [1, %u] · Wᵀ over a stack of layers of at least %.0f MB "
+           "(4x the LLC); GB/s of the format's weight bytes; limit = a streaming read of the "
+           "same bytes\n", MM_N, MM_K, (double) target / 1e6);
+  fprintf (b->out, "%-26s %3s %7s %9s %8s %8s %7s %-7s\n", "op", "thr", "layers", "ms/layer",
+           "GB/s", "limit", "ratio", "target");
+  for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
+    for (int pol = 0; pol < 2; pol++)
+      {
+        const MmFormat *mf = &mm_formats[i];
+        char name[64];
+        PiqEngineFormat f;
+        PiqEngineQuant q;
+        PiqEngineError e;
+        uint8_t *mem = NULL, *stack = NULL;
+        size_t layer_bytes, n_layers;
+        PiqEnginePacked **packed = NULL;
+        float *x = NULL, *y = NULL;
+        PiqEngine eng1 = engine_of (b, 1);
+        int ok = 1;
+
+        snprintf (name, sizeof name, "gemv %s %s", mf->name, pol ? "int8" : "float");
+        if ((pol && !mf->int8) || !mm_selected (b, name) || !mm_format (mf, &f))
+          continue;
+        if (!mm_quantize (b, &f, MM_N, MM_K, &q, &mem, &e))
+          {
+            fprintf (b->out, "%-26s failed: %s\n", name, e.message);
+            b->failed = 1;
+            free (mem);
+            continue;
+          }
+        layer_bytes = q.codes_size + q.scales_size + q.zero_points_size;
+        n_layers = (target + layer_bytes - 1) / layer_bytes;
+        stack = malloc (n_layers * layer_bytes);
+        packed = calloc (n_layers, sizeof *packed);
+        x = malloc (MM_K * sizeof *x);
+        y = malloc (MM_N * sizeof *y);
+        ok = stack != NULL && packed != NULL && x != NULL && y != NULL;
+        if (ok)
+          fill_normal (x, MM_K, DATA_SEED + 1);
+        for (size_t l = 0; ok && l < n_layers; l++)
+          {
+            /* each layer's codes, scales and zero points back to back in the stack */
+            uint64_t shape[2] = { MM_N, MM_K };
+            PiqEngineQuant ql = q;
+            uint8_t *at = stack + l * layer_bytes;
+            memcpy (at, q.codes, q.codes_size);
+            ql.codes = at;
+            if (q.scales_size)
+              {
+                memcpy (at + q.codes_size, q.scales, q.scales_size);
+                ql.scales = at + q.codes_size;
+              }
+            if (q.zero_points_size)
+              {
+                memcpy (at + q.codes_size + q.scales_size, q.zero_points, q.zero_points_size);
+                ql.zero_points = at + q.codes_size + q.scales_size;
+              }
+            packed[l] = piq_engine_pack (&eng1, &ql, shape, 2, pol ? PIQ_ACT_DYNAMIC_INT8
+                                                                   : PIQ_ACT_FLOAT, &e);
+            ok = packed[l] != NULL;
+          }
+        for (size_t t = 0; ok && t < b->n_threads; t++)
+          {
+            PiqEngine eng = engine_of (b, b->threads[t]);
+            MmRun r = { &eng, packed, n_layers,
+                        { b->f32, 2, { 1, MM_K }, 0, x, MM_K * sizeof (float) },
+                        { b->f32, 2, { 1, MM_N }, 0, y, MM_N * sizeof (float) } };
+            double t_op, t_lim, gbps, lim;
+            int target_pct = 85;
+            if (!mm_time (b, &r, b->threads[t], stack, n_layers * layer_bytes, &t_op, &t_lim, &e))
+              {
+                ok = 0;
+                break;
+              }
+            gbps = (double) n_layers * layer_bytes / t_op / 1e9;
+            lim = (double) n_layers * layer_bytes / t_lim / 1e9;
+            fprintf (b->out, "%-26s %3u %7zu %9.3f %8.2f %8.2f %6.1f%% %s%d%%\n", name,
+                     b->threads[t], n_layers, t_op * 1e3 / (double) n_layers, gbps, lim,
+                     100.0 * gbps / lim, 100.0 * gbps / lim < target_pct ? "*" : " ", target_pct);
+          }
+        if (!ok)
+          {
+            fprintf (b->out, "%-26s failed: %s\n", name, e.message);
+            b->failed = 1;
+          }
+        for (size_t l = 0; packed != NULL && l < n_layers; l++)
+          piq_engine_packed_free (packed[l]);
+        free (packed);
+        free (stack);
+        free (mem);
+        free (x);
+        free (y);
+      }
+}
+
+static void
+mm_gemm (Bench *b)
+{
+  fprintf (b->out, "\nGEMM: Y [%u, %u] = X [%u, %u] · Wᵀ; GFLOP/s = 2·M·N·K / median time; "
+           "peak = a register-resident FMA loop on the same threads\n", MM_GEMM_M, MM_GEMM_NK,
+           MM_GEMM_M, MM_GEMM_NK);
+  fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GFLOP/s", "peak",
+           "ratio", "target");
+  for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
+    for (int pol = 0; pol < 2; pol++)
+      {
+        const MmFormat *mf = &mm_formats[i];
+        char name[64];
+        PiqEngineFormat f;
+        PiqEngineQuant q;
+        PiqEngineError e;
+        uint8_t *mem = NULL;
+        PiqEnginePacked *packed = NULL;
+        float *x = NULL, *y = NULL;
+        PiqEngine eng1 = engine_of (b, 1);
+        uint64_t shape[2] = { MM_GEMM_NK, MM_GEMM_NK };
+        int ok;
+
+        snprintf (name, sizeof name, "gemm %s %s", mf->name, pol ? "int8" : "float");
+        if ((pol && !mf->int8) || !mm_selected (b, name) || !mm_format (mf, &f))
+          continue;
+        ok = mm_quantize (b, &f, MM_GEMM_NK, MM_GEMM_NK, &q, &mem, &e) &&
+             (packed = piq_engine_pack (&eng1, &q, shape, 2, pol ? PIQ_ACT_DYNAMIC_INT8
+                                                                 : PIQ_ACT_FLOAT, &e)) != NULL;
+        x = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *x);
+        y = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *y);
+        ok = ok && x != NULL && y != NULL;
+        if (ok)
+          fill_normal (x, (uint64_t) MM_GEMM_M * MM_GEMM_NK, DATA_SEED + 1);
+        for (size_t t = 0; ok && t < b->n_threads; t++)
+          {
+            PiqEngine eng = engine_of (b, b->threads[t]);
+            PiqEngineView xv = { b->f32, 2, { MM_GEMM_M, MM_GEMM_NK }, 0, x,
+                                 (size_t) MM_GEMM_M * MM_GEMM_NK * 4 };
+            PiqEngineView yv = xv;
+            const char *label;
+            unsigned reps = 5;
+            double ts[5], tmed, gf, peak;
+            yv.data = y;
+            for (unsigned rep = 0; ok && rep < reps; rep++)
+              {
+                double t0 = now_s ();
+                ok = piq_engine_matmul (&eng, &xv, packed, NULL, &yv, 0, &e);
+                ts[rep] = now_s () - t0;
+              }
+            if (!ok)
+              break;
+            tmed = median (ts, reps);
+            gf = 2.0 * MM_GEMM_M * MM_GEMM_NK * MM_GEMM_NK / tmed / 1e9;
+            peak = fma_peak_gflops (b->threads[t], &label);
+            fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s60%% (%s)\n", name,
+                     b->threads[t], tmed * 1e3, gf, peak, peak > 0 ? 100.0 * gf / peak : 0.0,
+                     peak > 0 && 100.0 * gf / peak < 60 ? "*" : " ", label);
+          }
+        if (!ok)
+          {
+            fprintf (b->out, "%-26s failed: %s\n", name, e.message);
+            b->failed = 1;
+          }
+        piq_engine_packed_free (packed);
+        free (mem);
+        free (x);
+        free (y);
+      }
+}
+
 int
 piq_bench_run (const PiqBenchOptions *o, FILE *out)
 {
@@ -1784,6 +2200,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
     }
   for (size_t i = 0; i < n_ops; i++)
     n_selected += op_selected (&b, &hot_ops[i]);
+  n_selected += mm_any_selected (&b);
   if (n_selected == 0)
     {
       fprintf (stderr, "%s: no op matches “%s”; the ops are:\n", PROG (o), o->op_filter);
@@ -1844,7 +2261,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
                "regular and non-temporal streaming stores over the same bytes and threads\n");
     }
 
-  for (size_t e = 0; e < b.n_elements; e++)
+  for (size_t e = 0; e < b.n_elements && n_selected > (size_t) mm_any_selected (&b); e++)
     {
       uint64_t n = b.elements[e];
 
@@ -1874,6 +2291,12 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
              "~ in more than %.0f%% of the row's timed runs its threads waited for a CPU "
              "(other processes), %d attempts running: rerun on an idle machine\n", b.max_threads,
              ROW_DISTURBED_SHARE * 100, ROW_ATTEMPTS);
+
+  if (!o->json && mm_any_selected (&b))
+    {
+      mm_gemv (&b);
+      mm_gemm (&b);
+    }
 
   if (!o->skip_overhead)
     {
