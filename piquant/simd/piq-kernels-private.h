@@ -86,6 +86,10 @@ typedef void (*PiqMmTileFn)     (const float *x, size_t ldx, const float *w, siz
  * when group does not divide n. Exact: |w · x| ≤ 255 · 128, so 65536 terms fit. */
 typedef void (*PiqDotGroupsFn)  (const uint8_t *w, const int8_t *x, size_t n, size_t group,
                                  int32_t *out);
+/* The same for signed weights, |w| ≤ 128, and x in [−127, 127] (never −128): the
+ * contract that lets x86 take 4·PIQ_W products per multiply-add (ggml's sign trick). */
+typedef void (*PiqDotGroupsI8Fn) (const int8_t *w, const int8_t *x, size_t n, size_t group,
+                                  int32_t *out);
 
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
@@ -101,6 +105,7 @@ typedef struct {
   PiqBlockDequantizeFn block_dequantize;   /* f32 destination */
   PiqMmTileFn     mm_tile;
   PiqDotGroupsFn  dot_groups;
+  PiqDotGroupsI8Fn dot_groups_i8;
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

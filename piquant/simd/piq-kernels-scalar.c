@@ -340,8 +340,21 @@ dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int3
     }
 }
 
+static void
+dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
+    {
+      int32_t s = 0;
+      for (size_t k = k0; k < n && k < k0 + group; k++)
+        s += (int32_t) w[k] * x[k];
+      out[g] = s;
+    }
+}
+
 #define DEF_mm_tile(f)
 #define DEF_dot_groups(t)
+#define DEF_dot_groups_i8(t)
 
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)

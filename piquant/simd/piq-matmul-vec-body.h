@@ -148,4 +148,90 @@ dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int3
     }
 }
 
-#define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8,
+/* Signed weights (|w| ≤ 128) against activations in [−127, 127]. The product of one
+ * group over [k0, end), sixteen at a time in 16-bit lanes (|w · x| ≤ 16256). */
+VINLINE int32_t
+dot_i8_range (const int8_t *w, const int8_t *x, size_t k0, size_t end)
+{
+  mm_vi16 acc = { 0 };
+  int32_t s = 0;
+  size_t k = k0;
+
+  for (; k + 16 <= end; k += 16)
+    {
+      mm_vsb16 a, b;
+      memcpy (&a, w + k, 16);
+      memcpy (&b, x + k, 16);
+      acc += __builtin_convertvector (__builtin_convertvector (a, mm_vw16) *
+                                      __builtin_convertvector (b, mm_vw16), mm_vi16);
+    }
+  for (int l = 0; l < 16; l++)
+    s += acc[l];
+  for (; k < end; k++)
+    s += (int32_t) w[k] * x[k];
+  return s;
+}
+
+#if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
+/* 4·PIQ_W products as ggml takes them: |w| (unsigned) times x with w's sign, summed
+ * by pairs into 16 bits (≤ 2 · 128 · 127 = 32512: no saturation, since x ≠ −128),
+ * then by pairs into 32 bits: lane l holds bytes 4l … 4l + 3. */
+typedef int8_t mm_vsbw __attribute__ ((vector_size (PIQ_W * 4)));
+
+VINLINE vi
+dot_i8_4w (const int8_t *w, const int8_t *x)
+{
+  mm_vsbw a, b, m;
+  memcpy (&a, w, sizeof a);
+  memcpy (&b, x, sizeof b);
+  m = a >> 7;
+  return (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS ((vbw) ((a ^ m) - m), (vbw) ((b ^ m) - m)),
+                              (vw) ((vw) { 0 } + 1));
+}
+
+VINLINE int32_t
+hsum_vi (vi v)
+{
+  int32_t lanes[PIQ_W], s = 0;
+  memcpy (lanes, &v, sizeof lanes);
+  for (int l = 0; l < PIQ_W; l++)
+    s += lanes[l];
+  return s;
+}
+#endif
+
+static void
+dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  size_t g = 0, k0 = 0;
+
+#if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
+  const size_t cb = 4 * PIQ_W;
+  if (group % cb == 0)
+    for (; k0 + group <= n; g++, k0 += group)
+      {
+        vi acc = { 0 };
+        for (size_t k = k0; k < k0 + group; k += cb)
+          acc += dot_i8_4w (w + k, x + k);
+        out[g] = hsum_vi (acc);
+      }
+  else if (cb % group == 0 && group % 4 == 0)
+    for (; k0 + cb <= n; k0 += cb)
+      {
+        int32_t lanes[PIQ_W];
+        vi s = dot_i8_4w (w + k0, x + k0);
+        memcpy (lanes, &s, sizeof lanes);
+        for (size_t j = 0; j < cb / group; j++, g++)
+          {
+            int32_t t = 0;
+            for (size_t l = j * group / 4; l < (j + 1) * group / 4; l++)
+              t += lanes[l];
+            out[g] = t;
+          }
+      }
+#endif
+  for (; k0 < n; g++, k0 += group)
+    out[g] = dot_i8_range (w, x, k0, n - k0 > group ? k0 + group : n);
+}
+
+#define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8,
