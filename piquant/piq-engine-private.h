@@ -238,3 +238,21 @@ int piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEn
                        const PiqEngineView *bias, const PiqEngineView *y, int add,
                        PiqEngineError *e) PIQ_INTERNAL;
 
+/* The int8 GEMM's output: the exact int32 sums, floats (sa · sb · sum + bias) or
+ * codes requantized with a scale and zero point (nearest, ties to even). */
+enum { PIQ_MM_OUT_INT32 = 0, PIQ_MM_OUT_FLOAT = 1, PIQ_MM_OUT_CODES = 2 };
+typedef struct {
+  int           kind;
+  PiqEngineView view;        /* int32 (dtype INT32), float, or codes (code_dtype) */
+  int           code_dtype;  /* uint8 or int8 */
+  double        scale;       /* of the codes */
+  int64_t       zero_point;
+  int           add;         /* int32 and float: add to the output */
+} PiqEngineMatmulOut;
+
+/* Y = A · Bᵀ on quantized operands: A uint8/int8 [..., K] per tensor or per row, B
+ * packed for dynamic int8 from int8/uint8 [N, K] per tensor or per output channel. */
+int piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint64_t *a_shape,
+                           unsigned a_dims, const PiqEnginePacked *b, const PiqEngineView *bias,
+                           PiqEngineMatmulOut *out, PiqEngineError *e) PIQ_INTERNAL;
+

@@ -457,3 +457,125 @@ piq_quantizer_matmul_new (PiqQuantizer     *self,
     return NULL;
   return g_steal_pointer (&y);
 }
+
+/**
+ * piq_quantizer_matmul_quantized:
+ * @self: a quantizer
+ * @a: the input, a uint8 or int8 tensor [..., in] quantized per tensor, or a
+ *   matrix quantized per row (per channel along axis 0)
+ * @weights: int8 or uint8 weights [out, in] per tensor or per output channel,
+ *   packed for %PIQ_ACTIVATION_DYNAMIC_INT8
+ * @bias: (nullable): a float vector of out elements (float and requantized
+ *   outputs), or %NULL
+ * @recipe: (nullable): the output scale and zero point, for a quantized @y
+ *   (a scale is needed; without a zero point, the type's symmetric one);
+ *   %NULL otherwise
+ * @y: the output [..., out]: an int32 tensor for the exact sums, a float
+ *   tensor for the dequantized product, or a uint8/int8 tensor quantized per
+ *   tensor (piq_tensor_new_quantized()) for the requantized one
+ * @op: %PIQ_REDUCE_SET, or %PIQ_REDUCE_ADD for int32 and float outputs
+ * @error: return location for a #GError
+ *
+ * The int8 GEMM of FBGEMM and oneDNN on quantized operands. The sums
+ * I = Σ (a − za) · (w − zw) are exact (the zero points fold through row and
+ * column sums); an int32 output receives them (%PIQ_ERROR_OVERFLOW, and
+ * nothing written, if one does not fit), a float output
+ * ((I · sa) · sw in binary64, rounded to binary32) + bias, and a quantized
+ * output the codes round((I · sa) · sw + bias) / scale) + zero point, ties to
+ * even, clamped to the type (docs/matmul.md); the quantized @y then carries
+ * that scale and zero point. On error nothing is written.
+ *
+ * Returns: %TRUE on success
+ *
+ * Since: 1.0
+ */
+gboolean
+piq_quantizer_matmul_quantized (PiqQuantizer     *self,
+                                PiqTensor        *a,
+                                PiqPackedWeights *weights,
+                                PiqTensor        *bias,
+                                PiqRecipe        *recipe,
+                                PiqTensor        *y,
+                                PiqReduceOp       op,
+                                GError          **error)
+{
+  PiqEngine eng;
+  PiqEngineQuant aq;
+  PiqEngineView bv;
+  PiqEngineMatmulOut out = { 0 };
+  PiqEngineError e;
+  PiqDtype ydt;
+  PiqFormat *yf;
+  const guint64 *shape;
+  guint n_dims;
+
+  g_return_val_if_fail (PIQ_IS_QUANTIZER (self), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (a), FALSE);
+  g_return_val_if_fail (PIQ_IS_PACKED_WEIGHTS (weights), FALSE);
+  g_return_val_if_fail (bias == NULL || PIQ_IS_TENSOR (bias), FALSE);
+  g_return_val_if_fail (recipe == NULL || PIQ_IS_RECIPE (recipe), FALSE);
+  g_return_val_if_fail (PIQ_IS_TENSOR (y), FALSE);
+  g_return_val_if_fail (op == PIQ_REDUCE_SET || op == PIQ_REDUCE_ADD, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!quantized_with_format (a, "input", error) ||
+      (bias != NULL && !float_tensor (bias, "bias", error)))
+    return FALSE;
+  if (!piq_tensor_is_writable (y))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "the output tensor is read-only");
+      return FALSE;
+    }
+  ydt = piq_tensor_get_dtype (y);
+  yf = piq_tensor_get_format (y);
+  piq_tensor_to_engine (y, &out.view);
+  out.add = op == PIQ_REDUCE_ADD;
+  if (ydt == PIQ_DTYPE_INT32 && yf == NULL)
+    out.kind = PIQ_MM_OUT_INT32;
+  else if (piq_dtype_is_float (ydt))
+    out.kind = PIQ_MM_OUT_FLOAT;
+  else if ((ydt == PIQ_DTYPE_UINT8 || ydt == PIQ_DTYPE_INT8) && yf != NULL &&
+           piq_format_get_granularity (yf) == PIQ_GRANULARITY_TENSOR)
+    {
+      gint64 lo = ydt == PIQ_DTYPE_UINT8 ? 0 : -128;
+      out.kind = PIQ_MM_OUT_CODES;
+      out.code_dtype = ydt;
+      if (recipe == NULL || !piq_recipe_has_scale (recipe))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_SCALE, "a quantized output needs its "
+                       "scale: give a recipe with one (piq_recipe_new_fixed())");
+          return FALSE;
+        }
+      out.scale = piq_recipe_get_scale (recipe);
+      out.zero_point = piq_recipe_has_zero_point (recipe) ? piq_recipe_get_zero_point (recipe)
+                       : lo == 0 ? 128 : 0;
+      if (!piq_format_has_zero_points (yf) && out.zero_point != (lo == 0 ? 128 : 0))
+        {
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_ZERO_POINT, "the output's format is "
+                       "symmetric: its zero point is %d, not %" G_GINT64_FORMAT,
+                       lo == 0 ? 128 : 0, out.zero_point);
+          return FALSE;
+        }
+    }
+  else
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "the output must be an int32 tensor, "
+                   "a float tensor or a uint8/int8 tensor quantized per tensor, not %s",
+                   piq_dtype_describe (ydt));
+      return FALSE;
+    }
+  piq_quantizer_get_engine (self, &eng);
+  piq_tensor_to_engine_quant (a, &aq);
+  if (bias != NULL)
+    piq_tensor_to_engine (bias, &bv);
+  shape = piq_tensor_get_shape (a, &n_dims);
+  if (!piq_engine_matmul_int (&eng, &aq, shape, n_dims, weights->packed,
+                              bias != NULL ? &bv : NULL, &out, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  if (out.kind == PIQ_MM_OUT_CODES)
+    return piq_tensor_set_quantized (y, yf, out.scale, out.zero_point, 0, NULL, NULL, error);
+  return TRUE;
+}

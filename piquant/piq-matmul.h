@@ -14,6 +14,7 @@
 #include <piquant/piq-format.h>
 #include <piquant/piq-tensor.h>
 #include <piquant/piq-quantizer.h>
+#include <piquant/piq-recipe.h>
 
 G_BEGIN_DECLS
 
@@ -74,6 +75,15 @@ PiqTensor *     piq_quantizer_matmul_new        (PiqQuantizer     *self,
                                                  PiqPackedWeights *weights,
                                                  PiqTensor        *bias,
                                                  PiqDtype          dtype,
+                                                 GError          **error);
+PIQ_AVAILABLE_IN_1_0
+gboolean        piq_quantizer_matmul_quantized  (PiqQuantizer     *self,
+                                                 PiqTensor        *a,
+                                                 PiqPackedWeights *weights,
+                                                 PiqTensor        *bias,
+                                                 PiqRecipe        *recipe,
+                                                 PiqTensor        *y,
+                                                 PiqReduceOp       op,
                                                  GError          **error);
 
 G_END_DECLS

@@ -1784,6 +1784,29 @@ test('matmul/int8-weights/both-policies', () => {
         Piq.Activation.DYNAMIC_INT8));
 });
 
+test('matmul/int8-gemm/zero-points', () => {
+    const q = new Piq.Quantizer();
+    // A = [[130, 126, 128]] with zero point 128 and scale 0.5: a − za = [2, −2, 0]
+    const a = Piq.Tensor.new_quantized_from_bytes(affineFormat(Piq.Dtype.UINT8), [1, 3],
+        new GLib.Bytes(new Uint8Array([130, 126, 128])), null, null, 0.5, 128);
+    const w = Piq.Tensor.new_quantized_from_bytes(affineFormat(Piq.Dtype.INT8), [2, 3],
+        new GLib.Bytes(new Uint8Array([1, 2, 3, 0xfc, 5, 0xfa])), null, null, 1.0, 0);
+    const pw = Piq.PackedWeights.new(w, Piq.Activation.DYNAMIC_INT8);
+    const sums = Piq.Tensor.new_shaped(Piq.Dtype.INT32, [1, 2]);
+    check(q.matmul_quantized(a, pw, null, null, sums, Piq.ReduceOp.SET) === true, 'int32 output');
+    const raw = tensorBytes(sums);
+    checkList([...new Int32Array(raw.buffer, raw.byteOffset, 2)], [-2, -18], 'exact sums');
+    const bias = f32Tensor([0.5, -1]);
+    const y = Piq.Tensor.new_shaped(Piq.Dtype.F32, [1, 2]);
+    check(q.matmul_quantized(a, pw, bias, null, y, Piq.ReduceOp.SET) === true, 'float output');
+    checkList(y.to_values(), [-0.5, -10], 'sa · sw · sum + bias');
+    const codes = Piq.Tensor.new_quantized(affineFormat(Piq.Dtype.UINT8), [1, 2]);
+    check(q.matmul_quantized(a, pw, bias, Piq.Recipe.new_affine(0.25, 128), codes, Piq.ReduceOp.SET) === true,
+        'requantized');
+    checkList([...tensorBytes(codes)], [126, 88], 'codes');
+    check(codes.get_scale() === 0.25 && codes.get_zero_point() === 128, 'output scale and zero point');
+});
+
 // ----------------------------------------------- not for this language ----
 
 const NO_ADDRESS = 'GJS cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python';

@@ -2086,6 +2086,29 @@ test('matmul/int8-weights/both-policies', function()
   expect_error('UNSUPPORTED', Piq.PackedWeights.supports(Piq.Format.new_preset('nf4'), 'DYNAMIC_INT8'))
 end)
 
+test('matmul/int8-gemm/zero-points', function()
+  local q = Piq.Quantizer()
+  -- A = [[130, 126, 128]] with zero point 128 and scale 0.5: a - za = [2, -2, 0]
+  local a = assert(Piq.Tensor.new_quantized_from_bytes(affine_format('UINT8'), { 1, 3 },
+    GLib.Bytes('\130\126\128'), nil, nil, 0.5, 128))
+  local w = assert(Piq.Tensor.new_quantized_from_bytes(affine_format('INT8'), { 2, 3 },
+    GLib.Bytes('\1\2\3\252\5\250'), nil, nil, 1.0, 0))
+  local pw = assert(Piq.PackedWeights.new(w, 'DYNAMIC_INT8'))
+  local sums = assert(Piq.Tensor.new_shaped('INT32', { 1, 2 }))
+  check(q:matmul_quantized(a, pw, nil, nil, sums, 'SET') == true, 'int32 output')
+  local b = { sums:get_bytes():get_data():byte(1, -1) }
+  local function i32(o) local v = b[o] + 256 * (b[o + 1] + 256 * (b[o + 2] + 256 * b[o + 3])); return v >= 2^31 and v - 2^32 or v end
+  check_list({ i32(1), i32(5) }, { -2, -18 }, 'exact sums')
+  local bias = f32_tensor({ 0.5, -1 })
+  local y = assert(Piq.Tensor.new_shaped('F32', { 1, 2 }))
+  check(q:matmul_quantized(a, pw, bias, nil, y, 'SET') == true, 'float output')
+  check_list(y:to_values(), { -0.5, -10 }, 'sa * sw * sum + bias')
+  local codes = assert(Piq.Tensor.new_quantized(affine_format('UINT8'), { 1, 2 }))
+  check(q:matmul_quantized(a, pw, bias, Piq.Recipe.new_affine(0.25, 128), codes, 'SET') == true, 'requantized')
+  check_list({ codes:get_bytes():get_data():byte(1, -1) }, { 126, 88 }, 'codes')
+  check(codes:get_scale() == 0.25 and codes:get_zero_point() == 128, 'output scale and zero point')
+end)
+
 -- ----------------------------------------------- not for this language ----
 
 skip('address/quantize-into-buffer', NO_ADDRESS)

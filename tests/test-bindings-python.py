@@ -1222,6 +1222,28 @@ def _():
                  Piq.Activation.DYNAMIC_INT8)
 
 
+@test("matmul/int8-gemm/zero-points")
+def _():
+    q = Piq.Quantizer()
+    # A = [[130, 126, 128]] with zero point 128 and scale 0.5: a − za = [2, −2, 0]
+    a = Piq.Tensor.new_quantized_from_bytes(affine(Piq.Dtype.UINT8), [1, 3], GLib.Bytes.new(bytes([130, 126, 128])),
+                                            None, None, 0.5, 128)
+    w = Piq.Tensor.new_quantized_from_bytes(affine(Piq.Dtype.INT8), [2, 3],
+                                            GLib.Bytes.new(bytes([1, 2, 3, 0xfc, 5, 0xfa])), None, None, 1.0, 0)
+    pw = Piq.PackedWeights.new(w, Piq.Activation.DYNAMIC_INT8)
+    sums = Piq.Tensor.new_shaped(Piq.Dtype.INT32, [1, 2])
+    check(q.matmul_quantized(a, pw, None, None, sums, Piq.ReduceOp.SET), "int32 output")
+    check(list(np.frombuffer(tensor_bytes(sums), dtype="<i4")) == [-2, -18], "exact sums")
+    bias, _b = f32_tensor([0.5, -1.0])
+    y = Piq.Tensor.new_shaped(Piq.Dtype.F32, [1, 2])
+    check(q.matmul_quantized(a, pw, bias, None, y, Piq.ReduceOp.SET), "float output")
+    check_list(y.to_values(), [-0.5, -10.0], "sa · sw · sum + bias")
+    codes = Piq.Tensor.new_quantized(affine(Piq.Dtype.UINT8), [1, 2])
+    check(q.matmul_quantized(a, pw, bias, Piq.Recipe.new_affine(0.25, 128), codes, Piq.ReduceOp.SET), "requantized")
+    check(list(tensor_bytes(codes)) == [126, 88], "codes %r" % (list(tensor_bytes(codes)),))
+    check((codes.get_scale(), codes.get_zero_point()) == (0.25, 128), "output scale and zero point")
+
+
 skip("binding/throws-piq-error",
      "PyGObject raises GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 

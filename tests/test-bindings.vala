@@ -1884,6 +1884,33 @@ TestCase[] make_tests () {
         });
     });
 
+    tests += new TestCase ("vala/matmul/int8-gemm/zero-points", () => {
+        var q = new Piq.Quantizer ();
+        /* A = [[130, 126, 128]] with zero point 128 and scale 0.5: a − za = [2, −2, 0] */
+        uint8[] a_codes = { 130, 126, 128 };
+        uint8[] w_codes = { 1, 2, 3, 0xfc, 5, 0xfa };
+        var a = new Piq.Tensor.quantized_from_bytes (new Piq.Format (Piq.Dtype.UINT8), { 1, 3 },
+                                                     new GLib.Bytes (a_codes), null, null, 0.5, 128);
+        var w = new Piq.Tensor.quantized_from_bytes (new Piq.Format (Piq.Dtype.INT8), { 2, 3 },
+                                                     new GLib.Bytes (w_codes), null, null, 1.0, 0);
+        var pw = new Piq.PackedWeights (w, Piq.Activation.DYNAMIC_INT8);
+        var sums = new Piq.Tensor.shaped (Piq.Dtype.INT32, { 1, 2 });
+        check (q.matmul_quantized (a, pw, null, null, sums, Piq.ReduceOp.SET), "int32 output");
+        unowned uint8[] raw = sums.get_bytes ().get_data ();
+        int32 s0 = (int32) ((uint32) raw[0] | (uint32) raw[1] << 8 | (uint32) raw[2] << 16 | (uint32) raw[3] << 24);
+        int32 s1 = (int32) ((uint32) raw[4] | (uint32) raw[5] << 8 | (uint32) raw[6] << 16 | (uint32) raw[7] << 24);
+        check (s0 == -2 && s1 == -18, "exact sums %d, %d".printf (s0, s1));
+        var bias = f32_tensor ({ 0.5f, -1 });
+        var y = new Piq.Tensor.shaped (Piq.Dtype.F32, { 1, 2 });
+        check (q.matmul_quantized (a, pw, bias, null, y, Piq.ReduceOp.SET), "float output");
+        check_doubles (y.to_values (), { -0.5, -10 }, "sa · sw · sum + bias");
+        var codes = new Piq.Tensor.quantized (new Piq.Format (Piq.Dtype.UINT8), { 1, 2 });
+        check (q.matmul_quantized (a, pw, bias, new Piq.Recipe.affine (0.25, 128), codes, Piq.ReduceOp.SET), "requantized");
+        unowned uint8[] c = codes.get_bytes ().get_data ();
+        check (c[0] == 126 && c[1] == 88, "codes %u, %u".printf (c[0], c[1]));
+        check (codes.get_scale () == 0.25 && codes.get_zero_point () == 128, "output scale and zero point");
+    });
+
     tests += new TestCase ("vala/large/threads-and-simd", () => {
         int n = 262147;
         double[] g = normals (n, 20240611);
