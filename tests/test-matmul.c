@@ -372,7 +372,8 @@ oracle (const Params *p, const Weights *W, const float *xf, const float *bf, con
   gint8 *q = g_new (gint8, K + 1);
   float *d = g_new (float, W->n_groups + 1);
 
-  memcpy (want, y_old, M * N * fsize (p->ydt));
+  if (want != y_old)
+    memcpy (want, y_old, M * N * fsize (p->ydt));
   for (guint64 m = 0; m < M; m++)
     {
       const float *xr = xf + m * K;
@@ -1146,6 +1147,91 @@ test_nan_group (void)
   weights_clear (&W);
 }
 
+/* ---- NaN operand order through the API ---- */
+
+/* Both operands of one product NaN, of opposite signs: fmaf (x, w, acc) gives one
+ * of them, and the definition fixes which (the scalar kernel's). LIBRARY BUG
+ * (found by test-kernels, seen here through the API): with the AVX-512 level the
+ * result is w's NaN where the scalar level gives x's. Exact case: fp8_e4m3 per
+ * tensor weights [8, 51] from codes, scale 1, all 0x38 (1.0) but w[0][0] = 0x7f
+ * (+NaN); X f32 [4, 51] all 1.0 but x[3][0] = −NaN (0xffc00000); float policy,
+ * SET, no bias: y[3][0] is 0xffc00000 on the scalar level and 0x7fc00000 on
+ * AVX-512. */
+static void
+test_nan_order (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) fmt = piq_format_new (PIQ_DTYPE_FP8_E4M3);
+  enum { M = 4, N = 8, K = 51 };
+  guint64 ws[2] = { N, K }, xs[2] = { M, K };
+  guint8 codes[N * K];
+  g_autoptr(GBytes) cb = NULL;
+  g_autoptr(PiqTensor) wd = NULL;
+  g_autoptr(PiqPackedWeights) pw = NULL;
+  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                         PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+  Weights W;
+  Params p = { M, N, K, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, FALSE, PIQ_ACTIVATION_FLOAT, TRUE };
+  double xv[M * K];
+  gboolean bug = FALSE;
+
+  memset (&W, 0, sizeof W);
+  W.N = N;
+  W.K = K;
+  memset (codes, 0x38, sizeof codes);                     /* 1.0 in E4M3 */
+  codes[0] = 0x7f;                                        /* +NaN */
+  cb = g_bytes_new (codes, sizeof codes);
+  W.w = piq_tensor_new_quantized_from_bytes (fmt, ws, 2, cb, NULL, NULL, 1.0, 0, &error);
+  g_assert_no_error (error);
+  wd = piq_quantizer_dequantize_new (piq_quantizer_get_default (), W.w, PIQ_DTYPE_F32, &error);
+  g_assert_no_error (error);
+  W.wd = g_memdup2 (piq_tensor_get_data (wd, NULL), N * K * 4);
+  g_assert_true (isnan (W.wd[0]) && !signbit (W.wd[0]));
+  pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_FLOAT, &error);
+  g_assert_no_error (error);
+
+  for (gsize i = 0; i < M * K; i++)
+    xv[i] = 1.0;
+  xv[3 * K] = -NAN;
+  for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+    {
+      g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+      g_autoptr(PiqTensor) x = float_tensor (PIQ_DTYPE_F32, xs, 2, xv);
+      g_autoptr(PiqTensor) y = NULL;
+      float xf[M * K], want[M * N];
+      const guint8 *got;
+
+      piq_quantizer_set_max_simd_level (q, levels[li]);
+      y = piq_quantizer_matmul_new (q, x, pw, NULL, PIQ_DTYPE_F32, &error);
+      g_assert_no_error (error);
+      for (gsize i = 0; i < M * K; i++)
+        xf[i] = (float) xv[i];
+      g_assert_true (isnan (xf[3 * K]) && signbit (xf[3 * K]));
+      memset (want, 0, sizeof want);
+      oracle (&p, &W, xf, NULL, (const guint8 *) want, (guint8 *) want, NULL);
+      got = piq_tensor_get_data (y, NULL);
+      if (memcmp (want, got, sizeof want) != 0)
+        {
+          float g3;
+          memcpy (&g3, got + 4 * (3 * N + 0), 4);
+          /* only the known bug: y[3][0] a NaN of other bits, all else equal */
+          if (isnan (g3) && isnan (want[3 * N]) && memcmp (want, got, 4 * 3 * N) == 0 &&
+              memcmp (want + 3 * N + 1, got + 4 * (3 * N + 1), 4 * (N - 1)) == 0)
+            {
+              g_test_message ("SIMD level %d: y[3][0] is 0x%08x, the oracle gives 0x%08x", levels[li],
+                              o_f32_bits (g3), o_f32_bits (want[3 * N]));
+              bug = TRUE;
+              continue;
+            }
+          assert_bytes ("NaN operand order", &p, (const guint8 *) want, got, M * N, 4);
+        }
+    }
+  if (bug)
+    g_test_incomplete ("library bug: AVX-512 float-policy tile returns w's NaN where the scalar one "
+                       "returns x's (x[3][0] = -NaN, w[0][0] = +NaN)");
+  weights_clear (&W);
+}
+
 /* ---- registration ---- */
 
 static GPtrArray *cases;
@@ -1221,5 +1307,6 @@ main (int argc, char **argv)
   g_test_add_func ("/matmul/bad-input", test_bad_input);
   g_test_add_func ("/matmul/properties", test_properties);
   g_test_add_func ("/matmul/dynamic-int8/nan-group", test_nan_group);
+  g_test_add_func ("/matmul/float/nan-operand-order", test_nan_order);
   return g_test_run ();
 }
