@@ -53,6 +53,13 @@ gauss (void)
   return sqrt (-2.0 * log (u)) * cos (2.0 * G_PI * v);
 }
 
+/* Row m of the extreme X: +1, −1, +1 … (the sum's sign both ways). */
+static double
+m_sign (guint64 m)
+{
+  return m % 2 ? -1.0 : 1.0;
+}
+
 static const PiqDtype float_dtypes[] = { PIQ_DTYPE_F32, PIQ_DTYPE_BF16, PIQ_DTYPE_F16, PIQ_DTYPE_F64 };
 
 static gsize
@@ -257,14 +264,15 @@ weights_ints (Weights *W)
       }
 }
 
+/* Quantizes values v (random when NULL) of [N, K] with fmt. */
 static void
-make_weights (Weights *W, PiqFormat *fmt, guint64 N, guint64 K, gboolean ints)
+make_weights_from (Weights *W, PiqFormat *fmt, guint64 N, guint64 K, gboolean ints, const double *values)
 {
   g_autoptr(GError) error = NULL;
   PiqQuantizer *q = piq_quantizer_get_default ();
   guint64 shape[2] = { N, K };
-  g_autofree double *v = random_values (N * K, K, 0.5);
-  g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, shape, 2, v);
+  g_autofree double *v = values ? NULL : random_values (N * K, K, 0.5);
+  g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, shape, 2, values ? values : v);
   g_autoptr(PiqTensor) wd = NULL;
 
   memset (W, 0, sizeof *W);
@@ -277,6 +285,12 @@ make_weights (Weights *W, PiqFormat *fmt, guint64 N, guint64 K, gboolean ints)
   W->wd = g_memdup2 (piq_tensor_get_data (wd, NULL), N * K * 4);
   if (ints)
     weights_ints (W);
+}
+
+static void
+make_weights (Weights *W, PiqFormat *fmt, guint64 N, guint64 K, gboolean ints)
+{
+  make_weights_from (W, fmt, N, K, ints, NULL);
 }
 
 /* ---- the oracle ---- */
@@ -1281,6 +1295,58 @@ test_nan_order (void)
   weights_clear (&W);
 }
 
+/* ---- long rows: one group of more than 4096 elements, sums past int32 ---- */
+
+/* Per tensor and per channel the group is the whole row. With uint8 codes 255
+ * and zero point 0 (weights in [0, 1], many at 1) against X = 1 (q = 127), a row
+ * of K = 70001 gives I = 255 · 127 · 70001 = 2 267 012 385 > 2³¹ − 1: the
+ * definition's I_g is exact (int64). Also K = 4096, 4097, 8193 with random data. */
+static void
+test_long_rows (void)
+{
+  static const guint64 Ks[] = { 4096, 4097, 8193, 70001 };
+  PiqQuantizer *q = piq_quantizer_get_default ();
+
+  for (gsize ki = 0; ki < G_N_ELEMENTS (Ks); ki++)
+    for (int fi = 0; fi < 3; fi++)
+      for (int ai = 0; ai < 2; ai++)
+        {
+          guint64 K = Ks[ki], M = 3, N = 5;
+          PiqActivation act = ai ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT;
+          g_autoptr(PiqFormat) fmt = fi == 0 ? piq_format_new (PIQ_DTYPE_UINT8)
+                                   : fi == 1 ? piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0)
+                                             : piq_format_new (PIQ_DTYPE_INT4);
+          gboolean extreme = K == 70001;
+          g_autofree double *wv = g_new (double, N * K);
+          g_autofree double *xv = extreme ? g_new (double, M * K) : random_values (M * K, K, 1.0);
+          guint64 xs[2] = { M, K };
+          g_autoptr(PiqTensor) x = NULL, y = NULL;
+          g_autoptr(PiqPackedWeights) pw = NULL;
+          g_autoptr(GError) error = NULL;
+          g_autofree float *xf = g_new (float, M * K);
+          g_autofree guint8 *want = g_malloc0 (M * N * 4);
+          Params p = { M, N, K, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, FALSE, act, FALSE };
+          Weights W;
+
+          for (guint64 i = 0; i < N * K; i++)
+            wv[i] = extreme ? (i == 3 ? 0.0 : 1.0) : unif ();
+          if (extreme)
+            for (guint64 i = 0; i < M * K; i++)
+              xv[i] = m_sign (i / K) * 1.0;
+          make_weights_from (&W, fmt, N, K, ai, wv);
+          pw = piq_packed_weights_new (W.w, act, &error);
+          g_assert_no_error (error);
+          x = float_tensor (PIQ_DTYPE_F32, xs, 2, xv);
+          y = piq_quantizer_matmul_new (q, x, pw, NULL, PIQ_DTYPE_F32, &error);
+          g_assert_no_error (error);
+          for (guint64 i = 0; i < M * K; i++)
+            xf[i] = (float) xv[i];
+          oracle (&p, &W, xf, NULL, want, want, NULL);
+          assert_bytes ("long rows", &p, want, piq_tensor_get_data (y, NULL), M * N, 4);
+          weights_clear (&W);
+        }
+}
+
 /* ---- registration ---- */
 
 static GPtrArray *cases;
@@ -1361,5 +1427,6 @@ main (int argc, char **argv)
   g_test_add_func ("/matmul/properties", test_properties);
   g_test_add_func ("/matmul/dynamic-int8/nan-group", test_nan_group);
   g_test_add_func ("/matmul/float/nan-operand-order", test_nan_order);
+  g_test_add_func ("/matmul/long-rows", test_long_rows);
   return g_test_run ();
 }
