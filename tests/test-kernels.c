@@ -822,6 +822,231 @@ check_affine_nonfinite (void)
   return 1;
 }
 
+/* ---- Matrix multiply kernels ---------------------------------------------------- */
+
+/* The float policy's tile, written out from its contract (piq-kernels-private.h):
+ * product k into binary32 lane k % 16 by fmaf from +0, then lane i += lane i + h
+ * for h = 8, 4, 2, 1. Independent of the library's scalar kernel. */
+static float
+mm_dot_oracle (const float *x, const float *w, size_t n)
+{
+  float l[16];
+  for (int i = 0; i < 16; i++)
+    l[i] = 0.0f;
+  for (size_t k = 0; k < n; k++)
+    l[k % 16] = fmaf (x[k], w[k], l[k % 16]);
+  for (int h = 8; h > 0; h /= 2)
+    for (int i = 0; i < h; i++)
+      l[i] = l[i] + l[i + h];
+  return l[0];
+}
+
+/* Random f32 data: mostly ordinary values, sometimes NaN, ±Inf, −0, subnormals. */
+static void
+mm_fill (float *p, size_t n, int specials)
+{
+  fill_float ((uint8_t *) p, n, PIQ_F_F32, 0.01);
+  if (!specials)
+    for (size_t i = 0; i < n; i++)
+      if (!isfinite (p[i]) || fabsf (p[i]) > 1e6f)
+        p[i] = (float) ((int) (rnd () % 2001) - 1000) * 0x1p-7f;
+}
+
+static unsigned mm_nan_bits_seen;
+
+/* LIBRARY BUG (found by this test): which NaN a product of two NaNs gives. The
+ * scalar kernel computes fmaf (x, w, acc), which on x86 returns x's NaN when both
+ * are NaN; the AVX-512 tile with mr = 4 returns w's. Exact case: n = 51, ldx = ldw
+ * = 51, all elements 1.0 except x[3][0] = -NaN (0xffc00000) and w[nr-1][0] = +NaN
+ * (0x7fc00000), any nr 1..8: out[3][nr-1] is 0xffc00000 from the scalar table and
+ * 0x7fc00000 from avx512. */
+static int
+check_mm_tile_nan_order (PiqMmTileFn ref, PiqMmTileFn fn)
+{
+  enum { N = 51 };
+  static float x[4 * N], w[8 * N], o[2][32];
+  const uint32_t minus_nan = 0xffc00000u, plus_nan = 0x7fc00000u;
+
+  for (size_t mr = 1; mr <= 4; mr++)
+    for (size_t nr = 1; nr <= 8; nr++)
+      for (int swap = 0; swap < 2; swap++)
+        {
+          for (size_t i = 0; i < 4 * N; i++)
+            x[i] = 1.0f;
+          for (size_t i = 0; i < 8 * N; i++)
+            w[i] = 1.0f;
+          memcpy (&x[(mr - 1) * N], swap ? &plus_nan : &minus_nan, 4);
+          memcpy (&w[(nr - 1) * N], swap ? &minus_nan : &plus_nan, 4);
+          memset (o, 0, sizeof o);
+          ref (x, N, w, N, N, mr, nr, o[0], nr);
+          fn (x, N, w, N, N, mr, nr, o[1], nr);
+          if (memcmp (o[0], o[1], sizeof o[0]) != 0)
+            {
+              uint32_t a, b;
+              memcpy (&a, &o[0][(mr - 1) * nr + nr - 1], 4);
+              memcpy (&b, &o[1][(mr - 1) * nr + nr - 1], 4);
+              snprintf (diag, sizeof diag, "n %d, mr %zu, nr %zu, x[%zu][0] = %08x, w[%zu][0] = %08x, rest 1.0: "
+                        "out[%zu][%zu] is %08x, scalar gives %08x", N, mr, nr, mr - 1,
+                        swap ? plus_nan : minus_nan, nr - 1, swap ? minus_nan : plus_nan, mr - 1, nr - 1, b, a);
+              return 0;
+            }
+        }
+  return 1;
+}
+
+static int
+check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
+{
+  enum { MAXK = 257, PAD = 5, LD = MAXK + PAD, OUT_LD = 8 + 3 };
+  static const size_t ns[] = { 0, 1, 15, 16, 17, 31, 33, 64, 100, 257 };
+  static float x[4 * LD + 8] BUF_ALIGNED, w[8 * LD + 8] BUF_ALIGNED;
+  static float o[2][4 * OUT_LD + 8] BUF_ALIGNED;
+
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+    for (size_t mr = 1; mr <= 4; mr++)
+      for (size_t nr = 1; nr <= 8; nr++)
+        for (int rep = 0; rep < 3; rep++)
+          {
+            size_t n = ns[ni];
+            size_t xo = rnd () % 4, wo = rnd () % 4, oo = rnd () % 4;   /* unaligned */
+            size_t ldx = n + (rep == 0 ? 0 : 1 + rnd () % PAD);
+            size_t ldw = n + (rep == 1 ? 0 : 1 + rnd () % PAD);
+            size_t ldo = nr + (rep == 2 ? 0 : 1 + rnd () % 3);
+            int specials = rep != 0;
+
+            mm_fill (x, sizeof x / sizeof x[0], specials);
+            mm_fill (w, sizeof w / sizeof w[0], specials);
+            fill_random ((uint8_t *) o[0], sizeof o[0]);
+            memcpy (o[1], o[0], sizeof o[0]);
+            if (vs_oracle)
+              {
+                for (size_t i = 0; i < mr; i++)
+                  for (size_t j = 0; j < nr; j++)
+                    o[0][oo + i * ldo + j] = mm_dot_oracle (x + xo + i * ldx, w + wo + j * ldw, n);
+              }
+            else
+              ref (x + xo, ldx, w + wo, ldw, n, mr, nr, o[0] + oo, ldo);
+            fn (x + xo, ldx, w + wo, ldw, n, mr, nr, o[1] + oo, ldo);
+            /* Two NaNs of different bits (signs) only where both inputs of one product
+             * are NaN: that is the known AVX-512 operand-order bug, checked exactly by
+             * check_mm_tile_nan_order; everything else must be byte-identical. */
+            for (size_t e = 0; e < sizeof o[0] / 4; e++)
+              if (isnan (o[0][e]) && isnan (o[1][e]) && memcmp (&o[0][e], &o[1][e], 4) != 0)
+                {
+                  mm_nan_bits_seen++;
+                  o[1][e] = o[0][e];
+                }
+            if (memcmp (o[0], o[1], sizeof o[0]) != 0)
+              {
+                size_t e = 0;
+                while (memcmp (&o[0][e], &o[1][e], 4) == 0)
+                  e++;
+                snprintf (diag, sizeof diag, "n %zu, mr %zu, nr %zu, ldx %zu, ldw %zu, ldo %zu, offsets "
+                          "x %zu w %zu out %zu: out element %td (row %td, col %td) is %a, %s gives %a",
+                          n, mr, nr, ldx, ldw, ldo, xo, wo, oo, (ptrdiff_t) e - (ptrdiff_t) oo,
+                          ((ptrdiff_t) e - (ptrdiff_t) oo) / (ptrdiff_t) ldo, ((ptrdiff_t) e - (ptrdiff_t) oo) % (ptrdiff_t) ldo,
+                          (double) o[1][e], vs_oracle ? "the contract" : "scalar", (double) o[0][e]);
+                return 0;
+              }
+          }
+  return 1;
+}
+
+/* dot_groups against the scalar table's and against an independent int64 sum. */
+static int
+check_dot_groups (PiqDotGroupsFn ref, PiqDotGroupsFn fn)
+{
+  enum { MAXN = 5000, MAXG = MAXN + 1 };
+  static const size_t ns[] = { 0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257,
+                               1000, 4095, 4096, 4097, 5000 };
+  static const size_t groups[] = { 1, 7, 16, 32, 33, 64, 4096, 65536 };
+  static uint8_t w[MAXN + 8] BUF_ALIGNED;
+  static int8_t x[MAXN + 8] BUF_ALIGNED;
+  static int32_t o[3][MAXG + 8];
+
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+    for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
+      for (int kind = 0; kind < 4; kind++)
+        {
+          size_t n = ns[ni], group = groups[gi];
+          size_t wo = rnd () % 8, xo = rnd () % 8, oo = rnd () % 4;     /* unaligned */
+          size_t n_groups = (n + group - 1) / group;
+
+          for (size_t k = 0; k < n + 8; k++)
+            switch (kind)
+              {
+              case 0:  w[k] = (uint8_t) rnd (); x[k] = (int8_t) rnd (); break;
+              case 1:  w[k] = 255; x[k] = -128; break;                 /* most negative */
+              case 2:  w[k] = 255; x[k] = 127; break;                  /* most positive */
+              default: w[k] = rnd () % 2 ? 0 : 255; x[k] = rnd () % 2 ? -128 : 127; break;
+              }
+          for (int b = 0; b < 3; b++)
+            memset (o[b], 0xa5, sizeof o[b]);
+          ref (w + wo, x + xo, n, group, o[0] + oo);
+          fn (w + wo, x + xo, n, group, o[1] + oo);
+          for (size_t g = 0; g < n_groups; g++)
+            {
+              int64_t s = 0;
+              for (size_t k = g * group; k < n && k < (g + 1) * group; k++)
+                s += (int64_t) w[wo + k] * (int64_t) x[xo + k];
+              o[2][oo + g] = (int32_t) s;
+              if (s != (int64_t) o[1][oo + g])
+                {
+                  snprintf (diag, sizeof diag, "n %zu, group %zu, kind %d, offsets w %zu x %zu: group %zu "
+                            "is %d, the exact sum is %lld", n, group, kind, wo, xo, g, o[1][oo + g], (long long) s);
+                  return 0;
+                }
+            }
+          if (memcmp (o[0], o[1], sizeof o[0]) != 0 || memcmp (o[1], o[2], sizeof o[0]) != 0)
+            {
+              size_t e = 0;
+              while (o[0][e] == o[1][e] && o[1][e] == o[2][e])
+                e++;
+              snprintf (diag, sizeof diag, "n %zu, group %zu, kind %d: out[%td] is %08x, scalar %08x, "
+                        "expected %08x (a write outside the %zu groups?)", n, group, kind,
+                        (ptrdiff_t) e - (ptrdiff_t) oo, (unsigned) o[1][e], (unsigned) o[0][e],
+                        (unsigned) o[2][e], n_groups);
+              return 0;
+            }
+        }
+  return 1;
+}
+
+static void
+run_mm_tile (const PiqKernelTable *t, const char *skip)
+{
+  int ok;
+
+  mm_nan_bits_seen = 0;
+  report (skip != NULL || check_mm_tile (piq_kernels_scalar.mm_tile, t->mm_tile, 0),
+          t->name, "mm_tile/f32", skip);
+  /* The known bug above, kept failing as a TAP TODO so the rest runs (an XPASS
+   * once the library is fixed: then drop the TODO). */
+  ok = skip != NULL || check_mm_tile_nan_order (piq_kernels_scalar.mm_tile, t->mm_tile);
+  if (ok && skip == NULL && mm_nan_bits_seen != 0)
+    {
+      snprintf (diag, sizeof diag, "%u outputs of the random tiles were NaNs of other bits than the scalar's",
+                mm_nan_bits_seen);
+      ok = 0;
+    }
+  n_test++;
+  if (skip != NULL)
+    printf ("ok %d - /kernels/%s/mm_tile/f32/nan-order # SKIP %s\n", n_test, t->name, skip);
+  else if (ok)
+    printf ("ok %d - /kernels/%s/mm_tile/f32/nan-order\n", n_test, t->name);
+  else
+    printf ("not ok %d - /kernels/%s/mm_tile/f32/nan-order # TODO library bug: NaN operand order\n# %s\n",
+            n_test, t->name, diag);
+  fflush (stdout);
+}
+
+static void
+run_dot_groups (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_dot_groups (piq_kernels_scalar.dot_groups, t->dot_groups),
+          t->name, "dot_groups/u8s8", skip);
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
@@ -830,6 +1055,8 @@ check_affine_nonfinite (void)
 #define RUN_sums(t, slot, f)             run_sums (t, t->slot, piq_kernels_scalar.slot, STR_ (f), skip);
 #define RUN_block_quantize(t, slot, f)   run_block (t, "block", skip);
 #define RUN_block_dequantize(t, slot, f) /* checked with block_quantize */
+#define RUN_mm_tile(t, slot, f)          run_mm_tile (t, skip);
+#define RUN_dot_groups(t, slot, f)       run_dot_groups (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int
@@ -864,6 +1091,10 @@ main (void)
   }
   report (check_cpu_features (), "cpu", "features", NULL);
   report (check_affine_nonfinite (), "scalar", "affine-from-range/non-finite", NULL);
+  /* The scalar matrix-multiply kernels against their contracts written out here. */
+  report (check_mm_tile (NULL, piq_kernels_scalar.mm_tile, 1), "scalar", "mm_tile/f32/contract", NULL);
+  report (check_dot_groups (piq_kernels_scalar.dot_groups, piq_kernels_scalar.dot_groups), "scalar",
+          "dot_groups/u8s8/exact", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

@@ -1,0 +1,1432 @@
+/* test-matmul.c: Y = X·Wᵀ + bias with quantized weights, both activation policies
+ *
+ * The oracles below are written from the definition of the two policies (the
+ * brief of the matmul feature, docs/matmul.md), not from the library's code:
+ *
+ * - float policy: Wd = the weights dequantized to f32 by
+ *   piq_quantizer_dequantize_new; X widened/rounded to binary32; per output,
+ *   sixteen binary32 lanes from +0, product k into lane k % 16 by fmaf, lanes
+ *   summed l[i] += l[i + h] for h = 8, 4, 2, 1; + bias in binary32;
+ * - dynamic int8: per X row and weight group, d = amax / 127.0f, q =
+ *   clamp (nearbyintf (x · (1/d)), ±127), exact integer dots with the weight
+ *   codes minus their zero points, summed in double as
+ *   acc += ((double) I_g · s_g) · d_g; v = (float) acc; + bias.
+ *
+ * The weights' integer codes, zero points and scales are read from the
+ * tensor's bytes by the layouts of docs/formats.md and ../shared/FORMATS.md,
+ * and checked against the dequantized weights before they are used.
+ * Outputs must match the oracle byte for byte, for every thread count and
+ * SIMD level; the float policy is also checked against the double product
+ * within a bound, and dynamic int8 within a bound derived from d/2.
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "test-oracle.h"
+
+/* ---- random data ---- */
+
+static guint64 rng_state = 0x243f6a8885a308d3ull;
+
+static guint64
+rnd (void)
+{
+  guint64 z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double
+unif (void)
+{
+  return (double) (rnd () >> 11) / 9007199254740992.0;
+}
+
+static double
+gauss (void)
+{
+  double u = unif () + 1e-300, v = unif ();
+  return sqrt (-2.0 * log (u)) * cos (2.0 * G_PI * v);
+}
+
+/* Row m of the extreme X: +1, −1, +1 … (the sum's sign both ways). */
+static double
+m_sign (guint64 m)
+{
+  return m % 2 ? -1.0 : 1.0;
+}
+
+static const PiqDtype float_dtypes[] = { PIQ_DTYPE_F32, PIQ_DTYPE_BF16, PIQ_DTYPE_F16, PIQ_DTYPE_F64 };
+
+static gsize
+fsize (PiqDtype dt)
+{
+  return o_dtype_bits (dt) / 8;
+}
+
+/* A float tensor [dims] of dtype dt with data from gen (row-wise magnitude varies). */
+static PiqTensor *
+float_tensor (PiqDtype dt, const guint64 *shape, guint n_dims, const double *v)
+{
+  g_autoptr(GError) error = NULL;
+  PiqTensor *t = piq_tensor_new_shaped (dt, shape, n_dims, &error);
+  guint64 n;
+  guint8 *d;
+
+  g_assert_no_error (error);
+  n = piq_tensor_get_n_elements (t);
+  d = piq_tensor_get_writable_data (t, NULL);
+  for (guint64 i = 0; i < n; i++)
+    o_write_float (dt, d, i, v[i]);
+  return t;
+}
+
+static double *
+random_values (guint64 n, guint64 row, double base)
+{
+  double *v = g_new (double, n == 0 ? 1 : n);
+  double mag = base;
+
+  for (guint64 i = 0; i < n; i++)
+    {
+      if (row != 0 && i % row == 0)
+        mag = base * ldexp (1.0, (int) (rnd () % 9) - 4);
+      v[i] = gauss () * mag;
+      if (rnd () % 29 == 0)
+        v[i] = 0.0;
+      else if (rnd () % 31 == 0)
+        v[i] = -0.0;
+    }
+  return v;
+}
+
+/* ---- format cases ---- */
+
+typedef struct {
+  char       name[64];
+  PiqFormat *format;
+  gboolean   dyn;          /* dynamic int8 must be accepted */
+} FmtCase;
+
+static const char *const dyn_presets[] = { "mxint8", "int8_block", "int4_block", "q8_0", "q4_0", NULL };
+
+/* ---- weights ---- */
+
+typedef struct {
+  guint64    N, K, G, n_groups;   /* groups per row */
+  PiqTensor *w;                   /* quantized [N, K] */
+  float     *wd;                  /* dequantized, N·K */
+  gint32    *cz;                  /* code − zero point, N·K (dynamic formats) */
+  float     *s;                   /* group scales, N·n_groups */
+} Weights;
+
+static void
+weights_clear (Weights *w)
+{
+  g_clear_object (&w->w);
+  g_clear_pointer (&w->wd, g_free);
+  g_clear_pointer (&w->cz, g_free);
+  g_clear_pointer (&w->s, g_free);
+}
+
+static float
+scale_at (PiqDtype sdt, const guint8 *p, guint64 i)
+{
+  switch (sdt)
+    {
+    case PIQ_DTYPE_F32:
+      {
+        float f;
+        memcpy (&f, p + 4 * i, 4);
+        return f;
+      }
+    case PIQ_DTYPE_F16:
+      {
+        guint16 h;
+        memcpy (&h, p + 2 * i, 2);
+        return o_f16_to_f32 (h);
+      }
+    case PIQ_DTYPE_E8M0:
+      return p[i] == 0xff ? NAN : ldexpf (1.0f, (int) p[i] - 127);
+    default:
+      g_error ("scale dtype %d", sdt);
+    }
+  return 0;
+}
+
+/* The integer codes, zero points and scales of the weights, from their bytes
+ * (docs/formats.md); checked against the dequantized weights. */
+static void
+weights_ints (Weights *W)
+{
+  PiqFormat *f = piq_tensor_get_format (W->w);
+  PiqDtype dt = piq_format_get_dtype (f);
+  PiqGranularity gran = piq_format_get_granularity (f);
+  gsize size;
+  const guint8 *codes = piq_tensor_get_data (W->w, &size);
+  guint64 N = W->N, K = W->K;
+
+  W->cz = g_new (gint32, N * K);
+  if (dt == PIQ_DTYPE_Q8_0 || dt == PIQ_DTYPE_Q4_0)
+    {
+      gsize bb = dt == PIQ_DTYPE_Q8_0 ? 34 : 18;
+      W->G = 32;
+      W->n_groups = (K + 31) / 32;
+      W->s = g_new (float, N * W->n_groups);
+      g_assert_cmpuint (size, >=, N * W->n_groups * bb);
+      for (guint64 n = 0; n < N; n++)
+        for (guint64 g = 0; g < W->n_groups; g++)
+          {
+            const guint8 *b = codes + (n * W->n_groups + g) * bb;
+            guint16 h;
+            memcpy (&h, b, 2);
+            W->s[n * W->n_groups + g] = o_f16_to_f32 (h);
+            for (guint64 j = 0; j < 32 && g * 32 + j < K; j++)
+              {
+                gint32 c;
+                if (dt == PIQ_DTYPE_Q8_0)
+                  c = (gint8) b[2 + j];
+                else
+                  c = (j < 16 ? (b[2 + j] & 15) : (b[2 + j - 16] >> 4)) - 8;
+                W->cz[n * K + g * 32 + j] = c;
+              }
+          }
+    }
+  else
+    {
+      guint bits = o_dtype_bits (dt);
+      gboolean sgn = o_dtype_info (dt)->is_signed;
+      gint64 implied = sgn ? 0 : (gint64) 1 << (bits - 1);
+      g_autoptr(GBytes) scales = piq_tensor_get_scales (W->w);
+      g_autoptr(GBytes) zps = piq_tensor_get_zero_points (W->w);
+      const guint8 *sp = scales ? g_bytes_get_data (scales, NULL) : NULL;
+      const guint8 *zp = zps ? g_bytes_get_data (zps, NULL) : NULL;
+      PiqDtype sdt = piq_format_get_scale_dtype (f);
+
+      if (gran == PIQ_GRANULARITY_BLOCK)
+        W->G = piq_format_get_block_size (f);
+      else
+        {
+          W->G = K;
+          if (gran == PIQ_GRANULARITY_CHANNEL)
+            g_assert_cmpint (piq_format_get_axis (f), ==, 0);
+        }
+      W->n_groups = (K + W->G - 1) / W->G;
+      W->s = g_new (float, N * W->n_groups);
+      for (guint64 n = 0; n < N; n++)
+        for (guint64 g = 0; g < W->n_groups; g++)
+          {
+            guint64 gi = n * W->n_groups + g;
+            gint64 z;
+            float s;
+
+            if (gran == PIQ_GRANULARITY_TENSOR)
+              {
+                s = (float) piq_tensor_get_scale (W->w);
+                z = piq_tensor_get_zero_point (W->w);
+              }
+            else
+              {
+                g_assert_nonnull (sp);
+                s = scale_at (sdt, sp, gi);
+                if (sdt == PIQ_DTYPE_E8M0)          /* MXINT8: q · 2⁻⁶ */
+                  s = ldexpf (s, -6);
+                if (piq_format_has_zero_points (f))
+                  {
+                    gint32 z32;
+                    g_assert_nonnull (zp);
+                    memcpy (&z32, zp + 4 * gi, 4);
+                    z = z32;
+                  }
+                else
+                  z = implied;
+              }
+            W->s[gi] = s;
+            for (guint64 k = g * W->G; k < K && k < (g + 1) * W->G; k++)
+              W->cz[n * K + k] = (gint32) ((gint64) o_unpack (dt, codes, n * K + k) - z);
+          }
+    }
+
+  /* The codes read here must be the values the library dequantizes. */
+  for (guint64 n = 0; n < N; n++)
+    for (guint64 k = 0; k < K; k++)
+      {
+        double v = (double) W->cz[n * K + k] * (double) W->s[n * W->n_groups + k / W->G];
+        double wd = W->wd[n * K + k];
+        if (!(fabs (v - wd) <= ldexp (fabs (wd), -22)))
+          g_error ("%s: weight [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]: code − zero point %d × scale %a = %a, "
+                   "dequantized %a", piq_format_to_string (f), n, k, W->cz[n * K + k],
+                   (double) W->s[n * W->n_groups + k / W->G], v, wd);
+      }
+}
+
+/* Quantizes values v (random when NULL) of [N, K] with fmt. */
+static void
+make_weights_from (Weights *W, PiqFormat *fmt, guint64 N, guint64 K, gboolean ints, const double *values)
+{
+  g_autoptr(GError) error = NULL;
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint64 shape[2] = { N, K };
+  g_autofree double *v = values ? NULL : random_values (N * K, K, 0.5);
+  g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, shape, 2, values ? values : v);
+  g_autoptr(PiqTensor) wd = NULL;
+
+  memset (W, 0, sizeof *W);
+  W->N = N;
+  W->K = K;
+  W->w = piq_quantizer_quantize_new (q, fmt, NULL, src, &error);
+  g_assert_no_error (error);
+  wd = piq_quantizer_dequantize_new (q, W->w, PIQ_DTYPE_F32, &error);
+  g_assert_no_error (error);
+  W->wd = g_memdup2 (piq_tensor_get_data (wd, NULL), N * K * 4);
+  if (ints)
+    weights_ints (W);
+}
+
+static void
+make_weights (Weights *W, PiqFormat *fmt, guint64 N, guint64 K, gboolean ints)
+{
+  make_weights_from (W, fmt, N, K, ints, NULL);
+}
+
+/* ---- the oracle ---- */
+
+static float
+to_f32 (PiqDtype dt, const guint8 *buf, guint64 i)
+{
+  return (float) o_read_float (dt, buf, i);   /* f64: rounded to nearest */
+}
+
+static float
+dot_float (const float *x, const float *w, guint64 K)
+{
+  float l[16];
+  for (int i = 0; i < 16; i++)
+    l[i] = 0.0f;
+  for (guint64 k = 0; k < K; k++)
+    l[k % 16] = fmaf (x[k], w[k], l[k % 16]);
+  for (int h = 8; h > 0; h /= 2)
+    for (int i = 0; i < h; i++)
+      l[i] = l[i] + l[i + h];
+  return l[0];
+}
+
+/* Row m's dynamic int8 quantization: q (K) and d per group. */
+static void
+quantize_row (const float *x, guint64 K, guint64 G, gint8 *q, float *d)
+{
+  for (guint64 g = 0, k0 = 0; k0 < K; g++, k0 += G)
+    {
+      guint64 k1 = MIN (K, k0 + G);
+      float amax = 0.0f, id;
+      gboolean bad = FALSE;
+
+      for (guint64 k = k0; k < k1; k++)
+        {
+          if (!isfinite (x[k]))
+            bad = TRUE;
+          else if (fabsf (x[k]) > amax)
+            amax = fabsf (x[k]);
+        }
+      if (bad)
+        {
+          d[g] = NAN;
+          for (guint64 k = k0; k < k1; k++)
+            q[k] = 0;
+          continue;
+        }
+      d[g] = amax / 127.0f;
+      id = amax > 0 ? 1.0f / d[g] : 0.0f;
+      for (guint64 k = k0; k < k1; k++)
+        {
+          float r = nearbyintf (x[k] * id);
+          q[k] = (gint8) (r > 127.0f ? 127 : r < -127.0f ? -127 : (int) r);
+        }
+    }
+}
+
+typedef struct {
+  guint64    M, N, K;
+  PiqDtype   xdt, ydt;
+  PiqReduceOp op;
+  gboolean   bias;
+  PiqActivation act;
+  gboolean   specials;         /* X holds NaN, ±Inf, −0 and subnormals */
+} Params;
+
+typedef struct {
+  PiqTensor *x, *b, *y;        /* x [M, K], b [N] or NULL, y [M, N] pre-filled */
+  float     *xf, *bf;
+  guint8    *want;             /* the expected bytes of y */
+  double    *vexact;           /* the oracle's v before bias and store, M·N (double of float) */
+} Case;
+
+static void
+case_clear (Case *c)
+{
+  g_clear_object (&c->x);
+  g_clear_object (&c->b);
+  g_clear_object (&c->y);
+  g_clear_pointer (&c->xf, g_free);
+  g_clear_pointer (&c->bf, g_free);
+  g_clear_pointer (&c->want, g_free);
+  g_clear_pointer (&c->vexact, g_free);
+}
+
+/* The expected Y for x (as f32 xf), the weights, bias and Y's old bytes. */
+static void
+oracle (const Params *p, const Weights *W, const float *xf, const float *bf, const guint8 *y_old,
+        guint8 *want, double *v_out)
+{
+  guint64 M = p->M, N = p->N, K = p->K;
+  gint8 *q = g_new (gint8, K + 1);
+  float *d = g_new (float, W->n_groups + 1);
+
+  if (want != y_old)
+    memcpy (want, y_old, M * N * fsize (p->ydt));
+  for (guint64 m = 0; m < M; m++)
+    {
+      const float *xr = xf + m * K;
+      if (p->act == PIQ_ACTIVATION_DYNAMIC_INT8)
+        quantize_row (xr, K, W->G, q, d);
+      for (guint64 n = 0; n < N; n++)
+        {
+          float v;
+          guint64 i = m * N + n;
+
+          if (p->act == PIQ_ACTIVATION_FLOAT)
+            v = dot_float (xr, W->wd + n * K, K);
+          else
+            {
+              double acc = 0.0;
+              for (guint64 g = 0; g < W->n_groups; g++)
+                {
+                  gint64 I = 0;
+                  for (guint64 k = g * W->G; k < K && k < (g + 1) * W->G; k++)
+                    I += (gint64) W->cz[n * K + k] * q[k];
+                  acc = acc + ((double) I * (double) W->s[n * W->n_groups + g]) * (double) d[g];
+                }
+              v = (float) acc;
+            }
+          if (v_out)
+            v_out[i] = v;
+          if (bf != NULL)
+            v = v + bf[n];
+          if (p->ydt == PIQ_DTYPE_F64)
+            {
+              double o = 0;
+              if (p->op == PIQ_REDUCE_ADD)
+                memcpy (&o, want + 8 * i, 8);
+              o = p->op == PIQ_REDUCE_ADD ? o + (double) v : (double) v;
+              memcpy (want + 8 * i, &o, 8);
+            }
+          else
+            {
+              if (p->op == PIQ_REDUCE_ADD)
+                v = (float) o_read_float (p->ydt, want, i) + v;
+              o_store_f32 (p->ydt, want, i, v);
+            }
+        }
+    }
+  g_free (q);
+  g_free (d);
+}
+
+/* Builds X, bias, a pre-filled Y and the expected bytes. */
+static void
+case_init (Case *c, const Params *p, const Weights *W)
+{
+  guint64 xs[2] = { p->M, p->K }, ys[2] = { p->M, p->N };
+  g_autofree double *xv = random_values (p->M * p->K, p->K, 1.0);
+  g_autofree double *bv = random_values (p->N, 0, 2.0);
+  g_autofree double *yv = random_values (p->M * p->N, 0, 3.0);
+  const guint8 *xb, *yb;
+
+  memset (c, 0, sizeof *c);
+  if (p->specials)
+    for (guint64 m = 0; m < p->M; m++)
+      {
+        static const double sp[] = { NAN, -NAN, INFINITY, -INFINITY };
+        xv[m * p->K + rnd () % p->K] = -0.0;
+        xv[m * p->K + rnd () % p->K] = 1e-40;        /* subnormal in f32 */
+        if (m % 3 == 1)
+          xv[m * p->K + rnd () % p->K] = sp[rnd () % 4];
+        if (m % 6 == 4)
+          xv[m * p->K + rnd () % p->K] = sp[rnd () % 4];
+      }
+  c->x = float_tensor (p->xdt, xs, 2, xv);
+  c->y = float_tensor (p->ydt, ys, 2, yv);
+  xb = piq_tensor_get_data (c->x, NULL);
+  c->xf = g_new (float, p->M * p->K + 1);
+  for (guint64 i = 0; i < p->M * p->K; i++)
+    c->xf[i] = to_f32 (p->xdt, xb, i);
+  if (p->bias)
+    {
+      const guint8 *bb;
+      c->b = float_tensor (p->xdt, &p->N, 1, bv);
+      bb = piq_tensor_get_data (c->b, NULL);
+      c->bf = g_new (float, p->N);
+      for (guint64 n = 0; n < p->N; n++)
+        c->bf[n] = to_f32 (p->xdt, bb, n);
+    }
+  yb = piq_tensor_get_data (c->y, NULL);
+  c->want = g_malloc (p->M * p->N * fsize (p->ydt));
+  c->vexact = g_new (double, p->M * p->N + 1);
+  oracle (p, W, c->xf, c->bf, yb, c->want, c->vexact);
+}
+
+static const char *
+params_str (const Params *p)
+{
+  static char s[256];
+  g_snprintf (s, sizeof s, "M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT " K %" G_GUINT64_FORMAT
+              ", x %s, y %s, %s, %s, %s", p->M, p->N, p->K, o_dtype_name (p->xdt), o_dtype_name (p->ydt),
+              p->op == PIQ_REDUCE_ADD ? "add" : "set", p->bias ? "bias" : "no bias",
+              p->act == PIQ_ACTIVATION_FLOAT ? "float" : "dynamic-int8");
+  return s;
+}
+
+/* Y's bytes against the expected ones; describes the first difference. */
+/* Under dynamic int8 the definition says only "d = NaN": any NaN then matches any
+ * NaN; everything else is compared byte for byte. */
+static gboolean any_nan_matches;
+
+static void
+assert_bytes (const char *what, const Params *p, const guint8 *want, const guint8 *got, guint64 n,
+              gsize esize)
+{
+  if (memcmp (want, got, n * esize) == 0)
+    return;
+  for (guint64 i = 0; i < n; i++)
+    if (memcmp (want + i * esize, got + i * esize, esize) != 0 &&
+        !(any_nan_matches && isnan (o_read_float (p->ydt, want, i)) && isnan (o_read_float (p->ydt, got, i))))
+      g_error ("%s (%s): y[%" G_GUINT64_FORMAT "][%" G_GUINT64_FORMAT "] is %.9g (0x%" G_GINT64_MODIFIER
+               "x), the oracle gives %.9g (0x%" G_GINT64_MODIFIER "x)", what, params_str (p), i / p->N, i % p->N,
+               o_read_float (p->ydt, got, i), o_read_float_bits (p->ydt, got, i), o_read_float (p->ydt, want, i),
+               o_read_float_bits (p->ydt, want, i));
+}
+
+/* Runs the case on a copy of Y with quantizer q; compares to the oracle. */
+static void
+run_case (const char *what, PiqQuantizer *q, const Params *p, const Case *c, PiqPackedWeights *pw)
+{
+  g_autoptr(GError) error = NULL;
+  gsize size;
+  g_autoptr(GBytes) yb = g_bytes_new (piq_tensor_get_data (c->y, NULL), p->M * p->N * fsize (p->ydt));
+  guint64 ys[2] = { p->M, p->N };
+  g_autoptr(PiqTensor) y = piq_tensor_new_shaped (p->ydt, ys, 2, &error);
+  guint8 *yd;
+
+  g_assert_no_error (error);
+  yd = piq_tensor_get_writable_data (y, &size);
+  memcpy (yd, g_bytes_get_data (yb, NULL), size);
+  g_assert_true (piq_quantizer_matmul (q, c->x, pw, c->b, y, p->op, &error));
+  g_assert_no_error (error);
+  assert_bytes (what, p, c->want, yd, p->M * p->N, fsize (p->ydt));
+}
+
+/* ---- (b) independent error bounds ---- */
+
+/* Float policy: |Y − (Σ x·Wd + b)| ≤ K·2⁻²³·Σ|x||Wd| + 2⁻²³·(|Σ x·Wd| + |b|) + 2⁻¹²⁰
+ * (each of the K roundings of the sum at most 2⁻²⁴ relative to a partial sum
+ * bounded by Σ|x||Wd|, doubled for slack; then the bias add).
+ * Dynamic int8: x_k = q_k·d_g + e_k with |e_k| ≤ d_g/2 (round to nearest), up to
+ * the rounding of x·(1/d) (relative 2⁻²², counted with the 2⁻²⁰ term); the
+ * integer sums are exact and the three double operations per group and the
+ * final rounding to f32 are ≤ 2⁻²³ relative. So
+ * |Y − (Σ x·Wd + b)| ≤ Σ_g (d_g/2)·Σ_{k∈g}|Wd_k|·(1 + 2⁻¹⁰) + 2⁻²⁰·Σ|x||Wd|
+ *                      + 2⁻²²·(|Σ x·Wd| + |b|) + 2⁻¹²⁰. */
+static void
+check_bounds (const Params *p, const Weights *W, const Case *c, const guint8 *y)
+{
+  g_assert_cmpint (p->op, ==, PIQ_REDUCE_SET);
+  g_assert_cmpint (p->ydt, ==, PIQ_DTYPE_F32);
+  for (guint64 m = 0; m < p->M; m++)
+    for (guint64 n = 0; n < p->N; n++)
+      {
+        const float *xr = c->xf + m * p->K, *wr = W->wd + n * p->K;
+        double exact = 0, abs_sum = 0, bound, b = c->bf ? c->bf[n] : 0, got;
+        float yv;
+
+        for (guint64 k = 0; k < p->K; k++)
+          {
+            exact += (double) xr[k] * wr[k];
+            abs_sum += fabs ((double) xr[k] * wr[k]);
+          }
+        if (p->act == PIQ_ACTIVATION_FLOAT)
+          bound = p->K * ldexp (abs_sum, -23) + ldexp (fabs (exact) + fabs (b), -23) + 0x1p-120;
+        else
+          {
+            bound = ldexp (abs_sum, -20) + ldexp (fabs (exact) + fabs (b), -22) + 0x1p-120;
+            for (guint64 g = 0; g < W->n_groups; g++)
+              {
+                float amax = 0;
+                double wsum = 0;
+                for (guint64 k = g * W->G; k < p->K && k < (g + 1) * W->G; k++)
+                  {
+                    amax = MAX (amax, fabsf (xr[k]));
+                    wsum += fabs (wr[k]);
+                  }
+                bound += (amax / 127.0 / 2) * wsum * (1 + 0x1p-10);
+              }
+          }
+        memcpy (&yv, y + 4 * (m * p->N + n), 4);
+        got = yv;
+        if (!(fabs (got - (exact + b)) <= bound))
+          g_error ("bound (%s): y[%" G_GUINT64_FORMAT "][%" G_GUINT64_FORMAT "] = %.9g, exact %.17g, "
+                   "error %.3g > bound %.3g", params_str (p), m, n, got, exact + b, fabs (got - (exact + b)), bound);
+      }
+}
+
+/* ---- the per-format test ---- */
+
+typedef struct { guint64 M, N, K; } Shape;
+
+/* Every M, N and K of the brief, K odd, below, at and past multiples of 16 and 32. */
+static const Shape shapes[] = {
+  { 1, 1, 1 }, { 2, 7, 15 }, { 3, 8, 16 }, { 7, 9, 17 }, { 1, 33, 31 }, { 64, 8, 32 },
+  { 3, 9, 33 }, { 2, 7, 64 }, { 7, 33, 100 }, { 65, 9, 129 },
+};
+
+static gboolean
+format_supports (PiqFormat *f, PiqActivation act, gboolean expect, const char *name)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean ok = piq_packed_weights_supports (f, act, &error);
+
+  if (expect)
+    {
+      g_assert_no_error (error);
+      g_assert_true (ok);
+    }
+  else
+    {
+      if (ok)
+        g_error ("%s: supports() accepts %s", name, act == PIQ_ACTIVATION_FLOAT ? "float" : "dynamic int8");
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+    }
+  return ok;
+}
+
+/* Packs the weights; NULL only for the known library bug below, marked incomplete.
+ *
+ * LIBRARY BUG (found by this test): the float policy takes every quantized
+ * format, and piq_packed_weights_supports() accepts per-channel weights with
+ * axis 1 (one scale per input column), but piq_packed_weights_new() refuses
+ * them as soon as there is more than one row: e.g. int8 per channel axis 1
+ * (piq_format_new_per_channel (PIQ_DTYPE_INT8, 1)), weights [7, 15] quantized
+ * from f32 data, PIQ_ACTIVATION_FLOAT → PIQ_ERROR_UNSUPPORTED "rows from 0 of a
+ * int8 tensor do not start on a byte". */
+static gboolean incomplete_said;
+
+static PiqPackedWeights *
+pack (const FmtCase *fc, const Weights *W, PiqActivation act)
+{
+  g_autoptr(GError) error = NULL;
+  PiqPackedWeights *pw = piq_packed_weights_new (W->w, act, &error);
+  PiqFormat *f = fc->format;
+
+  if (pw != NULL && error == NULL)
+    return pw;
+  if (act == PIQ_ACTIVATION_FLOAT && piq_format_get_granularity (f) == PIQ_GRANULARITY_CHANNEL &&
+      piq_format_get_axis (f) == 1 && g_error_matches (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED))
+    {
+      g_autofree char *msg = g_strdup_printf ("library bug: float policy refuses per-channel axis-1 weights "
+                                              "[%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]: %s",
+                                              W->N, W->K, error->message);
+      if (!incomplete_said)         /* the first (smallest) shape refused */
+        g_test_incomplete (msg);
+      incomplete_said = TRUE;
+      return NULL;
+    }
+  g_error ("%s: packing weights [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] for %s: %s", fc->name,
+           W->N, W->K, act == PIQ_ACTIVATION_FLOAT ? "float" : "dynamic int8",
+           error ? error->message : "NULL without an error");
+  return NULL;
+}
+
+static void
+test_format (gconstpointer data)
+{
+  const FmtCase *fc = data;
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint salt = g_str_hash (fc->name);
+
+  incomplete_said = FALSE;
+
+  format_supports (fc->format, PIQ_ACTIVATION_FLOAT, TRUE, fc->name);
+  format_supports (fc->format, PIQ_ACTIVATION_DYNAMIC_INT8, fc->dyn, fc->name);
+
+  for (int ai = 0; ai < 2; ai++)
+    {
+      PiqActivation act = ai ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT;
+
+      if (act == PIQ_ACTIVATION_DYNAMIC_INT8 && !fc->dyn)
+        {
+          /* new() refuses too, with the same error */
+          Weights W;
+          g_autoptr(GError) error = NULL;
+          g_autoptr(PiqPackedWeights) pw = NULL;
+          make_weights (&W, fc->format, 3, 32, FALSE);
+          pw = piq_packed_weights_new (W.w, act, &error);
+          g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+          g_assert_null (pw);
+          weights_clear (&W);
+          continue;
+        }
+
+      for (gsize si = 0; si < G_N_ELEMENTS (shapes); si++)
+        {
+          Weights W;
+          g_autoptr(GError) error = NULL;
+          g_autoptr(PiqPackedWeights) pw = NULL;
+
+          make_weights (&W, fc->format, shapes[si].N, shapes[si].K, act == PIQ_ACTIVATION_DYNAMIC_INT8);
+          pw = pack (fc, &W, act);
+          if (pw == NULL)
+            {
+              weights_clear (&W);
+              continue;
+            }
+          for (int j = 0; j < 2; j++)
+            {
+              Params p = { shapes[si].M, shapes[si].N, shapes[si].K,
+                           float_dtypes[(si + j + salt) % 4], float_dtypes[(si * 3 + j * 2 + salt / 4) % 4],
+                           (si + j + salt / 16) % 2 ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET,
+                           (si / 2 + j + salt / 32) % 2, act, FALSE };
+              Case c;
+              case_init (&c, &p, &W);
+              run_case ("default quantizer", q, &p, &c, pw);
+              case_clear (&c);
+            }
+          weights_clear (&W);
+        }
+
+      /* (b) bounds, and (c) byte-identical for every thread count and SIMD level */
+      {
+        Weights W;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(PiqPackedWeights) pw = NULL;
+        Params p = { 65, 33, 129, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, TRUE, act, FALSE };
+        static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                               PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+        Case c;
+
+        make_weights (&W, fc->format, p.N, p.K, act == PIQ_ACTIVATION_DYNAMIC_INT8);
+        pw = pack (fc, &W, act);
+        if (pw == NULL)
+          {
+            weights_clear (&W);
+            continue;
+          }
+        case_init (&c, &p, &W);
+        {
+          guint64 ys[2] = { p.M, p.N };
+          g_autoptr(PiqTensor) y = piq_quantizer_matmul_new (q, c.x, pw, c.b, PIQ_DTYPE_F32, &error);
+          g_assert_no_error (error);
+          g_assert_cmpuint (piq_tensor_get_n_dims (y), ==, 2);
+          g_assert_cmpmem (piq_tensor_get_shape (y, NULL), 16, ys, 16);
+          check_bounds (&p, &W, &c, piq_tensor_get_data (y, NULL));
+          assert_bytes ("matmul_new", &p, c.want, piq_tensor_get_data (y, NULL), p.M * p.N, 4);
+        }
+        for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+          for (guint t = 1; t <= 4; t++)
+            {
+              g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+              char what[64];
+              piq_quantizer_set_n_threads (qt, t);
+              piq_quantizer_set_max_simd_level (qt, levels[li]);
+              g_snprintf (what, sizeof what, "%u threads, SIMD level %d (%d in use)", t, levels[li],
+                          piq_quantizer_get_simd_level (qt));
+              run_case (what, qt, &p, &c, pw);
+            }
+        case_clear (&c);
+        weights_clear (&W);
+      }
+
+      /* NaN, ±Inf, −0 and subnormals in X, every SIMD level, 1 and 3 threads */
+      {
+        Weights W;
+        Params p = { 7, 9, 33, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_ADD, TRUE, act, TRUE };
+        g_autoptr(PiqPackedWeights) pw = NULL;
+        static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                               PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+        Case c;
+
+        make_weights (&W, fc->format, p.N, p.K, act == PIQ_ACTIVATION_DYNAMIC_INT8);
+        pw = pack (fc, &W, act);
+        if (pw == NULL)
+          {
+            weights_clear (&W);
+            continue;
+          }
+        case_init (&c, &p, &W);
+        any_nan_matches = act == PIQ_ACTIVATION_DYNAMIC_INT8;
+        for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+          for (guint t = 1; t <= 3; t += 2)
+            {
+              g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+              char what[64];
+              piq_quantizer_set_n_threads (qt, t);
+              piq_quantizer_set_max_simd_level (qt, levels[li]);
+              g_snprintf (what, sizeof what, "special X, %u threads, SIMD level %d", t, levels[li]);
+              run_case (what, qt, &p, &c, pw);
+            }
+        any_nan_matches = FALSE;
+        case_clear (&c);
+        weights_clear (&W);
+      }
+    }
+}
+
+/* ---- (c) larger products, where the work is split over threads ---- */
+
+static void
+test_threads (gconstpointer data)
+{
+  const FmtCase *fc = data;
+  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                         PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+
+  incomplete_said = FALSE;
+  for (int ai = 0; ai < 2; ai++)
+    {
+      PiqActivation act = ai ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT;
+      Params p = { 130, 257, 200, ai ? PIQ_DTYPE_BF16 : PIQ_DTYPE_F32, ai ? PIQ_DTYPE_F32 : PIQ_DTYPE_F16,
+                   ai ? PIQ_REDUCE_SET : PIQ_REDUCE_ADD, TRUE, act, FALSE };
+      g_autoptr(PiqPackedWeights) pw = NULL;
+      Weights W;
+      Case c;
+
+      if (ai && !fc->dyn)
+        continue;
+      make_weights (&W, fc->format, p.N, p.K, ai);
+      pw = pack (fc, &W, act);
+      if (pw == NULL)
+        {
+          weights_clear (&W);
+          continue;
+        }
+      case_init (&c, &p, &W);
+      for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+        for (guint t = 1; t <= 4; t++)
+          {
+            g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+            char what[64];
+            piq_quantizer_set_n_threads (qt, t);
+            piq_quantizer_set_max_simd_level (qt, levels[li]);
+            g_snprintf (what, sizeof what, "%u threads, SIMD level %d", t, levels[li]);
+            run_case (what, qt, &p, &c, pw);
+          }
+      case_clear (&c);
+      weights_clear (&W);
+    }
+}
+
+/* ---- (d) unaligned X and Y, strided Y rows; (e) N-D X ---- */
+
+static void
+test_layout (gconstpointer data)
+{
+  const FmtCase *fc = data;
+  PiqQuantizer *q = piq_quantizer_get_default ();
+
+  for (int ai = 0; ai < 2; ai++)
+    for (gsize di = 0; di < 4; di++)
+      {
+        PiqActivation act = ai ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT;
+        PiqDtype dt = float_dtypes[di];
+        Params p = { 7, 9, 33, dt, dt, di % 2 ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET, TRUE, act, FALSE };
+        Weights W;
+        Case c;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(PiqPackedWeights) pw = NULL;
+        gsize es = fsize (dt), xrow = p.K * es, yrow = p.N * es, ystride = yrow + 3 * es;
+        gsize off, xbytes = p.M * xrow, ybytes = (p.M - 1) * ystride + yrow;
+        guint8 *xmem, *ymem, *yref;
+        guint64 xs[2] = { p.M, p.K }, ys[2] = { p.M, p.N };
+
+        if (ai && !fc->dyn)
+          continue;
+        make_weights (&W, fc->format, p.N, p.K, ai);
+        pw = piq_packed_weights_new (W.w, act, &error);
+        g_assert_no_error (error);
+        case_init (&c, &p, &W);
+
+        /* an odd byte offset if the library takes it, else one element */
+        xmem = g_malloc (xbytes + 64);
+        ymem = g_malloc (ybytes + 64);
+        yref = g_malloc (ybytes + 64);
+        for (off = 1; off <= es; off = off == 1 ? es : off + 1)
+          {
+            g_autoptr(PiqTensor) x = NULL, y = NULL;
+            g_autoptr(GError) e2 = NULL;
+
+            memset (xmem, 0x11, xbytes + 64);
+            memcpy (xmem + off, piq_tensor_get_data (c.x, NULL), xbytes);
+            x = piq_tensor_new_for_address (dt, xs, 2, (guintptr) (xmem + off), xbytes, 0, FALSE, &e2);
+            g_assert_no_error (e2);
+            /* strided Y: rows ystride apart, the gaps hold a canary */
+            for (gsize i = 0; i < ybytes + 64; i++)
+              ymem[i] = (guint8) (0x5a + i);
+            for (guint64 m = 0; m < p.M; m++)
+              memcpy (ymem + off + m * ystride, (const guint8 *) piq_tensor_get_data (c.y, NULL) + m * yrow, yrow);
+            memcpy (yref, ymem, ybytes + 64);
+            y = piq_tensor_new_for_address (dt, ys, 2, (guintptr) (ymem + off), ybytes, ystride, TRUE, &e2);
+            g_assert_no_error (e2);
+            if (!piq_quantizer_matmul (q, x, pw, c.b, y, p.op, &e2))
+              g_error ("unaligned (offset %zu): %s", off, e2->message);
+            for (guint64 m = 0; m < p.M; m++)
+              {
+                assert_bytes ("strided unaligned Y row", &p, c.want + m * yrow, ymem + off + m * ystride, p.N, es);
+                memcpy (yref + off + m * ystride, ymem + off + m * ystride, yrow);
+              }
+            /* nothing else written: the gaps and both ends */
+            g_assert_cmpmem (yref, ybytes + 64, ymem, ybytes + 64);
+            if (off == es)
+              break;
+          }
+        g_free (xmem);
+        g_free (ymem);
+        g_free (yref);
+
+        /* (e) X [2, 3, K]... as M = 6 rows: X [2, 3, K] → Y [2, 3, N] */
+        {
+          Params p6 = { 6, 5, 17, dt, dt, PIQ_REDUCE_SET, FALSE, act, FALSE };
+          Weights W6;
+          Case c6;
+          g_autoptr(PiqPackedWeights) pw6 = NULL;
+          g_autoptr(PiqTensor) x3 = NULL, y3 = NULL, y3n = NULL;
+          guint64 xs3[3] = { 2, 3, 17 }, ys3[3] = { 2, 3, 5 };
+
+          make_weights (&W6, fc->format, p6.N, p6.K, ai);
+          pw6 = piq_packed_weights_new (W6.w, act, &error);
+          g_assert_no_error (error);
+          case_init (&c6, &p6, &W6);
+          x3 = piq_tensor_new_shaped (dt, xs3, 3, &error);
+          g_assert_no_error (error);
+          memcpy (piq_tensor_get_writable_data (x3, NULL), piq_tensor_get_data (c6.x, NULL), 6 * 17 * es);
+          y3 = piq_tensor_new_shaped (dt, ys3, 3, &error);
+          g_assert_no_error (error);
+          g_assert_true (piq_quantizer_matmul (q, x3, pw6, NULL, y3, PIQ_REDUCE_SET, &error));
+          g_assert_no_error (error);
+          assert_bytes ("X [2, 3, K]", &p6, c6.want, piq_tensor_get_data (y3, NULL), 30, es);
+          y3n = piq_quantizer_matmul_new (q, x3, pw6, NULL, dt, &error);
+          g_assert_no_error (error);
+          g_assert_cmpuint (piq_tensor_get_n_dims (y3n), ==, 3);
+          g_assert_cmpmem (piq_tensor_get_shape (y3n, NULL), 24, ys3, 24);
+          g_assert_cmpint (piq_tensor_get_dtype (y3n), ==, dt);
+          assert_bytes ("matmul_new X [2, 3, K]", &p6, c6.want, piq_tensor_get_data (y3n, NULL), 30, es);
+          case_clear (&c6);
+          weights_clear (&W6);
+        }
+        case_clear (&c);
+        weights_clear (&W);
+      }
+}
+
+/* ---- (f) bad input ---- */
+
+static void
+expect_fail (PiqTensor *x, PiqPackedWeights *pw, PiqTensor *b, PiqTensor *y, PiqReduceOp op,
+             GQuark domain, int code, const char *what)
+{
+  g_autoptr(GError) error = NULL;
+  gsize size;
+  const guint8 *d = piq_tensor_get_data (y, &size);
+  g_autofree guint8 *before = g_memdup2 (d, size);
+  gboolean ok = piq_quantizer_matmul (piq_quantizer_get_default (), x, pw, b, y, op, &error);
+
+  if (ok)
+    g_error ("%s: accepted", what);
+  if (error == NULL || error->domain != domain || error->code != code)
+    g_error ("%s: expected error code %d, got %s (%d)", what, code, error ? error->message : "none",
+             error ? error->code : -1);
+  g_assert_cmpmem (before, size, piq_tensor_get_data (y, NULL), size);
+}
+
+static PiqTensor *
+zeros (PiqDtype dt, guint64 a, guint64 b, guint n_dims)
+{
+  g_autoptr(GError) error = NULL;
+  guint64 s[2] = { a, b };
+  PiqTensor *t = piq_tensor_new_shaped (dt, s, n_dims, &error);
+  g_assert_no_error (error);
+  memset (piq_tensor_get_writable_data (t, NULL), 0x3c, piq_tensor_get_n_bytes (t));
+  return t;
+}
+
+static void
+test_bad_input (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) fmt = piq_format_new (PIQ_DTYPE_INT8);
+  Weights W;
+  g_autoptr(PiqPackedWeights) pw = NULL;
+  g_autoptr(PiqTensor) x = zeros (PIQ_DTYPE_F32, 4, 17, 2);
+  g_autoptr(PiqTensor) y = zeros (PIQ_DTYPE_F32, 4, 9, 2);
+  g_autoptr(PiqTensor) b = zeros (PIQ_DTYPE_F32, 9, 1, 1);
+
+  make_weights (&W, fmt, 9, 17, FALSE);
+  pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_FLOAT, &error);
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_matmul (piq_quantizer_get_default (), x, pw, b, y, PIQ_REDUCE_SET, &error));
+  g_assert_no_error (error);
+
+  {
+    g_autoptr(PiqTensor) x16 = zeros (PIQ_DTYPE_F32, 4, 16, 2);
+    expect_fail (x16, pw, b, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_SIZE, "K mismatch");
+  }
+  {
+    g_autoptr(PiqTensor) y8 = zeros (PIQ_DTYPE_F32, 4, 8, 2);
+    g_autoptr(PiqTensor) y5 = zeros (PIQ_DTYPE_F32, 5, 9, 2);
+    g_autoptr(PiqTensor) y1 = zeros (PIQ_DTYPE_F32, 36, 1, 1);
+    expect_fail (x, pw, b, y8, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_SIZE, "Y with N − 1 columns");
+    expect_fail (x, pw, b, y5, PIQ_REDUCE_ADD, PIQ_ERROR, PIQ_ERROR_SIZE, "Y with M + 1 rows");
+    expect_fail (x, pw, b, y1, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_SIZE, "Y 1-D of M·N elements");
+  }
+  {
+    g_autoptr(PiqTensor) b8 = zeros (PIQ_DTYPE_F32, 8, 1, 1);
+    g_autoptr(PiqTensor) b10 = zeros (PIQ_DTYPE_F32, 10, 1, 1);
+    g_autoptr(PiqTensor) b2d = zeros (PIQ_DTYPE_F32, 1, 9, 2);
+    g_autoptr(PiqTensor) bi = zeros (PIQ_DTYPE_INT8, 9, 1, 1);
+    expect_fail (x, pw, b8, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_SIZE, "bias of N − 1");
+    expect_fail (x, pw, b10, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_SIZE, "bias of N + 1");
+    expect_fail (x, pw, b2d, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_SIZE, "bias [1, N]");
+    expect_fail (x, pw, bi, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "int8 bias");
+  }
+  {
+    /* Y over X's memory: [4, 9] f32 at the start of X's [4, 17] */
+    guint8 *mem = g_malloc0 (4 * 17 * 4);
+    guint64 xs[2] = { 4, 17 }, ys[2] = { 4, 9 };
+    g_autoptr(PiqTensor) xa = piq_tensor_new_for_address (PIQ_DTYPE_F32, xs, 2, (guintptr) mem, 4 * 17 * 4, 0, TRUE, &error);
+    g_autoptr(PiqTensor) ya = NULL, yb = NULL;
+    g_assert_no_error (error);
+    ya = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) (mem + 8), 4 * 9 * 4, 0, TRUE, &error);
+    g_assert_no_error (error);
+    expect_fail (xa, pw, NULL, ya, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_OVERLAP, "Y overlapping X");
+    /* and over the bias */
+    yb = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) mem, 4 * 9 * 4, 0, TRUE, &error);
+    g_assert_no_error (error);
+    {
+      guint64 bs = 9;
+      g_autoptr(PiqTensor) ba = piq_tensor_new_for_address (PIQ_DTYPE_F32, &bs, 1, (guintptr) (mem + 4 * 30), 36, 0, FALSE, &error);
+      g_assert_no_error (error);
+      expect_fail (x, pw, ba, yb, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_OVERLAP, "Y overlapping the bias");
+    }
+    g_clear_object (&xa);
+    g_clear_object (&ya);
+    g_clear_object (&yb);
+    g_free (mem);
+  }
+  {
+    g_autoptr(PiqTensor) xi = zeros (PIQ_DTYPE_INT8, 4, 17, 2);
+    g_autoptr(PiqTensor) yi = zeros (PIQ_DTYPE_INT32, 4, 9, 2);
+    g_autoptr(PiqTensor) xq = NULL;
+    expect_fail (xi, pw, b, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "int8 X");
+    expect_fail (x, pw, b, yi, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "int32 Y");
+    xq = piq_quantizer_quantize_new (piq_quantizer_get_default (), fmt, NULL, x, &error);
+    g_assert_no_error (error);
+    expect_fail (xq, pw, b, y, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "quantized X");
+  }
+  {
+    guint8 *mem = g_malloc0 (4 * 9 * 4);
+    guint64 ys[2] = { 4, 9 };
+    g_autoptr(PiqTensor) yr = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) mem, 4 * 9 * 4, 0, FALSE, &error);
+    g_assert_no_error (error);
+    expect_fail (x, pw, b, yr, PIQ_REDUCE_SET, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "read-only Y");
+    g_clear_object (&yr);
+    g_free (mem);
+  }
+  /* weights that cannot be packed */
+  {
+    g_autoptr(PiqTensor) wf = zeros (PIQ_DTYPE_F32, 9, 17, 2);
+    g_autoptr(PiqFormat) f8 = piq_format_new (PIQ_DTYPE_INT8);
+    g_autoptr(PiqTensor) w1 = NULL, w3 = NULL, w0 = NULL, wz = NULL;
+    g_autoptr(PiqPackedWeights) p = NULL;
+    guint64 s1 = 17, s3[3] = { 2, 9, 17 }, s0[2] = { 0, 17 }, sz[2] = { 9, 0 };
+    g_autoptr(GError) e = NULL;
+
+    p = piq_packed_weights_new (wf, PIQ_ACTIVATION_FLOAT, &e);
+    g_assert_error (e, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+    g_assert_null (p);
+    g_clear_error (&e);
+
+    w1 = piq_tensor_new_quantized (f8, &s1, 1, &e);
+    g_assert_no_error (e);
+    p = piq_packed_weights_new (w1, PIQ_ACTIVATION_FLOAT, &e);
+    g_assert_error (e, PIQ_ERROR, PIQ_ERROR_SIZE);
+    g_assert_null (p);
+    g_clear_error (&e);
+
+    w3 = piq_tensor_new_quantized (f8, s3, 3, &e);
+    g_assert_no_error (e);
+    p = piq_packed_weights_new (w3, PIQ_ACTIVATION_DYNAMIC_INT8, &e);
+    g_assert_error (e, PIQ_ERROR, PIQ_ERROR_SIZE);
+    g_assert_null (p);
+    g_clear_error (&e);
+
+    w0 = piq_tensor_new_quantized (f8, s0, 2, &e);
+    g_assert_no_error (e);
+    p = piq_packed_weights_new (w0, PIQ_ACTIVATION_FLOAT, &e);
+    g_assert_error (e, PIQ_ERROR, PIQ_ERROR_EMPTY);
+    g_assert_null (p);
+    g_clear_error (&e);
+
+    wz = piq_tensor_new_quantized (f8, sz, 2, &e);
+    g_assert_no_error (e);
+    p = piq_packed_weights_new (wz, PIQ_ACTIVATION_DYNAMIC_INT8, &e);
+    g_assert_error (e, PIQ_ERROR, PIQ_ERROR_EMPTY);
+    g_assert_null (p);
+  }
+  weights_clear (&W);
+}
+
+/* ---- (g) properties ---- */
+
+static void
+test_properties (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) fmt = piq_format_new_preset ("q4_0", &error);
+  Weights W;
+  g_autoptr(PiqPackedWeights) pf = NULL, pd = NULL;
+  g_autoptr(PiqTensor) again = NULL;
+  PiqQuantizer *q = piq_quantizer_get_default ();
+
+  g_assert_no_error (error);
+  make_weights (&W, fmt, 7, 65, TRUE);
+  pf = piq_packed_weights_new (W.w, PIQ_ACTIVATION_FLOAT, &error);
+  g_assert_no_error (error);
+  pd = piq_packed_weights_new (W.w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (piq_packed_weights_get_n_out (pf), ==, 7);
+  g_assert_cmpuint (piq_packed_weights_get_n_in (pf), ==, 65);
+  g_assert_cmpuint (piq_packed_weights_get_n_out (pd), ==, 7);
+  g_assert_cmpuint (piq_packed_weights_get_n_in (pd), ==, 65);
+  g_assert_cmpint (piq_packed_weights_get_activation (pf), ==, PIQ_ACTIVATION_FLOAT);
+  g_assert_cmpint (piq_packed_weights_get_activation (pd), ==, PIQ_ACTIVATION_DYNAMIC_INT8);
+  g_assert_true (piq_packed_weights_get_weights (pf) == W.w);
+  g_assert_true (piq_packed_weights_get_weights (pd) == W.w);
+  /* the float policy decodes on the fly: no copy (the scales are not double-quantized);
+   * dynamic int8 keeps the codes and scales it needs */
+  g_assert_cmpuint (piq_packed_weights_get_n_bytes (pf), ==, 0);
+  g_assert_cmpuint (piq_packed_weights_get_n_bytes (pd), >, 0);
+  {
+    guint64 no, ni;
+    PiqActivation a;
+    PiqTensor *wt = NULL;
+    g_object_get (pd, "n-out", &no, "n-in", &ni, "activation", &a, "weights", &wt, NULL);
+    g_assert_cmpuint (no, ==, 7);
+    g_assert_cmpuint (ni, ==, 65);
+    g_assert_cmpint (a, ==, PIQ_ACTIVATION_DYNAMIC_INT8);
+    g_assert_true (wt == W.w);
+    g_object_unref (wt);
+  }
+  /* the source stays usable, unchanged */
+  again = piq_quantizer_dequantize_new (q, W.w, PIQ_DTYPE_F32, &error);
+  g_assert_no_error (error);
+  g_assert_cmpmem (piq_tensor_get_data (again, NULL), 7 * 65 * 4, W.wd, 7 * 65 * 4);
+  /* matmul_new: [M, N] of the dtype asked, for each float dtype */
+  for (gsize di = 0; di < 4; di++)
+    {
+      guint64 xs[2] = { 3, 65 }, ys[2] = { 3, 7 };
+      g_autoptr(PiqTensor) x = zeros (PIQ_DTYPE_F32, 3, 65, 2);
+      g_autoptr(PiqTensor) y = piq_quantizer_matmul_new (q, x, pd, NULL, float_dtypes[di], &error);
+      g_autoptr(PiqTensor) yi = NULL;
+      g_assert_no_error (error);
+      g_assert_cmpint (piq_tensor_get_dtype (y), ==, float_dtypes[di]);
+      g_assert_cmpuint (piq_tensor_get_n_dims (y), ==, 2);
+      g_assert_cmpmem (piq_tensor_get_shape (y, NULL), 16, ys, 16);
+      (void) xs;
+      yi = piq_quantizer_matmul_new (q, x, pd, NULL, PIQ_DTYPE_INT8, &error);
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+      g_assert_null (yi);
+      g_clear_error (&error);
+    }
+  /* the packed weights outlive the caller's reference to the source */
+  {
+    PiqTensor *w = g_steal_pointer (&W.w);
+    g_autoptr(PiqTensor) x = zeros (PIQ_DTYPE_F32, 2, 65, 2);
+    g_autoptr(PiqTensor) y = NULL;
+    g_object_unref (w);
+    y = piq_quantizer_matmul_new (q, x, pf, NULL, PIQ_DTYPE_F32, &error);
+    g_assert_no_error (error);
+  }
+  weights_clear (&W);
+}
+
+/* ---- (h) NaN in one group under dynamic int8 ---- */
+
+static void
+test_nan_group (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) fmt = piq_format_new_preset ("q8_0", &error);
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  Weights W;
+  g_autoptr(PiqPackedWeights) pw = NULL;
+  const guint64 M = 5, N = 9, K = 100;
+
+  g_assert_no_error (error);
+  make_weights (&W, fmt, N, K, TRUE);
+  pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+  g_assert_no_error (error);
+  for (int kind = 0; kind < 3; kind++)
+    {
+      guint64 xs[2] = { M, K };
+      g_autofree double *xv = random_values (M * K, K, 1.0);
+      g_autoptr(PiqTensor) x = NULL, y = NULL;
+      const float *yd;
+      guint64 bad_row = 2, k = 32 * (guint64) kind + 5;   /* groups 0, 1, 2 */
+
+      xv[bad_row * K + k] = kind == 0 ? NAN : kind == 1 ? INFINITY : -INFINITY;
+      x = float_tensor (PIQ_DTYPE_F32, xs, 2, xv);
+      y = piq_quantizer_matmul_new (q, x, pw, NULL, PIQ_DTYPE_F32, &error);
+      g_assert_no_error (error);
+      yd = piq_tensor_get_data (y, NULL);
+      for (guint64 m = 0; m < M; m++)
+        for (guint64 n = 0; n < N; n++)
+          if (m == bad_row ? !isnan (yd[m * N + n]) : !isfinite (yd[m * N + n]))
+            g_error ("x[%" G_GUINT64_FORMAT "][%" G_GUINT64_FORMAT "] = %g: y[%" G_GUINT64_FORMAT "][%"
+                     G_GUINT64_FORMAT "] = %g", bad_row, k, xv[bad_row * K + k], m, n, yd[m * N + n]);
+      /* the other rows are exactly the oracle's */
+      {
+        Params p = { M, N, K, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, FALSE, PIQ_ACTIVATION_DYNAMIC_INT8, FALSE };
+        g_autofree float *xf = g_new (float, M * K);
+        g_autofree guint8 *want = g_malloc0 (M * N * 4);
+        for (guint64 i = 0; i < M * K; i++)
+          xf[i] = (float) xv[i];
+        oracle (&p, &W, xf, NULL, want, want, NULL);
+        for (guint64 m = 0; m < M; m++)
+          if (m != bad_row)
+            assert_bytes ("rows without NaN", &p, want + m * N * 4, (const guint8 *) yd + m * N * 4, N, 4);
+      }
+    }
+  weights_clear (&W);
+}
+
+/* ---- NaN operand order through the API ---- */
+
+/* Both operands of one product NaN, of opposite signs: fmaf (x, w, acc) gives one
+ * of them, and the definition fixes which (the scalar kernel's). LIBRARY BUG
+ * (found by test-kernels, seen here through the API): with the AVX-512 level the
+ * result is w's NaN where the scalar level gives x's. Exact case: fp8_e4m3 per
+ * tensor weights [8, 51] from codes, scale 1, all 0x38 (1.0) but w[0][0] = 0x7f
+ * (+NaN); X f32 [4, 51] all 1.0 but x[3][0] = −NaN (0xffc00000); float policy,
+ * SET, no bias: y[3][0] is 0xffc00000 on the scalar level and 0x7fc00000 on
+ * AVX-512. */
+static void
+test_nan_order (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) fmt = piq_format_new (PIQ_DTYPE_FP8_E4M3);
+  enum { M = 4, N = 8, K = 51 };
+  guint64 ws[2] = { N, K }, xs[2] = { M, K };
+  guint8 codes[N * K];
+  g_autoptr(GBytes) cb = NULL;
+  g_autoptr(PiqTensor) wd = NULL;
+  g_autoptr(PiqPackedWeights) pw = NULL;
+  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                         PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+  Weights W;
+  Params p = { M, N, K, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, FALSE, PIQ_ACTIVATION_FLOAT, TRUE };
+  double xv[M * K];
+  gboolean bug = FALSE;
+
+  memset (&W, 0, sizeof W);
+  W.N = N;
+  W.K = K;
+  memset (codes, 0x38, sizeof codes);                     /* 1.0 in E4M3 */
+  codes[0] = 0x7f;                                        /* +NaN */
+  cb = g_bytes_new (codes, sizeof codes);
+  W.w = piq_tensor_new_quantized_from_bytes (fmt, ws, 2, cb, NULL, NULL, 1.0, 0, &error);
+  g_assert_no_error (error);
+  wd = piq_quantizer_dequantize_new (piq_quantizer_get_default (), W.w, PIQ_DTYPE_F32, &error);
+  g_assert_no_error (error);
+  W.wd = g_memdup2 (piq_tensor_get_data (wd, NULL), N * K * 4);
+  g_assert_true (isnan (W.wd[0]) && !signbit (W.wd[0]));
+  pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_FLOAT, &error);
+  g_assert_no_error (error);
+
+  for (gsize i = 0; i < M * K; i++)
+    xv[i] = 1.0;
+  xv[3 * K] = -NAN;
+  for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+    {
+      g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+      g_autoptr(PiqTensor) x = float_tensor (PIQ_DTYPE_F32, xs, 2, xv);
+      g_autoptr(PiqTensor) y = NULL;
+      float xf[M * K], want[M * N];
+      const guint8 *got;
+
+      piq_quantizer_set_max_simd_level (q, levels[li]);
+      y = piq_quantizer_matmul_new (q, x, pw, NULL, PIQ_DTYPE_F32, &error);
+      g_assert_no_error (error);
+      for (gsize i = 0; i < M * K; i++)
+        xf[i] = (float) xv[i];
+      g_assert_true (isnan (xf[3 * K]) && signbit (xf[3 * K]));
+      memset (want, 0, sizeof want);
+      oracle (&p, &W, xf, NULL, (const guint8 *) want, (guint8 *) want, NULL);
+      got = piq_tensor_get_data (y, NULL);
+      if (memcmp (want, got, sizeof want) != 0)
+        {
+          float g3;
+          memcpy (&g3, got + 4 * (3 * N + 0), 4);
+          /* only the known bug: y[3][0] a NaN of other bits, all else equal */
+          if (isnan (g3) && isnan (want[3 * N]) && memcmp (want, got, 4 * 3 * N) == 0 &&
+              memcmp (want + 3 * N + 1, got + 4 * (3 * N + 1), 4 * (N - 1)) == 0)
+            {
+              g_test_message ("SIMD level %d: y[3][0] is 0x%08x, the oracle gives 0x%08x", levels[li],
+                              o_f32_bits (g3), o_f32_bits (want[3 * N]));
+              bug = TRUE;
+              continue;
+            }
+          assert_bytes ("NaN operand order", &p, (const guint8 *) want, got, M * N, 4);
+        }
+    }
+  if (bug)
+    g_test_incomplete ("library bug: AVX-512 float-policy tile returns w's NaN where the scalar one "
+                       "returns x's (x[3][0] = -NaN, w[0][0] = +NaN)");
+  weights_clear (&W);
+}
+
+/* ---- long rows: one group of more than 4096 elements, sums past int32 ---- */
+
+/* Per tensor and per channel the group is the whole row. With uint8 codes 255
+ * and zero point 0 (weights in [0, 1], many at 1) against X = 1 (q = 127), a row
+ * of K = 70001 gives I = 255 · 127 · 70001 = 2 267 012 385 > 2³¹ − 1: the
+ * definition's I_g is exact (int64). Also K = 4096, 4097, 8193 with random data. */
+static void
+test_long_rows (void)
+{
+  static const guint64 Ks[] = { 4096, 4097, 8193, 70001 };
+  PiqQuantizer *q = piq_quantizer_get_default ();
+
+  for (gsize ki = 0; ki < G_N_ELEMENTS (Ks); ki++)
+    for (int fi = 0; fi < 3; fi++)
+      for (int ai = 0; ai < 2; ai++)
+        {
+          guint64 K = Ks[ki], M = 3, N = 5;
+          PiqActivation act = ai ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT;
+          g_autoptr(PiqFormat) fmt = fi == 0 ? piq_format_new (PIQ_DTYPE_UINT8)
+                                   : fi == 1 ? piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0)
+                                             : piq_format_new (PIQ_DTYPE_INT4);
+          gboolean extreme = K == 70001;
+          g_autofree double *wv = g_new (double, N * K);
+          g_autofree double *xv = extreme ? g_new (double, M * K) : random_values (M * K, K, 1.0);
+          guint64 xs[2] = { M, K };
+          g_autoptr(PiqTensor) x = NULL, y = NULL;
+          g_autoptr(PiqPackedWeights) pw = NULL;
+          g_autoptr(GError) error = NULL;
+          g_autofree float *xf = g_new (float, M * K);
+          g_autofree guint8 *want = g_malloc0 (M * N * 4);
+          Params p = { M, N, K, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, FALSE, act, FALSE };
+          Weights W;
+
+          for (guint64 i = 0; i < N * K; i++)
+            wv[i] = extreme ? (i == 3 ? 0.0 : 1.0) : unif ();
+          if (extreme)
+            for (guint64 i = 0; i < M * K; i++)
+              xv[i] = m_sign (i / K) * 1.0;
+          make_weights_from (&W, fmt, N, K, ai, wv);
+          pw = piq_packed_weights_new (W.w, act, &error);
+          g_assert_no_error (error);
+          x = float_tensor (PIQ_DTYPE_F32, xs, 2, xv);
+          y = piq_quantizer_matmul_new (q, x, pw, NULL, PIQ_DTYPE_F32, &error);
+          g_assert_no_error (error);
+          for (guint64 i = 0; i < M * K; i++)
+            xf[i] = (float) xv[i];
+          oracle (&p, &W, xf, NULL, want, want, NULL);
+          assert_bytes ("long rows", &p, want, piq_tensor_get_data (y, NULL), M * N, 4);
+          weights_clear (&W);
+        }
+}
+
+/* ---- registration ---- */
+
+static GPtrArray *cases;
+
+static FmtCase *
+add_case (const char *name, PiqFormat *fmt, gboolean dyn)
+{
+  FmtCase *c = g_new0 (FmtCase, 1);
+  g_strlcpy (c->name, name, sizeof c->name);
+  c->format = fmt;
+  c->dyn = dyn;
+  g_ptr_array_add (cases, c);
+  return c;
+}
+
+int
+main (int argc, char **argv)
+{
+  const char **presets = piq_format_list_presets ();
+  static const PiqDtype ints[] = { PIQ_DTYPE_INT8, PIQ_DTYPE_UINT8, PIQ_DTYPE_INT4, PIQ_DTYPE_UINT4, PIQ_DTYPE_INT2 };
+
+  g_test_init (&argc, &argv, NULL);
+  cases = g_ptr_array_new ();
+
+  for (gsize i = 0; presets[i] != NULL; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      PiqFormat *f = piq_format_new_preset (presets[i], &error);
+      g_assert_no_error (error);
+      add_case (presets[i], f, g_strv_contains (dyn_presets, presets[i]));
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (ints); i++)
+    {
+      char name[64];
+      PiqFormat *f = piq_format_new (ints[i]);
+      g_assert_false (piq_format_get_symmetric (f));       /* affine: a zero point */
+      g_snprintf (name, sizeof name, "%s-tensor", o_dtype_name (ints[i]));
+      add_case (name, f, TRUE);
+      g_snprintf (name, sizeof name, "%s-channel0", o_dtype_name (ints[i]));
+      add_case (name, piq_format_new_per_channel (ints[i], 0), TRUE);
+      g_snprintf (name, sizeof name, "%s-channel1", o_dtype_name (ints[i]));
+      add_case (name, piq_format_new_per_channel (ints[i], 1), FALSE);
+      g_snprintf (name, sizeof name, "%s-block32-f16", o_dtype_name (ints[i]));
+      add_case (name, piq_format_new_per_block (ints[i], 32, PIQ_DTYPE_F16), TRUE);
+    }
+  {
+    PiqFormat *f = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT4, "granularity", PIQ_GRANULARITY_BLOCK,
+                                 "block-size", 64, "scale-dtype", PIQ_DTYPE_F32, "symmetric", FALSE, NULL);
+    g_assert_true (piq_format_has_zero_points (f));
+    add_case ("uint4-block64-affine", f, TRUE);
+    f = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT8, "granularity", PIQ_GRANULARITY_CHANNEL,
+                      "axis", 0, "symmetric", FALSE, NULL);
+    add_case ("uint8-channel0-affine", f, TRUE);
+    f = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT4, "granularity", PIQ_GRANULARITY_BLOCK,
+                      "block-size", 32, "scale-dtype", PIQ_DTYPE_F16, "symmetric", TRUE, NULL);
+    add_case ("uint4-block32-symmetric", f, TRUE);
+    add_case ("uint16-tensor", piq_format_new (PIQ_DTYPE_UINT16), FALSE);
+    add_case ("int16-block32", piq_format_new_per_block (PIQ_DTYPE_INT16, 32, PIQ_DTYPE_F32), FALSE);
+  }
+
+  for (guint i = 0; i < cases->len; i++)
+    {
+      FmtCase *c = g_ptr_array_index (cases, i);
+      g_autofree char *p1 = g_strdup_printf ("/matmul/format/%s", c->name);
+      g_autofree char *p2 = g_strdup_printf ("/matmul/layout/%s", c->name);
+      g_autofree char *p3 = g_strdup_printf ("/matmul/threads/%s", c->name);
+      g_test_add_data_func (p1, c, test_format);
+      /* layouts: one case per kind of weights is enough */
+      if (g_str_has_suffix (c->name, "-tensor") || g_str_equal (c->name, "q4_0") ||
+          g_str_equal (c->name, "mxint8") || g_str_equal (c->name, "nf4") ||
+          g_str_equal (c->name, "uint4-block64-affine") || g_str_equal (c->name, "int8-channel0"))
+        {
+          g_test_add_data_func (p2, c, test_layout);
+          g_test_add_data_func (p3, c, test_threads);
+        }
+    }
+  g_test_add_func ("/matmul/bad-input", test_bad_input);
+  g_test_add_func ("/matmul/properties", test_properties);
+  g_test_add_func ("/matmul/dynamic-int8/nan-group", test_nan_group);
+  g_test_add_func ("/matmul/float/nan-operand-order", test_nan_order);
+  g_test_add_func ("/matmul/long-rows", test_long_rows);
+  return g_test_run ();
+}
