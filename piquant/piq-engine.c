@@ -681,8 +681,7 @@ piq_engine_rows_quant (const PiqEngineQuant *w, uint64_t rows, uint64_t cols, ui
 
   if (!geometry (&w->f, shape, 2, &g, e))
     return 0;
-  if (g.route == ROUTE_CHANNELS ||
-      (g.info->bits != 0 && r0 * cols % (8 / gcd64 ((uint64_t) g.info->bits, 8)) != 0))
+  if (g.info->bits != 0 && r0 * cols % (8 / gcd64 ((uint64_t) g.info->bits, 8)) != 0)
     return fail (e, PIQ_E_UNSUPPORTED, "rows from %" PRIu64 " of a %s tensor do not start on "
                  "a byte", r0, g.info->name);
   if (r0 > 0 && !piq_engine_sizes (&w->f, head, 2, &codes, &scales, &zps, e))

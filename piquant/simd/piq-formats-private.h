@@ -596,6 +596,15 @@ piq_sum_lanes (float *lanes)
   return lanes[0];
 }
 
+/* The matrix multiply's tile gives every NaN as the default quiet NaN: which NaN a
+ * fused multiply-add of two NaNs returns follows the instruction's operand order,
+ * which the compiler picks (a · b = b · a), so the bits would differ by table. */
+static inline float
+piq_mm_canonical (float v)
+{
+  return v != v ? __builtin_nanf ("") : v;
+}
+
 typedef struct {
   float lo, hi;        /* of the finite values; +Inf/−Inf when none */
   float amax, sum_abs; /* of the finite values */

@@ -76,7 +76,8 @@ typedef void (*PiqBlockDequantizeFn) (const PiqBlockArgs *a, const uint8_t *code
  *   out[i·ldo + j] = Σ_k x[i·ldx + k] · w[j·ldw + k]   (k < n)
  * in one fixed order (docs/matmul.md): product k goes into binary32 lane k mod 16
  * by a fused multiply-add, each lane starting from +0, and the 16 lanes are summed
- * as piq_sum_lanes does (lane i += lane i + h for h = 8, 4, 2, 1). Every table that
+ * as piq_sum_lanes does (lane i += lane i + h for h = 8, 4, 2, 1); a NaN sum is
+ * stored as the default quiet NaN, +0x7fc00000 (piq_mm_canonical). Every table that
  * fills the entry gives the scalar one's bytes; tables without fused multiply-add
  * leave it to the scalar kernel (fmaf). No alignment is assumed. */
 typedef void (*PiqMmTileFn)     (const float *x, size_t ldx, const float *w, size_t ldw,

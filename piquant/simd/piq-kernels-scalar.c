@@ -324,7 +324,7 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
         float lanes[PIQ_SUM_LANES] = { 0 };
         for (size_t k = 0; k < n; k++)
           lanes[k % PIQ_SUM_LANES] = fmaf (x[i * ldx + k], w[j * ldw + k], lanes[k % PIQ_SUM_LANES]);
-        out[i * ldo + j] = piq_sum_lanes (lanes);
+        out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (lanes));
       }
 }
 

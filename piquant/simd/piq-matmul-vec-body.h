@@ -85,7 +85,7 @@ mm_block (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, cons
       {
         float lanes[PIQ_SUM_LANES];
         memcpy (lanes, acc[i][j], sizeof lanes);
-        out[i * ldo + j] = piq_sum_lanes (lanes);
+        out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (lanes));
       }
 }
 
