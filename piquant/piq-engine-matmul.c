@@ -55,6 +55,8 @@ struct PiqEnginePacked {
   uint64_t group, groups;      /* elements per scale along K, groups per row */
   uint8_t *codes;              /* [n][k] code + offset, or (signed_codes) code − zero point */
   int      signed_codes;       /* every code − zero point fits an int8: the zero points are folded */
+  int      q4;                 /* 4-bit: code − zero point + 8, two to a byte (Q4_0's layout) */
+  size_t   row_bytes;          /* bytes of a row of codes: k, or k / 2 */
   int64_t *sums;               /* [n][groups] Σ stored codes (the int8 GEMM's offsets) */
   float   *scales;             /* [n][groups] */
   int32_t *zps;                /* [n][groups] zero point + offset */
@@ -354,6 +356,35 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
           sum += p->signed_codes ? (int8_t) p->codes[r * p->k + i] : p->codes[r * p->k + i];
         p->sums[r * p->groups + b] = sum;
       }
+  /* 4-bit weights whose values c − z lie in −8 … 7 (Q4_0, symmetric int4 and uint4) stay
+   * 4-bit: c − z + 8 two to a byte in blocks of 32, as Q4_0 stores them, with zero
+   * point 8. A GEMV then reads half the bytes, and the products take
+   * vpmaddubsw on the nibbles directly, as ggml's Q4_0 × Q8_0 does. */
+  p->row_bytes = (size_t) p->k;
+  p->q4 = p->signed_codes && (info->bits == 4 || w->f.dtype == DT_Q4_0) && p->k % 32 == 0 &&
+          p->group % 32 == 0;
+  for (uint64_t i = 0; p->q4 && i < p->n * p->k; i++)
+    p->q4 = (int8_t) p->codes[i] >= -8 && (int8_t) p->codes[i] <= 7;
+  if (p->q4)
+    {
+      uint8_t *nib = try_alloc (p->n, (size_t) p->k / 2, "4-bit codes", e);
+      if (nib == NULL)
+        goto fail;
+      for (uint64_t r = 0; r < p->n; r++)
+        for (uint64_t b = 0; b < p->k / 32; b++)
+          for (int i = 0; i < 16; i++)
+            {
+              const uint8_t *c = p->codes + r * p->k + 32 * b;
+              nib[r * (p->k / 2) + 16 * b + i] =
+                (uint8_t) (((int8_t) c[i] + 8) | (((int8_t) c[i + 16] + 8) << 4));
+            }
+      free (p->codes);
+      p->codes = nib;
+      p->row_bytes = (size_t) p->k / 2;
+      p->bytes -= p->n * p->k / 2;
+      for (uint64_t i = 0; i < p->n * p->groups; i++)
+        p->zps[i] = 8;
+    }
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
   return p;
@@ -457,59 +488,72 @@ float_item (MatmulJob *job, float *panel, uint64_t r0, uint64_t m0, uint64_t m1,
   return 1;
 }
 
+/* The dot products of elements k0 … k0 + n − 1 of a row of codes with x. */
 static inline void
-group_dots (const MatmulJob *job, const uint8_t *w, const int8_t *x, size_t n, size_t group,
-     int32_t *out)
-{
-  if (job->w->signed_codes)
-    job->eng->kernels->dot_groups_i8 ((const int8_t *) (const void *) w, x, n, group, out);
-  else
-    job->eng->kernels->dot_groups (w, x, n, group, out);
-}
-
-/* One output of the dynamic-int8 policy: Σ over groups, in order, of
- * ((double) I · scale_w) · scale_x in binary64, rounded once to binary32. */
-static float
-int8_output (const MatmulJob *job, uint64_t m, uint64_t r, int32_t *partial)
+group_dots (const MatmulJob *job, const uint8_t *row, const int8_t *x, uint64_t k0, size_t n,
+            size_t group, int32_t *out)
 {
   const PiqEnginePacked *w = job->w;
-  const uint8_t *wc = w->codes + r * w->k;
-  const int8_t *xc = job->xq + m * w->k;
-  double acc = 0.0;
 
-  if (w->group <= DOT_CHUNK)
-    group_dots (job, wc, xc, (size_t) w->k, (size_t) w->group, partial);
-  for (uint64_t g = 0; g < w->groups; g++)
-    {
-      int64_t dot;
-      if (w->group <= DOT_CHUNK)
-        dot = partial[g];
-      else
-        {
-          uint64_t k0 = g * w->group, len = MIN (w->group, w->k - k0);
-          uint64_t chunks = (len + DOT_CHUNK - 1) / DOT_CHUNK;
-          group_dots (job, wc + k0, xc + k0, (size_t) len, DOT_CHUNK, partial);
-          dot = 0;
-          for (uint64_t c = 0; c < chunks; c++)
-            dot += partial[c];
-        }
-      dot -= (int64_t) w->zps[r * w->groups + g] * job->xsum[m * w->groups + g];
-      acc += (double) dot * (double) w->scales[r * w->groups + g] *
-             (double) job->xd[m * w->groups + g];
-    }
-  return (float) acc;
+  if (w->q4)
+    job->eng->kernels->dot_groups_q4 (row + k0 / 2, x + k0, n, group, out);
+  else if (w->signed_codes)
+    job->eng->kernels->dot_groups_i8 ((const int8_t *) (const void *) row + k0, x + k0, n, group,
+                                      out);
+  else
+    job->eng->kernels->dot_groups (row + k0, x + k0, n, group, out);
 }
 
+/* A panel of outputs of the dynamic-int8 policy. Each output is the Σ over groups, in
+ * order, of ((double) I · scale_w) · scale_x in binary64, rounded once to binary32;
+ * the panel's rows run side by side, so the eight dependent chains of binary64 adds
+ * overlap (one output at a time waited on each add). */
 static void
-int8_item (MatmulJob *job, int32_t *partial, uint64_t r0, uint64_t m0, uint64_t m1)
+int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t m1)
 {
-  uint64_t rows = MIN ((uint64_t) PANEL, job->w->n - r0);
+  const PiqEnginePacked *w = job->w;
+  uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0), groups = w->groups, k = w->k;
+  int64_t *dots = (int64_t *) (void *) scratch;                 /* [PANEL][groups] */
+  int32_t *partial = (int32_t *) (void *) (dots + PANEL * groups);
+  double acc[PANEL];
   float out[PANEL];
 
   for (uint64_t m = m0; m < m1; m++)
     {
+      const int8_t *xc = job->xq + m * k;
+      const float *xd = job->xd + m * groups;
+      const int32_t *xsum = job->xsum + m * groups;
+
       for (uint64_t j = 0; j < rows; j++)
-        out[j] = int8_output (job, m, r0 + j, partial);
+        {
+          const uint8_t *wc = w->codes + (r0 + j) * w->row_bytes;
+          const int32_t *zps = w->zps + (r0 + j) * groups;
+          int64_t *d = dots + j * groups;
+          if (w->group <= DOT_CHUNK)
+            {
+              group_dots (job, wc, xc, 0, (size_t) k, (size_t) w->group, partial);
+              for (uint64_t g = 0; g < groups; g++)
+                d[g] = (int64_t) partial[g] - (int64_t) zps[g] * xsum[g];
+            }
+          else
+            for (uint64_t g = 0; g < groups; g++)
+              {
+                uint64_t k0 = g * w->group, len = MIN (w->group, k - k0);
+                uint64_t chunks = (len + DOT_CHUNK - 1) / DOT_CHUNK;
+                int64_t sum = 0;
+                group_dots (job, wc, xc, k0, (size_t) len, DOT_CHUNK, partial);
+                for (uint64_t c = 0; c < chunks; c++)
+                  sum += partial[c];
+                d[g] = sum - (int64_t) zps[g] * xsum[g];
+              }
+          acc[j] = 0.0;
+        }
+      for (uint64_t g = 0; g < groups; g++)
+        for (uint64_t j = 0; j < rows; j++)
+          acc[j] += (double) dots[j * groups + g] * (double) w->scales[(r0 + j) * groups + g] *
+                    (double) xd[g];
+      for (uint64_t j = 0; j < rows; j++)
+        out[j] = (float) acc[j];
       store_row (job, m, r0, out, rows);
     }
 }
@@ -536,7 +580,7 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
                 job->error = e;
             }
           else
-            int8_item (job, (int32_t *) scratch, panel * PANEL, m0, m1);
+            int8_item (job, scratch, panel * PANEL, m0, m1);
         }
     }
 }
@@ -669,8 +713,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   job.mblocks = (m + job.mrows - 1) / job.mrows;
   job.slots = MIN ((uint64_t) threads, job.panels * job.mblocks);
   job.scratch_bytes = w->activation == PIQ_ACT_DYNAMIC_INT8
-                      ? (size_t) (w->group <= DOT_CHUNK ? w->groups
-                                  : (w->group + DOT_CHUNK - 1) / DOT_CHUNK) * sizeof (int32_t)
+                      ? (size_t) (PANEL * w->groups * sizeof (int64_t) +
+                                  MAX (w->groups, (w->group + DOT_CHUNK - 1) / DOT_CHUNK) *
+                                  sizeof (int32_t))
                       : (size_t) PANEL * w->k * sizeof (float);
   job.scratch_bytes = (job.scratch_bytes + 63) / 64 * 64;
 

@@ -946,10 +946,21 @@ static void
 call_dot (const PiqKernelTable *t, int i8, const uint8_t *w, const int8_t *x, size_t n,
           size_t group, int32_t *out)
 {
-  if (i8)
+  if (i8 == 2)
+    t->dot_groups_q4 (w, x, n, group, out);
+  else if (i8)
     t->dot_groups_i8 ((const int8_t *) (const void *) w, x, n, group, out);
   else
     t->dot_groups (w, x, n, group, out);
+}
+
+/* Weight k of dot_groups_q4's layout: blocks of 32 in 16 bytes, byte i holding element
+ * i in its low nibble and i + 16 in its high one (ggml's Q4_0). */
+static int64_t
+q4_weight (const uint8_t *w, size_t k)
+{
+  uint8_t b = w[k / 32 * 16 + k % 16];
+  return k % 32 < 16 ? b & 15 : b >> 4;
 }
 
 static int
@@ -967,7 +978,8 @@ check_dot_groups (const PiqKernelTable *t, int i8)
     for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
       for (int kind = 0; kind < 4; kind++)
         {
-          size_t n = ns[ni], group = groups[gi];
+          size_t n = i8 == 2 ? ns[ni] / 32 * 32 : ns[ni];
+          size_t group = i8 == 2 ? (groups[gi] + 31) / 32 * 32 : groups[gi];
           size_t wo = rnd () % 8, xo = rnd () % 8, oo = rnd () % 4;     /* unaligned */
           size_t n_groups = (n + group - 1) / group;
 
@@ -980,7 +992,7 @@ check_dot_groups (const PiqKernelTable *t, int i8)
               default: w[k] = rnd () % 2 ? 0 : i8 ? 0x80 : 255;
                        x[k] = rnd () % 2 ? (i8 ? -127 : -128) : 127; break;
               }
-          if (i8)   /* the contract: x never −128 */
+          if (i8 == 1)   /* the contract: x never −128 */
             for (size_t k = 0; k < n + 8; k++)
               x[k] = x[k] == -128 ? -127 : x[k];
           for (int b = 0; b < 3; b++)
@@ -991,7 +1003,8 @@ check_dot_groups (const PiqKernelTable *t, int i8)
             {
               int64_t s = 0;
               for (size_t k = g * group; k < n && k < (g + 1) * group; k++)
-                s += (i8 ? (int64_t) (int8_t) w[wo + k] : (int64_t) w[wo + k]) * (int64_t) x[xo + k];
+                s += (i8 == 2 ? q4_weight (w + wo, k) : i8 ? (int64_t) (int8_t) w[wo + k]
+                      : (int64_t) w[wo + k]) * (int64_t) x[xo + k];
               o[2][oo + g] = (int32_t) s;
               if (s != (int64_t) o[1][oo + g])
                 {
@@ -1036,6 +1049,12 @@ run_dot_groups_i8 (const PiqKernelTable *t, const char *skip)
   report (skip != NULL || check_dot_groups (t, 1), t->name, "dot_groups/i8", skip);
 }
 
+static void
+run_dot_groups_q4 (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_dot_groups (t, 2), t->name, "dot_groups/q4", skip);
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
@@ -1047,6 +1066,7 @@ run_dot_groups_i8 (const PiqKernelTable *t, const char *skip)
 #define RUN_mm_tile(t, slot, f)          run_mm_tile (t, skip);
 #define RUN_dot_groups(t, slot, f)       run_dot_groups (t, skip);
 #define RUN_dot_groups_i8(t, slot, f)    run_dot_groups_i8 (t, skip);
+#define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int
@@ -1085,6 +1105,7 @@ main (void)
   report (check_mm_tile (NULL, piq_kernels_scalar.mm_tile, 1), "scalar", "mm_tile/f32/contract", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 0), "scalar", "dot_groups/u8s8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 1), "scalar", "dot_groups/i8/exact", NULL);
+  report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

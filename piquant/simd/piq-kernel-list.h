@@ -111,7 +111,8 @@ enum {
 #define PIQ_KL_MATMUL_(X) \
   X (mm_tile, mm_tile, f32) \
   X (dot_groups, dot_groups, u8s8) \
-  X (dot_groups_i8, dot_groups_i8, i8)
+  X (dot_groups_i8, dot_groups_i8, i8) \
+  X (dot_groups_q4, dot_groups_q4, q4)
 
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \
@@ -133,3 +134,4 @@ enum {
 #define PIQ_KNAME_mm_tile(f)          mm_tile_##f
 #define PIQ_KNAME_dot_groups(t)       dot_groups_##t
 #define PIQ_KNAME_dot_groups_i8(t)    dot_groups_##t
+#define PIQ_KNAME_dot_groups_q4(t)    dot_groups_##t

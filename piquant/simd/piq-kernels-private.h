@@ -91,6 +91,9 @@ typedef void (*PiqDotGroupsFn)  (const uint8_t *w, const int8_t *x, size_t n, si
  * contract that lets x86 take 4·PIQ_W products per multiply-add (ggml's sign trick). */
 typedef void (*PiqDotGroupsI8Fn) (const int8_t *w, const int8_t *x, size_t n, size_t group,
                                   int32_t *out);
+/* The same for 4-bit weights 0 … 15 packed two to a byte in 32-element blocks as
+ * ggml's Q4_0 (block b's byte i: element 32b + i low, 32b + i + 16 high), against any
+ * x; n and group are multiples of 32. Same type as PiqDotGroupsFn. */
 
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
@@ -107,6 +110,7 @@ typedef struct {
   PiqMmTileFn     mm_tile;
   PiqDotGroupsFn  dot_groups;
   PiqDotGroupsI8Fn dot_groups_i8;
+  PiqDotGroupsFn  dot_groups_q4;
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

@@ -352,9 +352,25 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
     }
 }
 
+static void
+dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
+    {
+      int32_t s = 0;
+      for (size_t k = k0; k < n && k < k0 + group; k++)
+        {
+          const uint8_t b = w[k / 32 * 16 + k % 16];
+          s += (int32_t) (k % 32 < 16 ? b & 15 : b >> 4) * x[k];
+        }
+      out[g] = s;
+    }
+}
+
 #define DEF_mm_tile(f)
 #define DEF_dot_groups(t)
 #define DEF_dot_groups_i8(t)
+#define DEF_dot_groups_q4(t)
 
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)

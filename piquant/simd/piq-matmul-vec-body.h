@@ -198,6 +198,31 @@ hsum_vi (vi v)
     s += lanes[l];
   return s;
 }
+
+# if PIQ_W == 8 || PIQ_W == 16
+/* The sums of each run of eight lanes (32 elements: a group of 32) of s, into
+ * out[0 … PIQ_W / 8 − 1], by a tree of shuffles within each run: storing the lanes
+ * and adding them one by one cost more than the products (perf). */
+#  if PIQ_W == 8
+#   define SUM8_S1(v) PIQ_SHUF1 (v, vi, 4, 5, 6, 7, 0, 1, 2, 3)
+#   define SUM8_S2(v) PIQ_SHUF1 (v, vi, 2, 3, 0, 1, 6, 7, 4, 5)
+#   define SUM8_S3(v) PIQ_SHUF1 (v, vi, 1, 0, 3, 2, 5, 4, 7, 6)
+#  else
+#   define SUM8_S1(v) PIQ_SHUF1 (v, vi, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
+#   define SUM8_S2(v) PIQ_SHUF1 (v, vi, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)
+#   define SUM8_S3(v) PIQ_SHUF1 (v, vi, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
+#  endif
+#  define HAVE_SUM8 1
+VINLINE void
+sum8_lanes (vi s, int32_t *out)
+{
+  s += SUM8_S1 (s);
+  s += SUM8_S2 (s);
+  s += SUM8_S3 (s);
+  for (int r = 0; r < PIQ_W / 8; r++)
+    out[r] = s[8 * r];
+}
+# endif
 #endif
 
 static void
@@ -215,6 +240,11 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
           acc += dot_i8_4w (w + k, x + k);
         out[g] = hsum_vi (acc);
       }
+#ifdef HAVE_SUM8
+  else if (group == 32)
+    for (; k0 + cb <= n; k0 += cb, g += cb / 32)
+      sum8_lanes (dot_i8_4w (w + k0, x + k0), out + g);
+#endif
   else if (cb % group == 0 && group % 4 == 0)
     for (; k0 + cb <= n; k0 += cb)
       {
@@ -234,4 +264,103 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
     out[g] = dot_i8_range (w, x, k0, n - k0 > group ? k0 + group : n);
 }
 
-#define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8,
+/* 4-bit weights (0 … 15) packed two to a byte per 32-element block, ggml's Q4_0 layout
+ * (byte i: element i low, element i + 16 high), against any int8 x. */
+VINLINE void
+unpack_q4_block (const uint8_t *w, uint8_t *out)
+{
+  vb16 b, lo, hi;
+  memcpy (&b, w, 16);
+  lo = b & 15;
+  hi = b >> 4;
+  memcpy (out, &lo, 16);
+  memcpy (out + 16, &hi, 16);
+}
+
+#if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD) && PIQ_W >= 8
+/* Elements k … k + 4·PIQ_W − 1 (one or two whole blocks), unpacked in registers: the
+ * blocks' bytes are loaded once, each duplicated into its two halves by one shuffle,
+ * and the low half keeps the low nibbles, the high half the high ones. Lane l of the
+ * result holds elements 4l … 4l + 3. */
+/* __builtin_shufflevector (GCC ≥ 12, clang) makes the wide vector from the narrow
+ * load; a narrow memcpy into a wide vector went through the stack and stalled on
+ * store forwarding (perf). */
+typedef uint8_t q4_half __attribute__ ((vector_size (2 * PIQ_W)));
+# if PIQ_W == 8
+#  define Q4_DUP(t) __builtin_shufflevector (t, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, \
+                                             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+# else
+#  define Q4_DUP(t) __builtin_shufflevector (t, t, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, \
+                                             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, \
+                                             16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, \
+                                             16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
+# endif
+
+VINLINE vi
+dot_q4_chunk (const uint8_t *w, const int8_t *x, size_t k)
+{
+  q4_half t;
+  vbw d, low, uw, xw;
+
+  memcpy (&t, w + k / 2, sizeof t);
+  d = (vbw) Q4_DUP (t);
+  for (int i = 0; i < 4 * PIQ_W; i++)
+    low[i] = i % 32 < 16 ? 0xff : 0;
+  uw = ((d & 15) & low) | ((d >> 4) & ~low);
+  memcpy (&xw, x + k, sizeof xw);
+  return (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (uw, xw), (vw) ((vw) { 0 } + 1));
+}
+#endif
+
+static void
+dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  size_t g = 0, k0 = 0;
+
+#if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD) && PIQ_W >= 8
+  /* 4·PIQ_W elements (one or two blocks) per multiply-add: |w · x| ≤ 15 · 128 */
+  const size_t cb = 4 * PIQ_W;
+  if (group % cb == 0)
+    for (; k0 + group <= n; g++, k0 += group)
+      {
+        vi acc = { 0 };
+        for (size_t k = k0; k < k0 + group; k += cb)
+          acc += dot_q4_chunk (w, x, k);
+        out[g] = hsum_vi (acc);
+      }
+#ifdef HAVE_SUM8
+  else if (group == 32)
+    for (; k0 + cb <= n; k0 += cb, g += cb / 32)
+      sum8_lanes (dot_q4_chunk (w, x, k0), out + g);
+#endif
+  else if (cb % group == 0 && group % 4 == 0)
+    for (; k0 + cb <= n; k0 += cb)
+      {
+        int32_t lanes[PIQ_W];
+        vi s = dot_q4_chunk (w, x, k0);
+        memcpy (lanes, &s, sizeof lanes);
+        for (size_t j = 0; j < cb / group; j++, g++)
+          {
+            int32_t t = 0;
+            for (size_t l = j * group / 4; l < (j + 1) * group / 4; l++)
+              t += lanes[l];
+            out[g] = t;
+          }
+      }
+#endif
+  for (; k0 < n; g++, k0 += group)
+    {
+      int32_t s = 0;
+      for (size_t k = k0; k < k0 + group && k < n; k += 32)
+        {
+          uint8_t u[32];
+          unpack_q4_block (w + k / 2, u);
+          for (size_t i = 0; i < 32 && k + i < n; i++)
+            s += (int32_t) u[i] * x[k + i];
+        }
+      out[g] = s;
+    }
+}
+
+#define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8, \
+  .dot_groups_q4 = dot_groups_q4,
