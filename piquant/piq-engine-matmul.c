@@ -819,6 +819,65 @@ done:
  *   B stored as c = b + offset, z:   I = Σ x·c − z·Σx − (zã − 128)·(Σc − K·z)
  * where every Σ of two operands is one exact dot_groups call. */
 
+typedef struct {
+  const PiqEngine       *eng;
+  const PiqEnginePacked *b;
+  uint64_t       k, n;
+  const uint8_t *au;       /* A as unsigned bytes ã */
+  const int8_t  *ax;       /* A as signed bytes ã − 128 */
+  const int32_t *za;       /* zero points of ã */
+  const int64_t *axsum;    /* per row: Σ ã, Σ x */
+  int64_t       *acc;      /* [m][n] */
+  uint64_t       slots;
+  int32_t       *partial;  /* per slot: one int32 per DOT_CHUNK of k */
+  uint64_t       m;
+} IntJob;
+
+/* One exact sum of the int8 GEMM (the fold of the zero points: see above). */
+static int64_t
+int_sum (const IntJob *job, int32_t *partial, uint64_t r, uint64_t j)
+{
+  const PiqEnginePacked *b = job->b;
+  const uint64_t k = job->k, chunks = (k + DOT_CHUNK - 1) / DOT_CHUNK;
+  const uint8_t *wc = b->codes + j * k;
+  int64_t dot = 0;
+
+  if (b->signed_codes)
+    {
+      /* Σ ã·w: ã unsigned, w signed */
+      job->eng->kernels->dot_groups (job->au + r * k, (const int8_t *) (const void *) wc,
+                                     (size_t) k, DOT_CHUNK, partial);
+      for (uint64_t c = 0; c < chunks; c++)
+        dot += partial[c];
+      return dot - (int64_t) job->za[r] * b->sums[j];
+    }
+  job->eng->kernels->dot_groups (wc, job->ax + r * k, (size_t) k, DOT_CHUNK, partial);
+  for (uint64_t c = 0; c < chunks; c++)
+    dot += partial[c];
+  return dot - (int64_t) b->zps[j] * job->axsum[2 * r + 1] -
+         ((int64_t) job->za[r] - 128) * (b->sums[j] - (int64_t) k * b->zps[j]);
+}
+
+/* Slot s of the split: items are (row of A, panel of N), in order. */
+static void
+int_slot (void *data, uint64_t slot, uint64_t count)
+{
+  IntJob *job = data;
+  uint64_t panels = (job->n + PANEL - 1) / PANEL, items = job->m * panels;
+
+  for (uint64_t s = slot; s < slot + count; s++)
+    {
+      uint64_t per = (items + job->slots - 1) / job->slots;
+      int32_t *partial = job->partial + s * ((job->k + DOT_CHUNK - 1) / DOT_CHUNK);
+      for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+        {
+          uint64_t r = it / panels, j0 = it % panels * PANEL;
+          for (uint64_t j = j0; j < MIN (job->n, j0 + PANEL); j++)
+            job->acc[r * job->n + j] = int_sum (job, partial, r, j);
+        }
+    }
+}
+
 int
 piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint64_t *a_shape,
                        unsigned a_dims, const PiqEnginePacked *b, const PiqEngineView *bias,
@@ -828,7 +887,7 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   uint64_t m, k = b->k, n = b->n, group, n_a;
   size_t a_codes, a_scales, a_zps;
   float *sa = NULL, *bf = NULL;
-  int32_t *za = NULL, *partial = NULL;
+  int32_t *za = NULL;
   uint8_t *au = NULL;
   int8_t *ax = NULL;
   int64_t *axsum = NULL, *acc = NULL;
@@ -926,7 +985,6 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
       (au = try_alloc (m, k, "the input as unsigned bytes", e)) == NULL ||
       (ax = try_alloc (m, k, "the input as signed bytes", e)) == NULL ||
       (axsum = try_alloc (m, 2 * sizeof (int64_t), "the input's sums", e)) == NULL ||
-      (partial = try_alloc ((k + DOT_CHUNK - 1) / DOT_CHUNK, sizeof (int32_t), "sums", e)) == NULL ||
       (acc = try_alloc (m * n, sizeof (int64_t), "the exact sums", e)) == NULL ||
       (bias != NULL && (bf = try_alloc (n, sizeof (float), "the bias", e)) == NULL))
     goto done;
@@ -957,31 +1015,19 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
         axsum[2 * r + 1] = sx;
       }
   }
-  for (uint64_t r = 0; r < m; r++)
-    for (uint64_t j = 0; j < n; j++)
-      {
-        const uint8_t *wc = b->codes + j * k;
-        int64_t dot = 0, total;
-        uint64_t chunks = (k + DOT_CHUNK - 1) / DOT_CHUNK;
-        if (b->signed_codes)
-          {
-            /* Σ ã·w: ã unsigned, w signed */
-            eng->kernels->dot_groups (au + r * k, (const int8_t *) (const void *) wc, (size_t) k,
-                                      DOT_CHUNK, partial);
-            for (uint64_t c = 0; c < chunks; c++)
-              dot += partial[c];
-            total = dot - (int64_t) za[r] * b->sums[j];
-          }
-        else
-          {
-            int64_t z = b->zps[j];
-            eng->kernels->dot_groups (wc, ax + r * k, (size_t) k, DOT_CHUNK, partial);
-            for (uint64_t c = 0; c < chunks; c++)
-              dot += partial[c];
-            total = dot - z * axsum[2 * r + 1] - ((int64_t) za[r] - 128) * (b->sums[j] - (int64_t) k * z);
-          }
-        acc[r * n + j] = total;
-      }
+  {
+    /* the exact sums, rows of A split over the threads (each writes its own rows of acc) */
+    IntJob job = { eng, b, k, n, au, ax, za, axsum, acc, 0, NULL, m };
+    unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
+    if (m * n * k < PARALLEL_MIN_MACS)
+      threads = 1;
+    job.slots = MIN ((uint64_t) threads, m * ((n + PANEL - 1) / PANEL));
+    if ((job.partial = try_alloc (job.slots, ((k + DOT_CHUNK - 1) / DOT_CHUNK) * sizeof (int32_t),
+                                  "sums", e)) == NULL)
+      goto done;
+    piq_parallel_run (threads, job.slots, 1, 2, int_slot, &job);
+    free (job.partial);
+  }
   if (bias != NULL)
     for (uint64_t i = 0; i < n; i++)
       {
@@ -1071,7 +1117,6 @@ done:
   free (au);
   free (ax);
   free (axsum);
-  free (partial);
   free (acc);
   free (bf);
   return ok;
