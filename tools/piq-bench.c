@@ -2003,7 +2003,7 @@ mm_any_selected (const Bench *b)
           if (mm_selected (b, name))
             return 1;
         }
-  return 0;
+  return mm_selected (b, "gemm u8 x s8 -> int32");
 }
 
 static void
@@ -2106,6 +2106,132 @@ mm_gemv (Bench *b)
         free (x);
         free (y);
       }
+}
+
+/* Peak int8 multiply-adds (GOPS, 2 per multiply-add) on @threads threads: a
+ * register-resident loop of VPDPBUSD (AVX-512 VNNI) where the CPU has it, else of
+ * VPMADDUBSW + VPMADDWD (AVX2), the instructions the kernels use. */
+#if BENCH_X86
+__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static int
+vnni_loop (unsigned iters)
+{
+  __m512i a[12], x = _mm512_set1_epi8 (3), y = _mm512_set1_epi8 (-2);
+  for (int i = 0; i < 12; i++)
+    a[i] = _mm512_set1_epi32 (i);
+  for (unsigned it = 0; it < iters; it++)
+    for (int i = 0; i < 12; i++)
+      a[i] = _mm512_dpbusd_epi32 (a[i], x, y);
+  for (int i = 1; i < 12; i++)
+    a[0] = _mm512_add_epi32 (a[0], a[i]);
+  return _mm512_reduce_add_epi32 (a[0]);
+}
+#endif
+
+typedef struct { int sink; } VnniJob;
+
+static void
+vnni_range (void *data, uint64_t start, uint64_t n)
+{
+  VnniJob *v = data;
+  int s = 0;
+  for (uint64_t i = start; i < start + n; i++)
+    {
+#if BENCH_X86
+      s += vnni_loop (PEAK_ITERS);
+#endif
+    }
+  __atomic_store_n (&v->sink, s, __ATOMIC_RELAXED);
+}
+
+static double
+int8_peak_gops (unsigned threads, const char **label)
+{
+  VnniJob v = { 0 };
+  double best = 0.0;
+
+#if BENCH_X86
+  __builtin_cpu_init ();
+  if (!__builtin_cpu_supports ("avx512vnni"))
+#endif
+    {
+      *label = "no VNNI";
+      return 0.0;
+    }
+  *label = "avx512 vnni";
+  for (int run = 0; run < 5; run++)
+    {
+      double t0 = now_s ();
+      piq_parallel_run (threads, threads, 1, 2, vnni_range, &v);
+      double t = now_s () - t0;
+      /* 64 byte products per instruction, 2 ops each */
+      double g = (double) threads * PEAK_ITERS * 12.0 * 64 * 2.0 / t / 1e9;
+      best = g > best ? g : best;
+    }
+  return best;
+}
+
+/* The int8 GEMM on quantized operands: A uint8 per tensor [256, 4096] × W int8 per
+ * channel [4096, 4096] → exact int32 sums. */
+static void
+mm_gemm_int8 (Bench *b)
+{
+  const char *name = "gemm u8 x s8 -> int32";
+  PiqEngineFormat fa, fw;
+  PiqEngineQuant qa, qw;
+  PiqEngineError e;
+  uint8_t *ma = NULL, *mw = NULL;
+  PiqEnginePacked *packed = NULL;
+  int32_t *y = NULL;
+  PiqEngine eng1 = engine_of (b, 1);
+  uint64_t wshape[2] = { MM_GEMM_NK, MM_GEMM_NK }, ashape[2] = { MM_GEMM_M, MM_GEMM_NK };
+  int ok;
+
+  if (!mm_selected (b, name) || !mm_format (&(MmFormat) { "", "int8_block", GRAN_CHANNEL, 0, 1 }, &fw))
+    return;
+  fa = fw;
+  fa.dtype = 20;              /* uint8, per tensor, affine */
+  fa.granularity = GRAN_TENSOR;
+  fa.symmetric = 0;
+  ok = mm_quantize (b, &fa, MM_GEMM_M, MM_GEMM_NK, &qa, &ma, &e) &&
+       mm_quantize (b, &fw, MM_GEMM_NK, MM_GEMM_NK, &qw, &mw, &e) &&
+       (packed = piq_engine_pack (&eng1, &qw, wshape, 2, PIQ_ACT_DYNAMIC_INT8, &e)) != NULL &&
+       (y = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *y)) != NULL;
+  fprintf (b->out, "\nint8 GEMM: Y [%u, %u] int32 = A [%u, %u] uint8 · Wᵀ int8; GOPS = 2·M·N·K / "
+           "median time; peak = a register-resident int8 multiply-add loop on the same threads\n",
+           MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
+  fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GOPS", "peak", "ratio",
+           "target");
+  for (size_t t = 0; ok && t < b->n_threads; t++)
+    {
+      PiqEngine eng = engine_of (b, b->threads[t]);
+      PiqEngineMatmulOut out = { PIQ_MM_OUT_INT32, { 25, 2, { MM_GEMM_M, MM_GEMM_NK }, 0, y,
+                                 (size_t) MM_GEMM_M * MM_GEMM_NK * 4 }, 0, 0.0, 0, 0 };
+      double ts[5], tmed, gops, peak;
+      const char *label;
+      for (unsigned rep = 0; ok && rep < 5; rep++)
+        {
+          double t0 = now_s ();
+          ok = piq_engine_matmul_int (&eng, &qa, ashape, 2, packed, NULL, &out, &e);
+          ts[rep] = now_s () - t0;
+        }
+      if (!ok)
+        break;
+      tmed = median (ts, 5);
+      gops = 2.0 * MM_GEMM_M * MM_GEMM_NK * MM_GEMM_NK / tmed / 1e9;
+      peak = int8_peak_gops (b->threads[t], &label);
+      fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s75%% (%s)\n", name, b->threads[t],
+               tmed * 1e3, gops, peak, peak > 0 ? 100.0 * gops / peak : 0.0,
+               peak > 0 && 100.0 * gops / peak < 75 ? "*" : " ", label);
+    }
+  if (!ok)
+    {
+      fprintf (b->out, "%-26s failed: %s\n", name, e.message);
+      b->failed = 1;
+    }
+  piq_engine_packed_free (packed);
+  free (ma);
+  free (mw);
+  free (y);
 }
 
 static void
@@ -2296,6 +2422,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
     {
       mm_gemv (&b);
       mm_gemm (&b);
+      mm_gemm_int8 (&b);
     }
 
   if (!o->skip_overhead)
