@@ -1307,6 +1307,1024 @@ test_long_rows (void)
         }
 }
 
+/* ---- the int8 GEMM on quantized operands (piq_quantizer_matmul_quantized) ----
+ *
+ * Oracle written from the definition (docs/matmul.md, "The int8 GEMM on
+ * quantized operands"), not from the library's code:
+ *   I[m][n] = Σ_k (a[m][k] − za_m) · (w[n][k] − zw_n), exact in int64;
+ *   int32 Y: I (SET) or y_old + I (ADD); PIQ_ERROR_OVERFLOW and Y untouched if
+ *     any result does not fit int32;
+ *   float Y: v = (float) (((double) I · sa_m) · sw_n) (binary32 scales), then
+ *     v + bias[n] in binary32, stored like the float oracle above (ADD in
+ *     binary32, f64 as y_old + (double) v);
+ *   quantized Y (uint8/int8 per tensor): clamp (nearbyint ((((double) I · sa) · sw
+ *     + (double) bias[n]) / s) + z), ties to even, s and z from the recipe (z the
+ *     type's symmetric one when the recipe has none); Y then carries s and z.
+ * The operands' codes, zero points and scales are read from their bytes and
+ * checked against the library's dequantization. */
+
+typedef struct {
+  guint64  R, K;       /* rows (product of the leading dims) and K */
+  gint64  *cz;         /* code − zero point, R·K */
+  float   *s;          /* binary32 scale of each row */
+} QOp;
+
+static void
+qop_clear (QOp *o)
+{
+  g_clear_pointer (&o->cz, g_free);
+  g_clear_pointer (&o->s, g_free);
+}
+
+static void
+qop_read (QOp *o, PiqTensor *t)
+{
+  PiqFormat *f = piq_tensor_get_format (t);
+  PiqDtype dt = piq_format_get_dtype (f);
+  PiqGranularity gran = piq_format_get_granularity (f);
+  guint nd;
+  const guint64 *shape = piq_tensor_get_shape (t, &nd);
+  const guint8 *codes = piq_tensor_get_data (t, NULL);
+  gint64 implied = dt == PIQ_DTYPE_INT8 ? 0 : 128;
+  g_autoptr(GBytes) scales = NULL;
+  g_autoptr(GBytes) zps = NULL;
+  g_autoptr(PiqTensor) deq = NULL;
+  g_autoptr(GError) error = NULL;
+  const float *dq;
+
+  g_assert_true (dt == PIQ_DTYPE_UINT8 || dt == PIQ_DTYPE_INT8);
+  o->K = shape[nd - 1];
+  o->R = piq_tensor_get_n_elements (t) / o->K;
+  o->cz = g_new (gint64, o->R * o->K + 1);
+  o->s = g_new (float, o->R + 1);
+  if (gran == PIQ_GRANULARITY_CHANNEL)
+    {
+      g_assert_cmpint (piq_format_get_axis (f), ==, 0);
+      g_assert_cmpuint (nd, ==, 2);
+      scales = piq_tensor_get_scales (t);
+      zps = piq_tensor_get_zero_points (t);
+      g_assert_nonnull (scales);
+    }
+  else
+    g_assert_cmpint (gran, ==, PIQ_GRANULARITY_TENSOR);
+  for (guint64 r = 0; r < o->R; r++)
+    {
+      gint64 z;
+      if (gran == PIQ_GRANULARITY_TENSOR)
+        {
+          o->s[r] = (float) piq_tensor_get_scale (t);
+          z = piq_format_get_symmetric (f) ? implied : piq_tensor_get_zero_point (t);
+        }
+      else
+        {
+          o->s[r] = scale_at (piq_format_get_scale_dtype (f), g_bytes_get_data (scales, NULL), r);
+          if (piq_format_has_zero_points (f))
+            {
+              gint32 z32;
+              g_assert_nonnull (zps);
+              memcpy (&z32, (const guint8 *) g_bytes_get_data (zps, NULL) + 4 * r, 4);
+              z = z32;
+            }
+          else
+            z = implied;
+        }
+      for (guint64 k = 0; k < o->K; k++)
+        o->cz[r * o->K + k] = (gint64) o_unpack (dt, codes, r * o->K + k) - z;
+    }
+  /* the codes read here must be what the library dequantizes */
+  deq = piq_quantizer_dequantize_new (piq_quantizer_get_default (), t, PIQ_DTYPE_F32, &error);
+  g_assert_no_error (error);
+  dq = piq_tensor_get_data (deq, NULL);
+  for (guint64 i = 0; i < o->R * o->K; i++)
+    {
+      double v = (double) o->cz[i] * (double) o->s[i / o->K];
+      if (!(fabs (v - dq[i]) <= ldexp (fabs (dq[i]), -22)))
+        g_error ("%s: element %" G_GUINT64_FORMAT ": (code − zero point) %" G_GINT64_FORMAT " × scale %a = %a, "
+                 "dequantized %a", piq_format_to_string (f), i, o->cz[i], (double) o->s[i / o->K], v, (double) dq[i]);
+    }
+}
+
+/* A quantized tensor of fmt from random f32 data (scales and zero points derived). */
+static PiqTensor *
+quantize_random (PiqFormat *fmt, const guint64 *shape, guint nd, double base)
+{
+  g_autoptr(GError) error = NULL;
+  guint64 n = 1;
+  g_autofree double *v = NULL;
+  g_autoptr(PiqTensor) src = NULL;
+  PiqTensor *t;
+
+  for (guint i = 0; i < nd; i++)
+    n *= shape[i];
+  v = random_values (n, shape[nd - 1], base);
+  src = float_tensor (PIQ_DTYPE_F32, shape, nd, v);
+  t = piq_quantizer_quantize_new (piq_quantizer_get_default (), fmt, NULL, src, &error);
+  g_assert_no_error (error);
+  return t;
+}
+
+/* A quantized tensor from raw codes (all equal to code), per tensor (scales NULL)
+ * or per row (f32 scales and int32 zero points, one per row). */
+static PiqTensor *
+from_codes (PiqFormat *fmt, const guint64 *shape, guint nd, const guint8 *codes, const float *scales,
+            const gint32 *zps, guint64 rows, double scale, gint64 zp)
+{
+  g_autoptr(GError) error = NULL;
+  guint64 n = 1;
+  g_autoptr(GBytes) cb = NULL;
+  g_autoptr(GBytes) sb = scales ? g_bytes_new (scales, rows * 4) : NULL;
+  g_autoptr(GBytes) zb = zps ? g_bytes_new (zps, rows * 4) : NULL;
+  PiqTensor *t;
+
+  for (guint i = 0; i < nd; i++)
+    n *= shape[i];
+  cb = g_bytes_new (codes, n);
+  t = piq_tensor_new_quantized_from_bytes (fmt, shape, nd, cb, sb, zb, scale, zp, &error);
+  g_assert_no_error (error);
+  return t;
+}
+
+static PiqPackedWeights *
+pack_dyn (PiqTensor *w)
+{
+  g_autoptr(GError) error = NULL;
+  PiqPackedWeights *pw = piq_packed_weights_new (w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+  g_assert_no_error (error);
+  return pw;
+}
+
+static gboolean
+ydt_quantized (PiqDtype dt)
+{
+  return dt == PIQ_DTYPE_UINT8 || dt == PIQ_DTYPE_INT8;
+}
+
+static gsize
+ysize (PiqDtype dt)
+{
+  return ydt_quantized (dt) ? 1 : o_dtype_bits (dt) / 8;
+}
+
+/* The expected bytes of Y; FALSE (want = y_old) when an int32 result does not fit. */
+static gboolean
+gemm_oracle (const QOp *A, const QOp *W, const float *bf, PiqDtype ydt, PiqReduceOp op, double qs, gint64 qz,
+             const guint8 *y_old, guint8 *want)
+{
+  guint64 M = A->R, N = W->R, K = A->K;
+
+  g_assert_cmpuint (W->K, ==, K);
+  memcpy (want, y_old, M * N * ysize (ydt));
+  for (guint64 m = 0; m < M; m++)
+    for (guint64 n = 0; n < N; n++)
+      {
+        const gint64 *ar = A->cz + m * K, *wr = W->cz + n * K;
+        guint64 i = m * N + n;
+        gint64 I = 0;
+
+        for (guint64 k = 0; k < K; k++)
+          I += ar[k] * wr[k];
+        if (ydt == PIQ_DTYPE_INT32)
+          {
+            gint64 r = I;
+            gint32 o, r32;
+            memcpy (&o, y_old + 4 * i, 4);
+            if (op == PIQ_REDUCE_ADD)
+              r += o;
+            if (r < G_MININT32 || r > G_MAXINT32)
+              {
+                memcpy (want, y_old, M * N * 4);
+                return FALSE;
+              }
+            r32 = (gint32) r;
+            memcpy (want + 4 * i, &r32, 4);
+          }
+        else if (ydt_quantized (ydt))
+          {
+            double t = ((double) I * (double) A->s[m]) * (double) W->s[n];
+            double c, lo = ydt == PIQ_DTYPE_UINT8 ? 0 : -128, hi = ydt == PIQ_DTYPE_UINT8 ? 255 : 127;
+            g_assert_cmpint (op, ==, PIQ_REDUCE_SET);
+            if (bf)
+              t = t + (double) bf[n];
+            c = nearbyint (t / qs) + (double) qz;
+            c = c < lo ? lo : c > hi ? hi : c;
+            o_pack (ydt, want, i, (OInt) c);
+          }
+        else
+          {
+            float v = (float) (((double) I * (double) A->s[m]) * (double) W->s[n]);
+            if (bf)
+              v = v + bf[n];
+            if (ydt == PIQ_DTYPE_F64)
+              {
+                double o = 0;
+                memcpy (&o, y_old + 8 * i, 8);
+                o = op == PIQ_REDUCE_ADD ? o + (double) v : (double) v;
+                memcpy (want + 8 * i, &o, 8);
+              }
+            else
+              {
+                if (op == PIQ_REDUCE_ADD)
+                  v = (float) o_read_float (ydt, y_old, i) + v;
+                o_store_f32 (ydt, want, i, v);
+              }
+          }
+      }
+  return TRUE;
+}
+
+typedef struct {
+  char              desc[256];
+  PiqTensor        *a, *bias;
+  PiqPackedWeights *pw;
+  PiqRecipe        *recipe;
+  PiqFormat        *yfmt;               /* quantized Y's format, else NULL */
+  QOp               A, W;
+  float            *bf;
+  PiqDtype          ydt;
+  PiqReduceOp       op;
+  double            qs;
+  gint64            qz;
+  guint64           yshape[PIQ_MAX_DIMS];
+  guint             ynd;
+  guint8           *y_old, *want;
+  gsize             ybytes;
+  gboolean          fits;
+} GCase;
+
+static void
+gcase_clear (GCase *g)
+{
+  g_clear_object (&g->a);
+  g_clear_object (&g->bias);
+  g_clear_object (&g->pw);
+  g_clear_object (&g->recipe);
+  g_clear_object (&g->yfmt);
+  qop_clear (&g->A);
+  qop_clear (&g->W);
+  g_clear_pointer (&g->bf, g_free);
+  g_clear_pointer (&g->y_old, g_free);
+  g_clear_pointer (&g->want, g_free);
+}
+
+static PiqTensor *
+gemm_new_y (const GCase *g)
+{
+  g_autoptr(GError) error = NULL;
+  PiqTensor *y = g->yfmt ? piq_tensor_new_quantized (g->yfmt, g->yshape, g->ynd, &error)
+                         : piq_tensor_new_shaped (g->ydt, g->yshape, g->ynd, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (piq_tensor_get_n_bytes (y), ==, g->ybytes);
+  memcpy (piq_tensor_get_writable_data (y, NULL), g->y_old, g->ybytes);
+  return y;
+}
+
+/* Sets up a case: takes a, the weights w, the bias (or NULL) and recipe (or NULL);
+ * y of dtype ydt (quantized with yfmt when yfmt is not NULL) pre-filled at random. */
+static void
+gcase_init (GCase *g, PiqTensor *a, PiqTensor *w, PiqTensor *bias, PiqRecipe *recipe, PiqDtype ydt,
+            PiqFormat *yfmt, PiqReduceOp op)
+{
+  guint and;
+  const guint64 *ash = piq_tensor_get_shape (a, &and);
+  guint64 n;
+
+  memset (g, 0, sizeof *g);
+  g->a = g_object_ref (a);
+  g->pw = pack_dyn (w);
+  g->bias = bias ? g_object_ref (bias) : NULL;
+  g->recipe = recipe ? g_object_ref (recipe) : NULL;
+  g->yfmt = yfmt ? g_object_ref (yfmt) : NULL;
+  g->ydt = ydt;
+  g->op = op;
+  qop_read (&g->A, a);
+  qop_read (&g->W, w);
+  g->ynd = and;
+  memcpy (g->yshape, ash, and * 8);
+  g->yshape[and - 1] = g->W.R;
+  n = g->A.R * g->W.R;
+  g->ybytes = n * ysize (ydt);
+  if (bias)
+    {
+      const guint8 *bb = piq_tensor_get_data (bias, NULL);
+      PiqDtype bdt = piq_tensor_get_dtype (bias);
+      g->bf = g_new (float, g->W.R);
+      for (guint64 i = 0; i < g->W.R; i++)
+        g->bf[i] = to_f32 (bdt, bb, i);
+    }
+  if (yfmt)
+    {
+      g_assert_cmpint (piq_format_get_dtype (yfmt), ==, ydt);
+      g_assert_nonnull (recipe);
+      g->qs = piq_recipe_get_scale (recipe);
+      g->qz = piq_recipe_has_zero_point (recipe) ? piq_recipe_get_zero_point (recipe)
+              : ydt == PIQ_DTYPE_UINT8 ? 128 : 0;
+    }
+  g->y_old = g_malloc (g->ybytes + 1);
+  if (ydt == PIQ_DTYPE_INT32)
+    for (guint64 i = 0; i < n; i++)
+      {
+        gint32 v = (gint32) (rnd () % (1u << 31)) - (1 << 30);
+        memcpy (g->y_old + 4 * i, &v, 4);
+      }
+  else if (yfmt || ydt == PIQ_DTYPE_UINT16)
+    for (gsize i = 0; i < g->ybytes; i++)
+      g->y_old[i] = (guint8) rnd ();
+  else
+    {
+      g_autofree double *v = random_values (n, 0, 3.0);
+      for (guint64 i = 0; i < n; i++)
+        o_write_float (ydt, g->y_old, i, v[i]);
+    }
+  g->want = g_malloc (g->ybytes + 1);
+  g->fits = ydt == PIQ_DTYPE_UINT16 ||
+            gemm_oracle (&g->A, &g->W, g->bf, ydt, op, g->qs, g->qz, g->y_old, g->want);
+  g_snprintf (g->desc, sizeof g->desc,
+              "M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT " K %" G_GUINT64_FORMAT ", a %s, w %s, y %s%s, %s, %s",
+              g->A.R, g->W.R, g->A.K, piq_format_to_string (piq_tensor_get_format (a)),
+              piq_format_to_string (piq_tensor_get_format (w)), o_dtype_name (ydt), yfmt ? " quantized" : "",
+              op == PIQ_REDUCE_ADD ? "add" : "set", bias ? o_dtype_name (piq_tensor_get_dtype (bias)) : "no bias");
+}
+
+static void
+gemm_assert_bytes (const char *what, const GCase *g, const guint8 *want, const guint8 *got)
+{
+  gsize es = ysize (g->ydt);
+  guint64 n = g->ybytes / es;
+
+  if (memcmp (want, got, g->ybytes) == 0)
+    return;
+  for (guint64 i = 0; i < n; i++)
+    if (memcmp (want + i * es, got + i * es, es) != 0)
+      {
+        char ws[64], gs[64];
+        if (g->ydt == PIQ_DTYPE_INT32 || ydt_quantized (g->ydt))
+          {
+            gint64 wv, gv;
+            if (g->ydt == PIQ_DTYPE_INT32)
+              {
+                gint32 a, b;
+                memcpy (&a, want + 4 * i, 4);
+                memcpy (&b, got + 4 * i, 4);
+                wv = a;
+                gv = b;
+              }
+            else
+              {
+                wv = (gint64) o_unpack (g->ydt, want, i);
+                gv = (gint64) o_unpack (g->ydt, got, i);
+              }
+            g_snprintf (ws, sizeof ws, "%" G_GINT64_FORMAT, wv);
+            g_snprintf (gs, sizeof gs, "%" G_GINT64_FORMAT, gv);
+          }
+        else
+          {
+            g_snprintf (ws, sizeof ws, "%.17g (0x%" G_GINT64_MODIFIER "x)", o_read_float (g->ydt, want, i),
+                        o_read_float_bits (g->ydt, want, i));
+            g_snprintf (gs, sizeof gs, "%.17g (0x%" G_GINT64_MODIFIER "x)", o_read_float (g->ydt, got, i),
+                        o_read_float_bits (g->ydt, got, i));
+          }
+        g_error ("int8 GEMM, %s (%s): y[%" G_GUINT64_FORMAT "][%" G_GUINT64_FORMAT "] is %s, the oracle gives %s",
+                 what, g->desc, i / g->W.R, i % g->W.R, gs, ws);
+      }
+}
+
+/* Runs the case with quantizer q on a fresh Y holding y_old; compares with the oracle. */
+static void
+gcase_run (const char *what, const GCase *g, PiqQuantizer *q)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqTensor) y = gemm_new_y (g);
+  gboolean ok = piq_quantizer_matmul_quantized (q, g->a, g->pw, g->bias, g->recipe, y, g->op, &error);
+
+  if (!g->fits)
+    {
+      if (ok || !g_error_matches (error, PIQ_ERROR, PIQ_ERROR_OVERFLOW))
+        g_error ("int8 GEMM, %s (%s): an int32 result does not fit: expected PIQ_ERROR_OVERFLOW, got %s",
+                 what, g->desc, ok ? "success" : error->message);
+      gemm_assert_bytes (what, g, g->y_old, piq_tensor_get_data (y, NULL));
+      return;
+    }
+  if (!ok || error != NULL)
+    g_error ("int8 GEMM, %s (%s): failed: %s", what, g->desc, error ? error->message : "FALSE without an error");
+  gemm_assert_bytes (what, g, g->want, piq_tensor_get_data (y, NULL));
+  if (g->yfmt)
+    {
+      if (piq_tensor_get_scale (y) != g->qs || piq_tensor_get_zero_point (y) != g->qz)
+        g_error ("int8 GEMM, %s (%s): Y carries scale %.17g zero point %" G_GINT64_FORMAT ", expected %.17g, %"
+                 G_GINT64_FORMAT, what, g->desc, piq_tensor_get_scale (y), piq_tensor_get_zero_point (y), g->qs, g->qz);
+    }
+}
+
+static const PiqSimdLevel gemm_levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                            PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+
+/* Every SIMD level × thread counts 1..max_t, each on its own quantizer. */
+static void
+gcase_run_all (const GCase *g, guint max_t)
+{
+  for (gsize li = 0; li < G_N_ELEMENTS (gemm_levels); li++)
+    for (guint t = 1; t <= max_t; t++)
+      {
+        g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+        char what[96];
+        piq_quantizer_set_n_threads (qt, t);
+        piq_quantizer_set_max_simd_level (qt, gemm_levels[li]);
+        g_snprintf (what, sizeof what, "%u threads, max SIMD level %d (%d in use)", t, gemm_levels[li],
+                    piq_quantizer_get_simd_level (qt));
+        gcase_run (what, g, qt);
+      }
+}
+
+/* An output scale that puts most codes in range and clamps a few: rms / 40. */
+static double
+gemm_out_scale (const QOp *A, const QOp *W, const float *bf)
+{
+  double s2 = 0;
+  guint64 K = A->K;
+
+  for (guint64 m = 0; m < A->R; m++)
+    for (guint64 n = 0; n < W->R; n++)
+      {
+        gint64 I = 0;
+        double t;
+        for (guint64 k = 0; k < K; k++)
+          I += A->cz[m * K + k] * W->cz[n * K + k];
+        t = ((double) I * A->s[m]) * W->s[n] + (bf ? bf[n] : 0);
+        s2 += t * t;
+      }
+  s2 = sqrt (s2 / (double) (A->R * W->R));
+  return s2 > 0 ? s2 / 40 : 0.25;
+}
+
+static PiqFormat *
+fmt_affine_rows (PiqDtype dt)
+{
+  return g_object_new (PIQ_TYPE_FORMAT, "dtype", dt, "granularity", PIQ_GRANULARITY_CHANNEL, "axis", 0,
+                       "symmetric", FALSE, NULL);
+}
+
+/* The formats of A: per tensor affine and symmetric, per row (default and affine). */
+static PiqFormat *
+a_format (guint i)
+{
+  PiqDtype dt = i % 2 ? PIQ_DTYPE_INT8 : PIQ_DTYPE_UINT8;
+  switch ((i / 2) % 4)
+    {
+    case 0: return piq_format_new (dt);
+    case 1: return piq_format_new_symmetric (dt);
+    case 2: return piq_format_new_per_channel (dt, 0);
+    default: return fmt_affine_rows (dt);
+    }
+}
+
+/* The formats of W: int8/uint8 × per tensor affine, symmetric, per channel, per channel affine. */
+static PiqFormat *
+w_format (guint i)
+{
+  PiqDtype dt = i % 2 ? PIQ_DTYPE_UINT8 : PIQ_DTYPE_INT8;
+  switch ((i / 2) % 4)
+    {
+    case 0: return piq_format_new (dt);
+    case 1: return piq_format_new_symmetric (dt);
+    case 2: return piq_format_new_per_channel (dt, 0);
+    default: return fmt_affine_rows (dt);
+    }
+}
+
+static const PiqDtype gemm_ydts[] = { PIQ_DTYPE_INT32, PIQ_DTYPE_F32, PIQ_DTYPE_F64, PIQ_DTYPE_BF16,
+                                      PIQ_DTYPE_F16, PIQ_DTYPE_UINT8, PIQ_DTYPE_INT8 };
+
+/* One case per output dtype for A and W; op, bias and recipe rotate with salt. */
+static void
+gemm_all_outputs (PiqTensor *a, PiqTensor *w, guint salt, guint max_t)
+{
+  guint64 N = piq_tensor_get_dim (w, 0);
+
+  for (gsize j = 0; j < G_N_ELEMENTS (gemm_ydts); j++)
+    {
+      PiqDtype ydt = gemm_ydts[j];
+      gboolean q = ydt_quantized (ydt);
+      gboolean with_bias = ydt != PIQ_DTYPE_INT32 && (salt / 2 + j) % 3 != 0;
+      PiqReduceOp op = !q && (salt + j) % 2 ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET;
+      g_autofree double *bv = random_values (N, 0, 2.0);
+      g_autoptr(PiqTensor) bias = with_bias ? float_tensor (float_dtypes[(salt + j) % 4], &N, 1, bv) : NULL;
+      g_autoptr(PiqRecipe) recipe = NULL;
+      g_autoptr(PiqFormat) yfmt = q ? piq_format_new (ydt) : NULL;
+      GCase g;
+
+      if (q)
+        {
+          QOp A = { 0 }, W = { 0 };
+          float *bf = NULL;
+          double s;
+          qop_read (&A, a);
+          qop_read (&W, w);
+          if (bias)
+            {
+              bf = g_new (float, N);
+              for (guint64 n = 0; n < N; n++)
+                bf[n] = to_f32 (piq_tensor_get_dtype (bias), piq_tensor_get_data (bias, NULL), n);
+            }
+          s = gemm_out_scale (&A, &W, bf);
+          recipe = (salt + j) % 2 ? piq_recipe_new_fixed (s)
+                                  : piq_recipe_new_affine (s, ydt == PIQ_DTYPE_UINT8 ? (gint64) (100 + salt % 50) : -20);
+          qop_clear (&A);
+          qop_clear (&W);
+          g_free (bf);
+        }
+      gcase_init (&g, a, w, bias, recipe, ydt, yfmt, op);
+      g_assert_true (g.fits);
+      if (max_t == 0)
+        gcase_run ("default quantizer", &g, piq_quantizer_get_default ());
+      else
+        gcase_run_all (&g, max_t);
+      gcase_clear (&g);
+    }
+}
+
+/* Every M, N, K of the brief; every pair of A and W formats over the loop. */
+static void
+test_gemm_shapes (void)
+{
+  static const guint64 Ms[] = { 1, 2, 7, 33 }, Ns[] = { 1, 8, 9, 70 }, Ks[] = { 1, 15, 16, 17, 64, 100, 300 };
+  guint idx = 0;
+
+  for (gsize mi = 0; mi < G_N_ELEMENTS (Ms); mi++)
+    for (gsize ni = 0; ni < G_N_ELEMENTS (Ns); ni++)
+      for (gsize ki = 0; ki < G_N_ELEMENTS (Ks); ki++, idx++)
+        {
+          guint64 as[2] = { Ms[mi], Ks[ki] }, ws[2] = { Ns[ni], Ks[ki] };
+          g_autoptr(PiqFormat) af = a_format (idx % 8);
+          g_autoptr(PiqFormat) wf = w_format (idx / 8 + idx);
+          g_autoptr(PiqTensor) a = quantize_random (af, as, 2, 1.0);
+          g_autoptr(PiqTensor) w = quantize_random (wf, ws, 2, 0.5);
+
+          gemm_all_outputs (a, w, idx, 0);
+        }
+}
+
+/* A [2, 3, K] per tensor: Y [2, 3, N]. */
+static void
+test_gemm_nd (void)
+{
+  static const guint64 Ks[] = { 17, 300 };
+
+  for (gsize ki = 0; ki < G_N_ELEMENTS (Ks); ki++)
+    for (guint fi = 0; fi < 4; fi++)
+      {
+        guint64 as[3] = { 2, 3, Ks[ki] }, ws[2] = { 9, Ks[ki] };
+        g_autoptr(PiqFormat) af = a_format (fi);          /* uint8/int8, affine and symmetric */
+        g_autoptr(PiqFormat) wf = w_format (fi * 3 + ki);
+        g_autoptr(PiqTensor) a = quantize_random (af, as, 3, 1.0);
+        g_autoptr(PiqTensor) w = quantize_random (wf, ws, 2, 0.5);
+
+        gemm_all_outputs (a, w, fi + 4 * ki, 0);
+      }
+}
+
+/* Sizes the engine splits over threads, and K past several 4096-element chunks:
+ * byte-identical to the oracle for 1..4 threads and every max SIMD level. */
+static void
+test_gemm_threads (void)
+{
+  /* split over rows and panels; one row and many panels; many rows and one column */
+  static const struct { guint64 M, N, K; } sz[] = { { 33, 70, 300 }, { 5, 70, 5000 }, { 3, 40, 9000 },
+                                                    { 1, 300, 1000 }, { 600, 1, 500 } };
+
+  for (gsize si = 0; si < G_N_ELEMENTS (sz); si++)
+    {
+      guint64 as[2] = { sz[si].M, sz[si].K }, ws[2] = { sz[si].N, sz[si].K };
+      g_autoptr(PiqFormat) af = a_format (si * 3);
+      g_autoptr(PiqFormat) wf = w_format (si * 3 + 2);
+      g_autoptr(PiqTensor) a = quantize_random (af, as, 2, 1.0);
+      g_autoptr(PiqTensor) w = quantize_random (wf, ws, 2, 0.5);
+
+      g_assert_cmpuint (sz[si].M * sz[si].N * sz[si].K, >, 1u << 18);
+      gemm_all_outputs (a, w, si, 4);
+    }
+}
+
+/* Extreme codes: (a − za)·(w − zw) = ±255·255 for every k. 255·255·33025 =
+ * 2 147 450 625 fits int32, 255·255·33026 = 2 147 515 650 does not: the int32
+ * output must report PIQ_ERROR_OVERFLOW and leave Y as it was, while the float
+ * and requantized outputs of the same (exact) sums are still defined. */
+static void
+test_gemm_extreme (void)
+{
+  static const guint64 Ks[] = { 33025, 33026 };
+
+  for (gsize ki = 0; ki < G_N_ELEMENTS (Ks); ki++)
+    for (int variant = 0; variant < 3; variant++)
+      {
+        guint64 K = Ks[ki], M = variant == 2 ? 2 : 1, N = variant == 2 ? 3 : 1;
+        guint64 as[2] = { M, K }, ws[2] = { N, K };
+        g_autofree guint8 *ac = g_malloc (M * K), *wc = g_malloc (N * K);
+        g_autoptr(PiqFormat) af = NULL;
+        g_autoptr(PiqFormat) wf = piq_format_new (PIQ_DTYPE_UINT8);
+        g_autoptr(PiqTensor) a = NULL;
+        g_autoptr(PiqTensor) w = NULL;
+
+        memset (wc, 255, N * K);
+        w = from_codes (wf, ws, 2, wc, NULL, NULL, N, 0.5, 0);
+        if (variant == 0)          /* 255, zero point 0: I = +65025·K */
+          {
+            af = piq_format_new (PIQ_DTYPE_UINT8);
+            memset (ac, 255, M * K);
+            a = from_codes (af, as, 2, ac, NULL, NULL, M, 0.0123, 0);
+          }
+        else if (variant == 1)     /* int8 −128, zero point 127: I = −65025·K */
+          {
+            af = piq_format_new (PIQ_DTYPE_INT8);
+            memset (ac, 0x80, M * K);
+            a = from_codes (af, as, 2, ac, NULL, NULL, M, 0.0123, 127);
+          }
+        else                       /* per row: row 0 at the limit, row 1 all zero after its zero point */
+          {
+            static const float sc[2] = { 0.25f, 0.5f };
+            static const gint32 zp[2] = { 0, 255 };
+            af = fmt_affine_rows (PIQ_DTYPE_UINT8);
+            memset (ac, 255, M * K);
+            a = from_codes (af, as, 2, ac, sc, zp, M, 1.0, 0);
+          }
+
+        for (gsize j = 0; j < G_N_ELEMENTS (gemm_ydts); j++)
+          for (int add = 0; add < 2; add++)
+            {
+              PiqDtype ydt = gemm_ydts[j];
+              gboolean q = ydt_quantized (ydt);
+              g_autoptr(PiqRecipe) recipe = q ? piq_recipe_new_fixed (65025.0 * (double) K * 0.0123 * 0.5 / 100) : NULL;
+              g_autoptr(PiqFormat) yfmt = q ? piq_format_new (ydt) : NULL;
+              GCase g;
+
+              if (q && add)
+                continue;
+              gcase_init (&g, a, w, NULL, recipe, ydt, yfmt, add ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET);
+              if (ydt == PIQ_DTYPE_INT32)
+                {
+                  /* y_old chosen so that ADD crosses the limit one way (40 000 + I
+                   * or −40 000 + I) and comes back inside the other way */
+                  gint32 o = variant != 1 ? 40000 : -40000;
+                  if (ki == 1)
+                    o = -o;
+                  for (guint64 i = 0; i < M * N; i++)
+                    memcpy (g.y_old + 4 * i, &o, 4);
+                  g.fits = gemm_oracle (&g.A, &g.W, NULL, ydt, g.op, 0, 0, g.y_old, g.want);
+                  /* the oracle on the limit: K = 33025 SET fits, K = 33026 SET does not */
+                  if (!add)
+                    g_assert_true (g.fits == (ki == 0));
+                  else
+                    g_assert_true (g.fits == (ki == 1));
+                }
+              gcase_run_all (&g, 2);
+              gcase_clear (&g);
+            }
+      }
+}
+
+/* Extreme codes and zero points in every combination (A and W uint8 or int8,
+ * codes and zero points at either end of the range), per tensor and per row /
+ * channel, on K around the 4096-element chunks and at the int32 limit: the zero
+ * points fold through row and column sums whose terms reach 255·255·K even
+ * where I is 0. Codes mixed from both ends within a row for the chunk sizes. */
+static void
+test_gemm_extreme_mix (void)
+{
+  static const guint64 Ks[] = { 4095, 4096, 4097, 8193, 33025, 33026 };
+  static const PiqDtype dts[] = { PIQ_DTYPE_UINT8, PIQ_DTYPE_INT8 };
+  guint salt = 0;
+
+  for (gsize ki = 0; ki < G_N_ELEMENTS (Ks); ki++)
+    for (gsize ad = 0; ad < 2; ad++)
+      for (gsize wd = 0; wd < 2; wd++)
+        for (guint combo = 0; combo < 16; combo++, salt++)
+          {
+            guint64 K = Ks[ki];
+            gboolean big = K > 10000, mixed = !big && combo % 4 == 3;
+            guint64 M = big ? 1 : 3, N = big ? 1 : 5;
+            guint64 as[2] = { M, K }, ws[2] = { N, K };
+            PiqDtype adt = dts[ad], wdt = dts[wd];
+            gint64 alo = adt == PIQ_DTYPE_UINT8 ? 0 : -128, ahi = alo + 255;
+            gint64 wlo = wdt == PIQ_DTYPE_UINT8 ? 0 : -128, whi = wlo + 255;
+            gint64 acode = combo & 1 ? ahi : alo, za = combo & 2 ? ahi : alo;
+            gint64 wcode = combo & 4 ? whi : wlo, zw = combo & 8 ? whi : wlo;
+            gboolean rows = salt % 3 == 1;     /* A per row and W per channel, affine */
+            g_autofree guint8 *ac = g_malloc (M * K), *wc = g_malloc (N * K);
+            g_autofree float *asc = g_new (float, M), *wsc = g_new (float, N);
+            g_autofree gint32 *azp = g_new (gint32, M), *wzp = g_new (gint32, N);
+            g_autoptr(PiqFormat) af = rows ? fmt_affine_rows (adt) : piq_format_new (adt);
+            g_autoptr(PiqFormat) wf = rows ? fmt_affine_rows (wdt) : piq_format_new (wdt);
+            g_autoptr(PiqTensor) a = NULL;
+            g_autoptr(PiqTensor) w = NULL;
+
+            for (guint64 i = 0; i < M * K; i++)
+              ac[i] = (guint8) (mixed && rnd () % 2 ? (acode == ahi ? alo : ahi) : acode);
+            for (guint64 i = 0; i < N * K; i++)
+              wc[i] = (guint8) (mixed && rnd () % 3 == 0 ? (wcode == whi ? wlo : whi) : wcode);
+            for (guint64 r = 0; r < M; r++)
+              {
+                asc[r] = 0.25f * (float) (r + 1);
+                azp[r] = (gint32) (r % 2 ? (za == ahi ? alo : ahi) : za);
+              }
+            for (guint64 r = 0; r < N; r++)
+              {
+                wsc[r] = 0.125f * (float) (r + 3);
+                wzp[r] = (gint32) (r % 2 ? (zw == whi ? wlo : whi) : zw);
+              }
+            a = rows ? from_codes (af, as, 2, ac, asc, azp, M, 1.0, 0) : from_codes (af, as, 2, ac, NULL, NULL, M, 0.3, za);
+            w = rows ? from_codes (wf, ws, 2, wc, wsc, wzp, N, 1.0, 0) : from_codes (wf, ws, 2, wc, NULL, NULL, N, 0.7, zw);
+
+            for (int oi = 0; oi < 3; oi++)
+              {
+                PiqDtype ydt = oi == 0 ? PIQ_DTYPE_INT32 : oi == 1 ? PIQ_DTYPE_F64 : PIQ_DTYPE_INT8;
+                PiqReduceOp op = oi == 1 && salt % 2 ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET;
+                g_autoptr(PiqFormat) yf = oi == 2 ? piq_format_new (PIQ_DTYPE_INT8) : NULL;
+                g_autoptr(PiqRecipe) r = oi == 2 ? piq_recipe_new_fixed (65025.0 * (double) K / 50) : NULL;
+                GCase g;
+
+                gcase_init (&g, a, w, NULL, r, ydt, yf, op);
+                if (big && oi == 0)
+                  {
+                    /* the oracle at the limit: overflow iff |I| = 65025·K with K = 33026 */
+                    gint64 I = (acode - za) * (wcode - zw) * (gint64) K;
+                    g_assert_true (g.fits == !(I > G_MAXINT32 || I < G_MININT32));
+                  }
+                if (big || salt % 4 == 0)
+                  gcase_run_all (&g, 2);
+                else
+                  gcase_run ("default quantizer", &g, piq_quantizer_get_default ());
+                gcase_clear (&g);
+              }
+          }
+}
+
+static void
+gemm_expect_fail (const char *what, PiqTensor *a, PiqPackedWeights *pw, PiqTensor *bias, PiqRecipe *recipe,
+                  PiqTensor *y, PiqReduceOp op, gint code)
+{
+  g_autoptr(GError) error = NULL;
+  gsize size = piq_tensor_get_n_bytes (y);
+  g_autofree guint8 *before = g_memdup2 (piq_tensor_get_data (y, NULL), size);
+  gboolean quantized = piq_tensor_get_format (y) != NULL;
+  double s0 = quantized ? piq_tensor_get_scale (y) : 0;
+  gint64 z0 = quantized ? piq_tensor_get_zero_point (y) : 0;
+  gboolean ok = piq_quantizer_matmul_quantized (piq_quantizer_get_default (), a, pw, bias, recipe, y, op, &error);
+
+  if (ok)
+    g_error ("int8 GEMM, %s: accepted", what);
+  if (error == NULL || error->domain != PIQ_ERROR || (code >= 0 && error->code != code))
+    g_error ("int8 GEMM, %s: expected PIQ_ERROR code %d, got %s (%d)", what, code,
+             error ? error->message : "no error", error ? error->code : -1);
+  g_test_message ("%s: %s", what, error->message);
+  g_assert_cmpmem (before, size, piq_tensor_get_data (y, NULL), size);
+  if (quantized)
+    {
+      g_assert_cmpfloat (piq_tensor_get_scale (y), ==, s0);
+      g_assert_cmpint (piq_tensor_get_zero_point (y), ==, z0);
+    }
+}
+
+/* Requantized outputs: ties to even, clamping, the recipe's zero point or the
+ * type's symmetric one, and the errors of the recipe and of ADD. */
+static void
+test_gemm_requant (void)
+{
+  /* A int8 [12, 1] codes −6..5, W int8 [3, 1] codes 1, 3, −1, scales 1, zero
+   * points 0: I = a·w, and I / 2 hits every kind of tie */
+  guint64 as[2] = { 12, 1 }, ws[2] = { 3, 1 };
+  guint8 ac[12], wc[3] = { 1, 3, (guint8) -1 };
+  g_autoptr(PiqFormat) i8 = piq_format_new (PIQ_DTYPE_INT8);
+  g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqTensor) a = NULL;
+  g_autoptr(PiqTensor) w = NULL;
+
+  for (int m = 0; m < 12; m++)
+    ac[m] = (guint8) (gint8) (m - 6);
+  a = from_codes (i8, as, 2, ac, NULL, NULL, 12, 1.0, 0);
+  w = from_codes (i8, ws, 2, wc, NULL, NULL, 3, 1.0, 0);
+
+  {
+    g_autoptr(PiqRecipe) r = piq_recipe_new_fixed (2.0);
+    GCase g;
+    /* {row, column, expected code}: I = ±1, ±3, 9, 15 over 2 → ±0.5, ±1.5, 4.5, 7.5 */
+    static const int hand[][3] = { { 7, 0, 0 }, { 5, 0, 0 }, { 7, 1, 2 }, { 5, 1, -2 }, { 9, 1, 4 },
+                                   { 11, 1, 8 }, { 1, 1, -8 }, { 8, 2, -1 }, { 11, 2, -2 } };
+
+    gcase_init (&g, a, w, NULL, r, PIQ_DTYPE_INT8, i8, PIQ_REDUCE_SET);
+    for (gsize h = 0; h < G_N_ELEMENTS (hand); h++)
+      g_assert_cmpint ((gint8) g.want[hand[h][0] * 3 + hand[h][1]], ==, hand[h][2]);
+    gcase_run_all (&g, 2);
+    gcase_clear (&g);
+
+    /* uint8 without a recipe zero point: 128 */
+    gcase_init (&g, a, w, NULL, r, PIQ_DTYPE_UINT8, u8, PIQ_REDUCE_SET);
+    g_assert_cmpint (g.qz, ==, 128);
+    g_assert_cmpint (g.want[7 * 3 + 1], ==, 130);
+    g_assert_cmpint (g.want[5 * 3 + 1], ==, 126);
+    gcase_run_all (&g, 2);
+    gcase_clear (&g);
+  }
+  {
+    /* bias ties: (I + b) / 1 with b = ±0.5, 2.5 (f16 bias, widened) */
+    guint64 n = 3;
+    static const double bv[3] = { 0.5, -1.5, 2.5 };
+    g_autoptr(PiqTensor) b = float_tensor (PIQ_DTYPE_F16, &n, 1, bv);
+    g_autoptr(PiqRecipe) r = piq_recipe_new_affine (1.0, 7);
+    GCase g;
+
+    gcase_init (&g, a, w, b, r, PIQ_DTYPE_INT8, i8, PIQ_REDUCE_SET);
+    g_assert_cmpint ((gint8) g.want[6 * 3 + 0], ==, 7);      /* I = 0, + 0.5 → 0 + 7 */
+    g_assert_cmpint ((gint8) g.want[7 * 3 + 0], ==, 9);      /* I = 1, + 0.5 → 2 + 7 */
+    gcase_run_all (&g, 2);
+    gcase_clear (&g);
+  }
+  /* clamping at both ends: random operands, an output scale 50 times too small */
+  for (int qi = 0; qi < 2; qi++)
+    {
+      PiqDtype ydt = qi ? PIQ_DTYPE_INT8 : PIQ_DTYPE_UINT8;
+      guint64 as2[2] = { 7, 64 }, ws2[2] = { 9, 64 };
+      g_autoptr(PiqFormat) af = a_format (qi + 2);
+      g_autoptr(PiqFormat) wf = w_format (qi + 4);
+      g_autoptr(PiqFormat) yf = piq_format_new (ydt);
+      g_autoptr(PiqTensor) ra = quantize_random (af, as2, 2, 1.0);
+      g_autoptr(PiqTensor) rw = quantize_random (wf, ws2, 2, 0.5);
+      g_autoptr(PiqRecipe) r = piq_recipe_new_fixed (1.0);
+      GCase g;
+      guint lo = 0, hi = 0;
+
+      gcase_init (&g, ra, rw, NULL, r, ydt, yf, PIQ_REDUCE_SET);
+      piq_recipe_set_scale (g.recipe, gemm_out_scale (&g.A, &g.W, NULL) / 50);
+      g.qs = piq_recipe_get_scale (g.recipe);
+      gemm_oracle (&g.A, &g.W, NULL, ydt, g.op, g.qs, g.qz, g.y_old, g.want);
+      for (guint64 i = 0; i < 63; i++)
+        {
+          gint64 c = (gint64) o_unpack (ydt, g.want, i);
+          lo += c == (qi ? -128 : 0);
+          hi += c == (qi ? 127 : 255);
+        }
+      g_assert_cmpuint (lo, >, 0);
+      g_assert_cmpuint (hi, >, 0);
+      gcase_run_all (&g, 2);
+      gcase_clear (&g);
+    }
+  /* symmetric output formats: the recipe's zero point must be the symmetric one */
+  for (int qi = 0; qi < 2; qi++)
+    {
+      PiqDtype ydt = qi ? PIQ_DTYPE_INT8 : PIQ_DTYPE_UINT8;
+      gint64 zs = qi ? 0 : 128;
+      g_autoptr(PiqFormat) yf = piq_format_new_symmetric (ydt);
+      g_autoptr(PiqRecipe) good = piq_recipe_new_affine (0.75, zs);
+      g_autoptr(PiqRecipe) fixed = piq_recipe_new_fixed (0.75);
+      g_autoptr(PiqRecipe) bad = piq_recipe_new_affine (0.75, zs + 3);
+      GCase g;
+
+      gcase_init (&g, a, w, NULL, good, ydt, yf, PIQ_REDUCE_SET);
+      gcase_run ("symmetric output, symmetric recipe zero point", &g, piq_quantizer_get_default ());
+      gcase_clear (&g);
+      gcase_init (&g, a, w, NULL, fixed, ydt, yf, PIQ_REDUCE_SET);
+      gcase_run ("symmetric output, recipe without zero point", &g, piq_quantizer_get_default ());
+      {
+        g_autoptr(PiqTensor) y = gemm_new_y (&g);
+        g_autoptr(PiqRecipe) none = piq_recipe_new ();
+        g_assert_false (piq_recipe_has_scale (none));
+        gemm_expect_fail ("symmetric output, recipe zero point + 3", a, g.pw, NULL, bad, y, PIQ_REDUCE_SET,
+                          PIQ_ERROR_INVALID_ZERO_POINT);
+        gemm_expect_fail ("quantized output, no recipe", a, g.pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                          PIQ_ERROR_INVALID_SCALE);
+        gemm_expect_fail ("quantized output, recipe without a scale", a, g.pw, NULL, none, y, PIQ_REDUCE_SET,
+                          PIQ_ERROR_INVALID_SCALE);
+        gemm_expect_fail ("quantized output, ADD", a, g.pw, NULL, fixed, y, PIQ_REDUCE_ADD,
+                          PIQ_ERROR_UNSUPPORTED);
+      }
+      gcase_clear (&g);
+    }
+  {
+    /* an affine quantized output, ADD: unsupported */
+    g_autoptr(PiqRecipe) r = piq_recipe_new_affine (0.5, 3);
+    GCase g;
+    g_autoptr(PiqTensor) y = NULL;
+
+    gcase_init (&g, a, w, NULL, r, PIQ_DTYPE_UINT8, u8, PIQ_REDUCE_SET);
+    y = gemm_new_y (&g);
+    gemm_expect_fail ("affine quantized output, ADD", a, g.pw, NULL, r, y, PIQ_REDUCE_ADD, PIQ_ERROR_UNSUPPORTED);
+    gcase_clear (&g);
+  }
+}
+
+static PiqTensor *
+gemm_plain (PiqDtype dt, const guint64 *shape, guint nd)
+{
+  g_autoptr(GError) error = NULL;
+  PiqTensor *t = piq_tensor_new_shaped (dt, shape, nd, &error);
+  g_assert_no_error (error);
+  memset (piq_tensor_get_writable_data (t, NULL), 0x3c, piq_tensor_get_n_bytes (t));
+  return t;
+}
+
+/* Bad input: a GError and Y's bytes unchanged. */
+static void
+test_gemm_bad_input (void)
+{
+  g_autoptr(GError) error = NULL;
+  guint64 as[2] = { 4, 32 }, ws[2] = { 9, 32 }, ys[2] = { 4, 9 }, n9 = 9, n8 = 8, n10 = 10;
+  g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqFormat) i8 = piq_format_new (PIQ_DTYPE_INT8);
+  g_autoptr(PiqTensor) a = quantize_random (u8, as, 2, 1.0);
+  g_autoptr(PiqTensor) w = quantize_random (i8, ws, 2, 0.5);
+  g_autoptr(PiqPackedWeights) pw = pack_dyn (w);
+  g_autoptr(PiqTensor) y = gemm_plain (PIQ_DTYPE_F32, ys, 2);
+  g_autoptr(PiqTensor) yi = gemm_plain (PIQ_DTYPE_INT32, ys, 2);
+  g_autoptr(PiqTensor) b = gemm_plain (PIQ_DTYPE_F32, &n9, 1);
+  PiqQuantizer *q = piq_quantizer_get_default ();
+
+  /* the base case works */
+  g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, b, NULL, y, PIQ_REDUCE_SET, &error));
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, NULL, NULL, yi, PIQ_REDUCE_ADD, &error));
+  g_assert_no_error (error);
+
+  gemm_expect_fail ("int32 Y with a bias", a, pw, b, NULL, yi, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+  {
+    g_autoptr(PiqFormat) f4 = piq_format_new (PIQ_DTYPE_INT4);
+    g_autoptr(PiqFormat) fb = piq_format_new_per_block (PIQ_DTYPE_UINT8, 16, PIQ_DTYPE_F32);
+    g_autoptr(PiqFormat) fc1 = piq_format_new_per_channel (PIQ_DTYPE_UINT8, 1);
+    g_autoptr(PiqTensor) a4 = quantize_random (f4, as, 2, 1.0);
+    g_autoptr(PiqTensor) ab = quantize_random (fb, as, 2, 1.0);
+    g_autoptr(PiqTensor) af = gemm_plain (PIQ_DTYPE_F32, as, 2);
+    g_autoptr(PiqTensor) ai = gemm_plain (PIQ_DTYPE_INT8, as, 2);
+    gemm_expect_fail ("int4 A", a4, pw, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("per-block A", ab, pw, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("f32 A", af, pw, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("plain int8 A (no format)", ai, pw, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    {
+      /* per channel along axis 1 is per column, not per row */
+      g_autoptr(PiqTensor) ac1 = quantize_random (fc1, as, 2, 1.0);
+      gemm_expect_fail ("A per channel of axis 1", ac1, pw, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    }
+  }
+  {
+    g_autoptr(PiqFormat) f4 = piq_format_new (PIQ_DTYPE_INT4);
+    g_autoptr(PiqFormat) fb = piq_format_new_per_block (PIQ_DTYPE_INT8, 16, PIQ_DTYPE_F32);
+    g_autoptr(PiqTensor) w4 = quantize_random (f4, ws, 2, 0.5);
+    g_autoptr(PiqTensor) wb = quantize_random (fb, ws, 2, 0.5);
+    g_autoptr(PiqPackedWeights) pw4 = pack_dyn (w4);
+    g_autoptr(PiqPackedWeights) pwb = pack_dyn (wb);
+    g_autoptr(PiqPackedWeights) pwf = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
+    g_assert_no_error (error);
+    gemm_expect_fail ("weights packed for float activations", a, pwf, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("int4 weights", a, pw4, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("per-block weights", a, pwb, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+  }
+  {
+    guint64 as31[2] = { 4, 31 }, y8s[2] = { 4, 8 }, y5s[2] = { 5, 9 }, y1s[1] = { 36 }, y3s[3] = { 2, 2, 9 };
+    g_autoptr(PiqTensor) a31 = quantize_random (u8, as31, 2, 1.0);
+    g_autoptr(PiqTensor) y8 = gemm_plain (PIQ_DTYPE_F32, y8s, 2);
+    g_autoptr(PiqTensor) y5 = gemm_plain (PIQ_DTYPE_F32, y5s, 2);
+    g_autoptr(PiqTensor) y1 = gemm_plain (PIQ_DTYPE_F32, y1s, 1);
+    g_autoptr(PiqTensor) y3 = gemm_plain (PIQ_DTYPE_INT32, y3s, 3);
+    g_autoptr(PiqTensor) b8 = gemm_plain (PIQ_DTYPE_F32, &n8, 1);
+    g_autoptr(PiqTensor) b10 = gemm_plain (PIQ_DTYPE_F32, &n10, 1);
+    g_autoptr(PiqTensor) y16 = gemm_plain (PIQ_DTYPE_UINT16, ys, 2);
+    gemm_expect_fail ("K mismatch", a31, pw, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("Y with N − 1 columns", a, pw, NULL, NULL, y8, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("Y with M + 1 rows", a, pw, NULL, NULL, y5, PIQ_REDUCE_ADD, -1);
+    gemm_expect_fail ("Y 1-D of M·N elements", a, pw, NULL, NULL, y1, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("Y [2, 2, N] for A [4, K]", a, pw, NULL, NULL, y3, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("bias of N − 1", a, pw, b8, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("bias of N + 1", a, pw, b10, NULL, y, PIQ_REDUCE_SET, -1);
+    gemm_expect_fail ("uint16 Y", a, pw, NULL, NULL, y16, PIQ_REDUCE_SET, -1);
+  }
+  {
+    /* a recipe zero point outside the output type (piq-error.h: INVALID_ZERO_POINT) */
+    g_autoptr(PiqFormat) yf = piq_format_new (PIQ_DTYPE_UINT8);
+    g_autoptr(PiqFormat) yf8 = piq_format_new (PIQ_DTYPE_INT8);
+    g_autoptr(PiqTensor) qy = piq_tensor_new_quantized (yf, ys, 2, &error);
+    g_autoptr(PiqTensor) qy8 = NULL;
+    g_autoptr(PiqRecipe) r256 = piq_recipe_new_affine (0.5, 256);
+    g_autoptr(PiqRecipe) rneg = piq_recipe_new_affine (0.5, -1);
+    g_autoptr(PiqRecipe) r128 = piq_recipe_new_affine (0.5, 128);
+    g_assert_no_error (error);
+    qy8 = piq_tensor_new_quantized (yf8, ys, 2, &error);
+    g_assert_no_error (error);
+    memset (piq_tensor_get_writable_data (qy, NULL), 0x5a, piq_tensor_get_n_bytes (qy));
+    memset (piq_tensor_get_writable_data (qy8, NULL), 0x5a, piq_tensor_get_n_bytes (qy8));
+    gemm_expect_fail ("uint8 output, recipe zero point 256", a, pw, NULL, r256, qy, PIQ_REDUCE_SET,
+                      PIQ_ERROR_INVALID_ZERO_POINT);
+    gemm_expect_fail ("uint8 output, recipe zero point -1", a, pw, NULL, rneg, qy, PIQ_REDUCE_SET,
+                      PIQ_ERROR_INVALID_ZERO_POINT);
+    gemm_expect_fail ("int8 output, recipe zero point 128", a, pw, NULL, r128, qy8, PIQ_REDUCE_SET,
+                      PIQ_ERROR_INVALID_ZERO_POINT);
+  }
+  {
+    guint8 *mem = g_malloc0 (4 * 9 * 4);
+    g_autoptr(PiqTensor) yr = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) mem, 4 * 9 * 4, 0, FALSE,
+                                                          &error);
+    g_assert_no_error (error);
+    gemm_expect_fail ("read-only Y", a, pw, NULL, NULL, yr, PIQ_REDUCE_SET, PIQ_ERROR_READ_ONLY);
+    g_clear_object (&yr);
+    g_free (mem);
+  }
+}
+
 /* ---- registration ---- */
 
 static GPtrArray *cases;
@@ -1388,5 +2406,12 @@ main (int argc, char **argv)
   g_test_add_func ("/matmul/dynamic-int8/nan-group", test_nan_group);
   g_test_add_func ("/matmul/float/nan-operand-order", test_nan_order);
   g_test_add_func ("/matmul/long-rows", test_long_rows);
+  g_test_add_func ("/matmul/int8-gemm/shapes", test_gemm_shapes);
+  g_test_add_func ("/matmul/int8-gemm/nd", test_gemm_nd);
+  g_test_add_func ("/matmul/int8-gemm/threads", test_gemm_threads);
+  g_test_add_func ("/matmul/int8-gemm/extreme", test_gemm_extreme);
+  g_test_add_func ("/matmul/int8-gemm/extreme-mix", test_gemm_extreme_mix);
+  g_test_add_func ("/matmul/int8-gemm/requant", test_gemm_requant);
+  g_test_add_func ("/matmul/int8-gemm/bad-input", test_gemm_bad_input);
   return g_test_run ();
 }
