@@ -121,6 +121,24 @@ scratch_give (Scratch *s)
   free (__atomic_exchange_n (&scratch_cache, s, __ATOMIC_RELEASE));
 }
 
+/* @n elements of a float buffer as binary32: f32 copied, bf16 and f16 widened, f64
+ * rounded to nearest. */
+static void
+to_f32 (const void *src, int dtype, uint64_t n, float *dst)
+{
+  for (uint64_t i = 0; i < n; i++)
+    {
+      if (dtype == DT_F64)
+        {
+          double d;
+          memcpy (&d, (const uint8_t *) src + i * 8, 8);
+          dst[i] = piq_f64_to_f32 (d);
+        }
+      else
+        dst[i] = piq_load_f (src, i, dtype);
+    }
+}
+
 /* ---------------------------------------------------------------------------
  * Which format multiplies under which policy: the one table */
 
@@ -755,36 +773,13 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   if (job.x == NULL)
     {
       for (uint64_t r = 0; r < m; r++)
-        {
-          const uint8_t *row = (const uint8_t *) x->data + r * x_ld;
-          for (uint64_t i = 0; i < w->k; i++)
-            {
-              if (x->dtype == DT_F64)
-                {
-                  double d;
-                  memcpy (&d, row + i * 8, 8);
-                  xf[r * w->k + i] = piq_f64_to_f32 (d);
-                }
-              else
-                xf[r * w->k + i] = piq_load_f (row, i, x->dtype);
-            }
-        }
+        to_f32 ((const uint8_t *) x->data + r * x_ld, x->dtype, w->k, xf + r * w->k);
       job.x = xf;
       job.ldx = (size_t) w->k;
     }
   if (bias != NULL)
     {
-      for (uint64_t i = 0; i < w->n; i++)
-        {
-          if (bias->dtype == DT_F64)
-            {
-              double d;
-              memcpy (&d, (const uint8_t *) bias->data + i * 8, 8);
-              bf[i] = piq_f64_to_f32 (d);
-            }
-          else
-            bf[i] = piq_load_f (bias->data, i, bias->dtype);
-        }
+      to_f32 (bias->data, bias->dtype, w->n, bf);
       job.bias = bf;
     }
   if (w->activation == PIQ_ACT_DYNAMIC_INT8)
@@ -1029,17 +1024,7 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
     free (job.partial);
   }
   if (bias != NULL)
-    for (uint64_t i = 0; i < n; i++)
-      {
-        if (bias->dtype == DT_F64)
-          {
-            double d;
-            memcpy (&d, (const uint8_t *) bias->data + i * 8, 8);
-            bf[i] = piq_f64_to_f32 (d);
-          }
-        else
-          bf[i] = piq_load_f (bias->data, i, bias->dtype);
-      }
+    to_f32 (bias->data, bias->dtype, n, bf);
 
   {
     const PiqEngineView *y = &out->view;

@@ -328,43 +328,50 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
       }
 }
 
-static void
-dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+/* Weight k of the three integer layouts: unsigned bytes, signed bytes, and 4-bit
+ * values two to a byte in 32-element blocks (Q4_0's layout). */
+enum { W_U8, W_I8, W_Q4 };
+
+static inline int32_t
+weight_at (const uint8_t *w, size_t k, int layout)
+{
+  switch (layout)
+    {
+    case W_I8: return (int8_t) w[k];
+    case W_Q4: return k % 32 < 16 ? w[k / 32 * 16 + k % 16] & 15 : w[k / 32 * 16 + k % 16] >> 4;
+    default:   return w[k];
+    }
+}
+
+static inline void
+dot_groups_generic (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out,
+                    int layout)
 {
   for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
     {
       int32_t s = 0;
       for (size_t k = k0; k < n && k < k0 + group; k++)
-        s += (int32_t) w[k] * x[k];
+        s += weight_at (w, k, layout) * x[k];
       out[g] = s;
     }
+}
+
+static void
+dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  dot_groups_generic (w, x, n, group, out, W_U8);
 }
 
 static void
 dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
 {
-  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
-    {
-      int32_t s = 0;
-      for (size_t k = k0; k < n && k < k0 + group; k++)
-        s += (int32_t) w[k] * x[k];
-      out[g] = s;
-    }
+  dot_groups_generic ((const uint8_t *) (const void *) w, x, n, group, out, W_I8);
 }
 
 static void
 dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
 {
-  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
-    {
-      int32_t s = 0;
-      for (size_t k = k0; k < n && k < k0 + group; k++)
-        {
-          const uint8_t b = w[k / 32 * 16 + k % 16];
-          s += (int32_t) (k % 32 < 16 ? b & 15 : b >> 4) * x[k];
-        }
-      out[g] = s;
-    }
+  dot_groups_generic (w, x, n, group, out, W_Q4);
 }
 
 #define DEF_mm_tile(f)

@@ -223,6 +223,31 @@ sum8_lanes (vi s, int32_t *out)
     out[r] = s[8 * r];
 }
 # endif
+
+/* The sums of the cb / group groups (group divides cb = 4·PIQ_W, a multiple of 4)
+ * of one chunk's lanes (lane l: elements 4l … 4l + 3) into out; returns their count. */
+VINLINE size_t
+chunk_groups (vi s, size_t group, int32_t *out)
+{
+  int32_t lanes[PIQ_W];
+
+# ifdef HAVE_SUM8
+  if (group == 32)
+    {
+      sum8_lanes (s, out);
+      return PIQ_W / 8;
+    }
+# endif
+  memcpy (lanes, &s, sizeof lanes);
+  for (size_t j = 0; j < 4 * PIQ_W / group; j++)
+    {
+      int32_t t = 0;
+      for (size_t l = j * group / 4; l < (j + 1) * group / 4; l++)
+        t += lanes[l];
+      out[j] = t;
+    }
+  return 4 * PIQ_W / group;
+}
 #endif
 
 static void
@@ -240,25 +265,9 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
           acc += dot_i8_4w (w + k, x + k);
         out[g] = hsum_vi (acc);
       }
-#ifdef HAVE_SUM8
-  else if (group == 32)
-    for (; k0 + cb <= n; k0 += cb, g += cb / 32)
-      sum8_lanes (dot_i8_4w (w + k0, x + k0), out + g);
-#endif
   else if (cb % group == 0 && group % 4 == 0)
     for (; k0 + cb <= n; k0 += cb)
-      {
-        int32_t lanes[PIQ_W];
-        vi s = dot_i8_4w (w + k0, x + k0);
-        memcpy (lanes, &s, sizeof lanes);
-        for (size_t j = 0; j < cb / group; j++, g++)
-          {
-            int32_t t = 0;
-            for (size_t l = j * group / 4; l < (j + 1) * group / 4; l++)
-              t += lanes[l];
-            out[g] = t;
-          }
-      }
+      g += chunk_groups (dot_i8_4w (w + k0, x + k0), group, out + g);
 #endif
   for (; k0 < n; g++, k0 += group)
     out[g] = dot_i8_range (w, x, k0, n - k0 > group ? k0 + group : n);
@@ -328,25 +337,9 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
           acc += dot_q4_chunk (w, x, k);
         out[g] = hsum_vi (acc);
       }
-#ifdef HAVE_SUM8
-  else if (group == 32)
-    for (; k0 + cb <= n; k0 += cb, g += cb / 32)
-      sum8_lanes (dot_q4_chunk (w, x, k0), out + g);
-#endif
   else if (cb % group == 0 && group % 4 == 0)
     for (; k0 + cb <= n; k0 += cb)
-      {
-        int32_t lanes[PIQ_W];
-        vi s = dot_q4_chunk (w, x, k0);
-        memcpy (lanes, &s, sizeof lanes);
-        for (size_t j = 0; j < cb / group; j++, g++)
-          {
-            int32_t t = 0;
-            for (size_t l = j * group / 4; l < (j + 1) * group / 4; l++)
-              t += lanes[l];
-            out[g] = t;
-          }
-      }
+      g += chunk_groups (dot_q4_chunk (w, x, k0), group, out + g);
 #endif
   for (; k0 < n; g++, k0 += group)
     {
