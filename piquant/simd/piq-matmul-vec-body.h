@@ -116,42 +116,16 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 # define PIQ_MM_TILE_SLOT
 #endif
 
-/* Sixteen products at a time in 16-bit lanes (|u8 · s8| ≤ 32640 fits), widened into
- * 32-bit sums: the generic vectors lower to the unit's widening multiplies. */
+/* The portable integer products: the generic vectors lower to the unit's widening
+ * multiplies. */
 typedef int8_t  mm_vsb16 __attribute__ ((vector_size (16)));
 typedef int16_t mm_vw16  __attribute__ ((vector_size (32)));
 typedef int32_t mm_vi16  __attribute__ ((vector_size (64)));
 
-static void
-dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
-{
-  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
-    {
-      size_t end = n - k0 > group ? k0 + group : n, k = k0;
-      mm_vi16 acc = { 0 };
-      int32_t s = 0;
-
-      for (; k + 16 <= end; k += 16)
-        {
-          vb16 a;
-          mm_vsb16 b;
-          memcpy (&a, w + k, 16);
-          memcpy (&b, x + k, 16);
-          acc += __builtin_convertvector (__builtin_convertvector (a, mm_vw16) *
-                                          __builtin_convertvector (b, mm_vw16), mm_vi16);
-        }
-      for (int l = 0; l < 16; l++)
-        s += acc[l];
-      for (; k < end; k++)
-        s += (int32_t) w[k] * x[k];
-      out[g] = s;
-    }
-}
-
-/* Signed weights (|w| ≤ 128) against activations in [−127, 127]. The product of one
- * group over [k0, end), sixteen at a time in 16-bit lanes (|w · x| ≤ 16256). */
+/* The product of one group over [k0, end) with unsigned or signed weight bytes,
+ * sixteen at a time in 16-bit lanes (|u8 · s8| ≤ 32640 and |s8 · s8| ≤ 16384 fit). */
 VINLINE int32_t
-dot_i8_range (const int8_t *w, const int8_t *x, size_t k0, size_t end)
+dot_range (const uint8_t *w, const int w_signed, const int8_t *x, size_t k0, size_t end)
 {
   mm_vi16 acc = { 0 };
   int32_t s = 0;
@@ -159,17 +133,27 @@ dot_i8_range (const int8_t *w, const int8_t *x, size_t k0, size_t end)
 
   for (; k + 16 <= end; k += 16)
     {
-      mm_vsb16 a, b;
+      vb16 a;
+      mm_vsb16 b;
+      mm_vw16 wa;
       memcpy (&a, w + k, 16);
       memcpy (&b, x + k, 16);
-      acc += __builtin_convertvector (__builtin_convertvector (a, mm_vw16) *
-                                      __builtin_convertvector (b, mm_vw16), mm_vi16);
+      wa = w_signed ? __builtin_convertvector ((mm_vsb16) a, mm_vw16)
+                    : __builtin_convertvector (a, mm_vw16);
+      acc += __builtin_convertvector (wa * __builtin_convertvector (b, mm_vw16), mm_vi16);
     }
   for (int l = 0; l < 16; l++)
     s += acc[l];
   for (; k < end; k++)
-    s += (int32_t) w[k] * x[k];
+    s += (w_signed ? (int32_t) (int8_t) w[k] : (int32_t) w[k]) * x[k];
   return s;
+}
+
+static void
+dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
+{
+  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
+    out[g] = dot_range (w, 0, x, k0, n - k0 > group ? k0 + group : n);
 }
 
 #if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
@@ -270,7 +254,8 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
       g += chunk_groups (dot_i8_4w (w + k0, x + k0), group, out + g);
 #endif
   for (; k0 < n; g++, k0 += group)
-    out[g] = dot_i8_range (w, x, k0, n - k0 > group ? k0 + group : n);
+    out[g] = dot_range ((const uint8_t *) (const void *) w, 1, x, k0,
+                        n - k0 > group ? k0 + group : n);
 }
 
 /* 4-bit weights (0 … 15) packed two to a byte per 32-element block, ggml's Q4_0 layout
