@@ -1774,6 +1774,8 @@ test('matmul/int8-weights/both-policies', () => {
     for (const act of [Piq.Activation.FLOAT, Piq.Activation.DYNAMIC_INT8]) {
         const pw = Piq.PackedWeights.new(w, act);
         check(pw.get_n_out() === 2 && pw.get_n_in() === 3 && pw.get_activation() === act, 'packed shape');
+        check(pw.get_weights() === w, 'the packed weights keep their tensor');
+        check((pw.get_n_bytes() === 0) === (act === Piq.Activation.FLOAT), `bytes held: ${pw.get_n_bytes()}`);
         const y = q.matmul_new(x, pw, bias, Piq.Dtype.F32);
         checkList(y.get_shape(), [2], 'output shape');
         checkList(y.to_values(), [138.5, -549], 'X·Wᵀ + bias');

@@ -2077,6 +2077,8 @@ test('matmul/int8-weights/both-policies', function()
   for _, act in ipairs({ 'FLOAT', 'DYNAMIC_INT8' }) do
     local pw = assert(Piq.PackedWeights.new(w, act))
     check(pw:get_n_out() == 2 and pw:get_n_in() == 3 and pw:get_activation() == act, 'packed shape')
+    check(pw:get_weights() == w, 'the packed weights keep their tensor')
+    check((pw:get_n_bytes() == 0) == (act == 'FLOAT'), 'bytes held: ' .. tostring(pw:get_n_bytes()))
     local y = assert(q:matmul_new(x, pw, bias, 'F32'))
     check_list(y:get_shape(), { 2 }, 'output shape')
     check_list(y:to_values(), { 138.5, -549 }, 'X·Wᵀ + bias')

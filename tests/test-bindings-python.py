@@ -1213,6 +1213,8 @@ def _():
     for act in (Piq.Activation.FLOAT, Piq.Activation.DYNAMIC_INT8):
         pw = Piq.PackedWeights.new(w, act)
         check((pw.get_n_out(), pw.get_n_in(), pw.get_activation()) == (2, 3, act), "packed shape")
+        check(pw.get_weights() == w, "the packed weights keep their tensor")
+        check((pw.get_n_bytes() == 0) == (act == Piq.Activation.FLOAT), "bytes held: %d" % pw.get_n_bytes())
         y = q.matmul_new(x, pw, bias, Piq.Dtype.F32)
         check(y.get_shape() == [2], "output shape %r" % (y.get_shape(),))
         check_list(y.to_values(), [138.5, -549.0], "X·Wᵀ + bias")

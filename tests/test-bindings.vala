@@ -1873,6 +1873,8 @@ TestCase[] make_tests () {
         foreach (var act in acts) {
             var pw = new Piq.PackedWeights (w, act);
             check (pw.get_n_out () == 2 && pw.get_n_in () == 3 && pw.get_activation () == act, "packed shape");
+            check (pw.get_weights () == w, "the packed weights keep their tensor");
+            check ((pw.get_n_bytes () == 0) == (act == Piq.Activation.FLOAT), "bytes held: %zu".printf (pw.get_n_bytes ()));
             var y = q.matmul_new (x, pw, bias, Piq.Dtype.F32);
             check (y.get_n_dims () == 1 && y.get_dim (0) == 2, "output shape");
             check_doubles (y.to_values (), { 138.5, -549 }, "X·Wᵀ + bias");
