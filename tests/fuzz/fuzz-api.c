@@ -12,7 +12,7 @@
  * small, exact, larger, none); the rest is the data (NaN/Inf injected on request).
  * Then every operation runs in its raw and tensor forms: get_sizes, compute_params,
  * quantize, dequantize SET and ADD, requantize (in place and overlapping), binary_dot,
- * new_quantized_from_bytes with mismatched parts.
+ * new_quantized_from_bytes with mismatched parts, packed weights and matmul.
  *
  * Besides the sanitizers' checks it asserts the API's promises:
  *  - TRUE (non-NULL) exactly when no GError is set; a GError is in PIQ_ERROR, with text;
@@ -1439,6 +1439,70 @@ run_tensors (Run *r)
         check_result ("binary_dot", ok, error);
         if (!ok)
           CHECK (result == -7.25);
+      }
+  }
+
+  /* matmul: the quantized tensor as weights (any shape: packing refuses what is not
+   * [out, in]) under either policy, times an input whose last extent may be wrong,
+   * into an output that may be mis-shaped; a failure leaves the output unchanged,
+   * and every SIMD level gives the scalar quantizer's bytes */
+  {
+    guint8 d = take8 (&r->in);
+    PiqTensor *w = qt != NULL ? qt : fb;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PiqPackedWeights) pw = NULL;
+
+    if (w != NULL)
+      {
+        pw = piq_packed_weights_new (w, (d & 1) ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT,
+                                     &error);
+        check_result ("packed_weights_new", pw != NULL, error);
+      }
+    if (pw != NULL)
+      {
+        guint64 n = piq_packed_weights_get_n_out (pw), k = piq_packed_weights_get_n_in (pw);
+        guint64 m = 1 + (d >> 1) % 3, xs[2] = { m, k + ((d & 0x10) ? 1 : 0) };
+        guint64 ys[2] = { m, n + ((d & 0x20) ? 1 : 0) };
+        g_autoptr(PiqTensor) x = NULL;
+        g_autoptr(PiqTensor) y = NULL;
+        g_autoptr(PiqTensor) ref = NULL;
+        g_autoptr(GBytes) before = NULL;
+        gboolean ok;
+
+        if (k * m <= 4096 && n * m <= 4096)
+          {
+            x = piq_tensor_new_shaped (PIQ_DTYPE_F32, xs, 2, NULL);
+            y = piq_tensor_new_shaped ((d & 0x40) ? PIQ_DTYPE_BF16 : PIQ_DTYPE_F32, ys, 2, NULL);
+          }
+        if (x != NULL && y != NULL)
+          {
+            float *xd = piq_tensor_get_writable_data (x, NULL);
+            guint8 *yd = piq_tensor_get_writable_data (y, NULL);
+            gsize yn = piq_tensor_get_n_bytes (y);
+            for (guint64 i = 0; i < xs[0] * xs[1]; i++)
+              xd[i] = r->src_size >= 4 && r->src_dtype == PIQ_DTYPE_F32
+                      ? ((const float *) (const void *) r->src)[i % (r->src_size / 4)]
+                      : (float) (i % 7) - 3.0f;
+            for (gsize i = 0; i < yn; i++)
+              yd[i] = canary_byte (i);
+            before = g_bytes_new (yd, yn);
+            ok = piq_quantizer_matmul (r->q, x, pw, NULL, y, (d & 0x80) ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET,
+                                       &error);
+            check_result ("matmul", ok, error);
+            if (!ok)
+              CHECK (MEMCMP (g_bytes_get_data (before, NULL), yd, yn) == 0);
+            else if (r->q != quantizers[0])
+              {
+                /* the scalar quantizer, on the same output bytes as before */
+                ref = piq_tensor_new_shaped (piq_tensor_get_dtype (y), ys, 2, NULL);
+                memcpy (piq_tensor_get_writable_data (ref, NULL), g_bytes_get_data (before, NULL), yn);
+                CHECK (piq_quantizer_matmul (quantizers[0], x, pw, NULL, ref,
+                                             (d & 0x80) ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET, NULL));
+                if (MEMCMP (piq_tensor_get_data (ref, NULL), yd, yn) != 0)
+                  FAIL ("matmul at SIMD level %d differs from the scalar quantizer's",
+                        piq_quantizer_get_simd_level (r->q));
+              }
+          }
       }
   }
   owned_clear (&src);
