@@ -253,6 +253,8 @@ piq_packed_weights_new (PiqTensor      *weights,
  * piq_packed_weights_get_weights:
  * @self: packed weights
  *
+ * Gets the tensor the weights were packed from.
+ *
  * Returns: (transfer none): the quantized tensor the weights were packed from
  *
  * Since: 1.0
@@ -268,6 +270,8 @@ piq_packed_weights_get_weights (PiqPackedWeights *self)
  * piq_packed_weights_get_activation:
  * @self: packed weights
  *
+ * Gets the activation policy of [property@Piq.PackedWeights:activation].
+ *
  * Returns: the activation policy the weights were packed for
  *
  * Since: 1.0
@@ -282,6 +286,8 @@ piq_packed_weights_get_activation (PiqPackedWeights *self)
 /**
  * piq_packed_weights_get_n_out:
  * @self: packed weights
+ *
+ * Gets [property@Piq.PackedWeights:n-out].
  *
  * Returns: the output features (the weights' first extent)
  *
@@ -301,6 +307,8 @@ piq_packed_weights_get_n_out (PiqPackedWeights *self)
  * piq_packed_weights_get_n_in:
  * @self: packed weights
  *
+ * Gets [property@Piq.PackedWeights:n-in].
+ *
  * Returns: the input features (the weights' second extent)
  *
  * Since: 1.0
@@ -318,6 +326,8 @@ piq_packed_weights_get_n_in (PiqPackedWeights *self)
 /**
  * piq_packed_weights_get_n_bytes:
  * @self: packed weights
+ *
+ * Gets the memory the packed form holds of its own.
  *
  * Returns: the bytes the packed form holds besides the weight tensor (0 for
  *   the float policy unless the scales were double-quantized)
