@@ -224,6 +224,9 @@ piq_bench_list_ops (FILE *out)
   for (size_t i = 0; i < n_presets; i++)
     fprintf (out, "%s%s", i ? ", " : "", presets[i].name);
   fprintf (out, "):\n  f32->P nearest, f32->P stochastic, P->f32 set, P->f32 add\n");
+  fprintf (out, "  and the matrix products: gemv F float, gemv F int8, gemm F float, gemm F int8\n"
+           "  for F in q4_0, q8_0, nf4, mxfp4, int4 g128, int8 per ch (int8: the integer\n"
+           "  formats), and gemm u8 x s8 -> int32\n");
 }
 
 /* Whether @name matches the filter: a comma-separated list of substrings, any of them. */
