@@ -1638,11 +1638,14 @@ gcase_init (GCase *g, PiqTensor *a, PiqTensor *w, PiqTensor *bias, PiqRecipe *re
   g->want = g_malloc (g->ybytes + 1);
   g->fits = ydt == PIQ_DTYPE_UINT16 ||
             gemm_oracle (&g->A, &g->W, g->bf, ydt, op, g->qs, g->qz, g->y_old, g->want);
-  g_snprintf (g->desc, sizeof g->desc,
-              "M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT " K %" G_GUINT64_FORMAT ", a %s, w %s, y %s%s, %s, %s",
-              g->A.R, g->W.R, g->A.K, piq_format_to_string (piq_tensor_get_format (a)),
-              piq_format_to_string (piq_tensor_get_format (w)), o_dtype_name (ydt), yfmt ? " quantized" : "",
-              op == PIQ_REDUCE_ADD ? "add" : "set", bias ? o_dtype_name (piq_tensor_get_dtype (bias)) : "no bias");
+  {
+    g_autofree char *af = piq_format_to_string (piq_tensor_get_format (a));
+    g_autofree char *wf = piq_format_to_string (piq_tensor_get_format (w));
+    g_snprintf (g->desc, sizeof g->desc,
+                "M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT " K %" G_GUINT64_FORMAT ", a %s, w %s, y %s%s, %s, %s",
+                g->A.R, g->W.R, g->A.K, af, wf, o_dtype_name (ydt), yfmt ? " quantized" : "",
+                op == PIQ_REDUCE_ADD ? "add" : "set", bias ? o_dtype_name (piq_tensor_get_dtype (bias)) : "no bias");
+  }
 }
 
 static void
@@ -2343,7 +2346,7 @@ add_case (const char *name, PiqFormat *fmt, gboolean dyn)
 int
 main (int argc, char **argv)
 {
-  const char **presets = piq_format_list_presets ();
+  g_autofree const char **presets = piq_format_list_presets ();
   static const PiqDtype ints[] = { PIQ_DTYPE_INT8, PIQ_DTYPE_UINT8, PIQ_DTYPE_INT4, PIQ_DTYPE_UINT4, PIQ_DTYPE_INT2 };
 
   g_test_init (&argc, &argv, NULL);
