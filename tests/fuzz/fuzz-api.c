@@ -1480,9 +1480,13 @@ run_tensors (Run *r)
             guint8 *yd = piq_tensor_get_writable_data (y, NULL);
             gsize yn = piq_tensor_get_n_bytes (y);
             for (guint64 i = 0; i < xs[0] * xs[1]; i++)
-              xd[i] = r->src_size >= 4 && r->src_dtype == PIQ_DTYPE_F32
-                      ? ((const float *) (const void *) r->src)[i % (r->src_size / 4)]
-                      : (float) (i % 7) - 3.0f;
+              {
+                /* the source's f32 values (it may be misaligned), else a ramp */
+                if (r->src_size >= 4 && r->src_dtype == PIQ_DTYPE_F32)
+                  memcpy (&xd[i], r->src + 4 * (i % (r->src_size / 4)), 4);
+                else
+                  xd[i] = (float) (i % 7) - 3.0f;
+              }
             for (gsize i = 0; i < yn; i++)
               yd[i] = canary_byte (i);
             before = g_bytes_new (yd, yn);
