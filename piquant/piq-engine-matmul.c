@@ -405,6 +405,7 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
     }
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
+  p->q.codes_size = p->q.scales_size = p->q.zero_points_size = 0;
   return p;
 
 fail:
