@@ -63,33 +63,9 @@ struct PiqEnginePacked {
   size_t   bytes;
 };
 
-static int
-failf (PiqEngineError *e, int code, const char *format, ...)
-  __attribute__((format (printf, 3, 4)));
-
-static int
-failf (PiqEngineError *e, int code, const char *format, ...)
-{
-  char message[sizeof e->message];
-  va_list args;
-
-  va_start (args, format);
-  vsnprintf (message, sizeof message, format, args);
-  va_end (args);
-  return piq_engine_fail (e, code, message);
-}
-
-static void *
-try_alloc (size_t count, size_t size, const char *what, PiqEngineError *e)
-{
-  void *p = NULL;
-
-  if (size != 0 && count > SIZE_MAX / size)
-    failf (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
-  else if ((p = malloc (count * size != 0 ? count * size : 1)) == NULL)
-    failf (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
-  return p;
-}
+/* the engine's own error and allocation helpers (piq-engine.c), by shorter names */
+#define failf piq_engine_fail
+#define try_alloc piq_engine_alloc
 
 /* A call's scratch, kept for the next call: one block, taken and given back
  * atomically, so concurrent calls never share it (the one that finds the cache empty
@@ -464,25 +440,30 @@ typedef struct {
   PiqEngineError error;
 } MatmulJob;
 
+/* Element j of a float output row: y stored (rounded to the dtype) or added (in
+ * binary32, or binary64 for f64). */
+static inline void
+store_float (uint8_t *row, uint64_t j, float y, int dtype, int add)
+{
+  if (dtype == DT_F64)
+    {
+      double d;
+      memcpy (&d, row + j * 8, 8);
+      d = add ? d + (double) y : (double) y;
+      memcpy (row + j * 8, &d, 8);
+    }
+  else
+    piq_store_f (row, j, add ? piq_load_f (row, j, dtype) + y : y, dtype);
+}
+
 static void
 store_row (MatmulJob *job, uint64_t m, uint64_t n0, const float *v, uint64_t count)
 {
   uint8_t *row = job->y + m * job->ldy;
 
   for (uint64_t j = 0; j < count; j++)
-    {
-      float y = job->bias != NULL ? v[j] + job->bias[n0 + j] : v[j];
-      if (job->y_dtype == DT_F64)
-        {
-          double d;
-          memcpy (&d, row + (n0 + j) * 8, 8);
-          d = job->add ? d + (double) y : (double) y;
-          memcpy (row + (n0 + j) * 8, &d, 8);
-        }
-      else
-        piq_store_f (row, n0 + j, job->add ? piq_load_f (row, n0 + j, job->y_dtype) + y : y,
-                     job->y_dtype);
-    }
+    store_float (row, n0 + j, job->bias != NULL ? v[j] + job->bias[n0 + j] : v[j],
+                 job->y_dtype, job->add);
 }
 
 /* The float policy over one work item: decode a panel, multiply it by a block of rows. */
@@ -647,13 +628,6 @@ quantize_x (const float *x, size_t ldx, uint64_t m, uint64_t k, uint64_t group, 
       }
 }
 
-static int
-check_float_view (const PiqEngineView *v, const char *role, uint64_t *n, size_t *span,
-                  PiqEngineError *e)
-{
-  return piq_engine_float_view (v, role, n, span, e);
-}
-
 int
 piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEnginePacked *w,
                    const PiqEngineView *bias, const PiqEngineView *y, int add,
@@ -670,9 +644,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   int ok = 0;
 
   memset (&job, 0, sizeof job);
-  if (!check_float_view (x, "input", &nx, &x_span, e) ||
-      !check_float_view (y, "output", &ny, &y_span, e) ||
-      (bias != NULL && !check_float_view (bias, "bias", &nb, &b_span, e)))
+  if (!piq_engine_float_view (x, "input", &nx, &x_span, e) ||
+      !piq_engine_float_view (y, "output", &ny, &y_span, e) ||
+      (bias != NULL && !piq_engine_float_view (bias, "bias", &nb, &b_span, e)))
     return 0;
   if (x->shape[x->n_dims - 1] != w->k)
     return failf (e, PIQ_E_SIZE, "the input's rows have %" PRIu64 " elements, the weights [%"
@@ -888,7 +862,6 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   int8_t *ax = NULL;
   int64_t *axsum = NULL, *acc = NULL;
   int ok = 0;
-  (void) eng;
 
   if (ai == NULL || ai->kind != PIQ_KIND_INT || ai->bits != 8)
     return failf (e, PIQ_E_UNSUPPORTED, "the int8 GEMM takes uint8 or int8 inputs, not %s",
@@ -986,13 +959,11 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
     goto done;
   {
     /* A's rows: per-row scale and zero point, as unsigned (ã) and signed (x) bytes */
-    const uint64_t shape2[2] = { m, k };
     PiqEngineQuant a2 = *a;
     if (a_dims != 2)
       a2.f.axis = 0;
     if (!piq_engine_int_row_params (&a2, m, k, &group, sa, za, e))
       goto done;
-    (void) shape2;
     for (uint64_t r = 0; r < m; r++)
       {
         int64_t su = 0, sx = 0;
@@ -1067,21 +1038,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
           {
             double v = (double) acc[r * n + j] * (double) sa[r] * (double) b->scales[j];
             if (out->kind == PIQ_MM_OUT_FLOAT)
-              {
-                float f = (float) v;
-                uint8_t *row = yd + r * ldy;
-                if (bf != NULL)
-                  f = f + bf[j];
-                if (y->dtype == DT_F64)
-                  {
-                    double d;
-                    memcpy (&d, row + j * 8, 8);
-                    d = out->add ? d + (double) f : (double) f;
-                    memcpy (row + j * 8, &d, 8);
-                  }
-                else
-                  piq_store_f (row, j, out->add ? piq_load_f (row, j, y->dtype) + f : f, y->dtype);
-              }
+              store_float (yd + r * ldy, j, bf != NULL ? (float) v + bf[j] : (float) v, y->dtype,
+                           out->add);
             else
               {
                 const PiqDtypeInfo *yi = piq_dtype_info (y->dtype);

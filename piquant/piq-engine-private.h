@@ -191,8 +191,12 @@ int piq_engine_binary_dot (const PiqEngineQuant *a, const PiqEngineQuant *b, uin
 /* ---------------------------------------------------------------------------
  * Helpers the engine's other files share (piq-engine.c) */
 
-/* Fail with @message verbatim (returns 0). */
-int piq_engine_fail (PiqEngineError *e, int code, const char *message) PIQ_INTERNAL;
+/* Set @e's code and printf-formatted message; returns 0. */
+int piq_engine_fail (PiqEngineError *e, int code, const char *format, ...) PIQ_INTERNAL
+  __attribute__((format (printf, 3, 4)));
+/* count · size bytes (at least 1), or NULL with PIQ_E_OVERFLOW / PIQ_E_NO_MEMORY. */
+void *piq_engine_alloc (size_t count, size_t size, const char *what, PiqEngineError *e)
+  PIQ_INTERNAL;
 /* A float view's element count and the bytes from its data to its last row's end. */
 int piq_engine_float_view (const PiqEngineView *v, const char *role, uint64_t *n, size_t *span,
                            PiqEngineError *e) PIQ_INTERNAL;

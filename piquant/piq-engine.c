@@ -47,11 +47,8 @@ static const char *const rule_names[] = {
   "min-max", "abs-max", "mean-std", "pow2-floor", "pow2-ceil", "pow2-even", "pow2-rceil", "default",
 };
 
-static int fail (PiqEngineError *e, int code, const char *format, ...)
-  __attribute__((format (printf, 3, 4)));
-
-static int
-fail (PiqEngineError *e, int code, const char *format, ...)
+int
+piq_engine_fail (PiqEngineError *e, int code, const char *format, ...)
 {
   va_list args;
 
@@ -62,13 +59,10 @@ fail (PiqEngineError *e, int code, const char *format, ...)
   return 0;
 }
 
+#define fail piq_engine_fail
+
 #define LABEL(dt) piq_dtype_label ((dt), (char[32]) { 0 })
 
-int
-piq_engine_fail (PiqEngineError *e, int code, const char *message)
-{
-  return fail (e, code, "%s", message);
-}
 
 /* ---------------------------------------------------------------------------
  * Sizes and shapes */
@@ -625,14 +619,22 @@ copy_rows (uint8_t *packed, const PiqEngineView *v, size_t row_bytes, uint64_t r
     }
 }
 
+void *
+piq_engine_alloc (size_t count, size_t size, const char *what, PiqEngineError *e)
+{
+  void *p = NULL;
+
+  if (size != 0 && count > SIZE_MAX / size)
+    fail (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
+  else if ((p = malloc (count * size != 0 ? count * size : 1)) == NULL)
+    fail (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
+  return p;
+}
+
 static void *
 alloc_or_fail (size_t n, const char *what, PiqEngineError *e)
 {
-  void *p = malloc (n ? n : 1);
-
-  if (p == NULL)
-    fail (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", n, what);
-  return p;
+  return piq_engine_alloc (n, 1, what, e);
 }
 
 /* A packed view of the float source @src: @src itself, or its rows copied into

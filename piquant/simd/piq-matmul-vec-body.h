@@ -26,14 +26,6 @@
 # define MM_NR 2
 #endif
 
-VINLINE vf
-mm_load (const float *p)
-{
-  vf v;
-  memcpy (&v, p, sizeof v);
-  return v;
-}
-
 /* 16 products of every output of the sub-tile. */
 VINLINE void
 mm_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, const int nr,
@@ -43,12 +35,12 @@ mm_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, c
 
   for (int i = 0; i < mr; i++)
     for (int v = 0; v < MM_V; v++)
-      xv[i][v] = mm_load (x + i * ldx + v * PIQ_W);
+      xv[i][v] = fload (x + i * ldx + v * PIQ_W);
   for (int j = 0; j < nr; j++)
     {
       vf wv[MM_V];
       for (int v = 0; v < MM_V; v++)
-        wv[v] = mm_load (w + j * ldw + v * PIQ_W);
+        wv[v] = fload (w + j * ldw + v * PIQ_W);
       for (int i = 0; i < mr; i++)
         for (int v = 0; v < MM_V; v++)
           acc[i][j][v] = PIQ_VEC_FMA (xv[i][v], wv[v], acc[i][j][v]);
