@@ -617,13 +617,25 @@ quantize_x (const float *x, size_t ldx, uint64_t m, uint64_t k, uint64_t group, 
           }
         d[r * groups + g] = amax / 127.0f;
         id = amax > 0.0f ? 1.0f / (amax / 127.0f) : 0.0f;
-        for (uint64_t i = 0; i < len; i++)
-          {
-            float v = nearbyintf (xs[i] * id);
-            v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-            qs[i] = (int8_t) v;
-            sum += qs[i];
-          }
+        /* A group of subnormals small enough that 1/d overflows (d < 2^-128)
+         * would make 0 · id a NaN and every other x · id infinite: divide by d
+         * there instead, which stays within ±127 and is what x · id means. */
+        if (isinf (id))
+          for (uint64_t i = 0; i < len; i++)
+            {
+              float v = nearbyintf (xs[i] / d[r * groups + g]);
+              v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+              qs[i] = (int8_t) v;
+              sum += qs[i];
+            }
+        else
+          for (uint64_t i = 0; i < len; i++)
+            {
+              float v = nearbyintf (xs[i] * id);
+              v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+              qs[i] = (int8_t) v;
+              sum += qs[i];
+            }
         sums[r * groups + g] = sum;
       }
 }

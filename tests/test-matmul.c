@@ -344,7 +344,8 @@ quantize_row (const float *x, guint64 K, guint64 G, gint8 *q, float *d)
       id = amax > 0 ? 1.0f / d[g] : 0.0f;
       for (guint64 k = k0; k < k1; k++)
         {
-          float r = nearbyintf (x[k] * id);
+          /* 1/d overflows for a group of tiny subnormals: then x / d. */
+          float r = nearbyintf (isinf (id) ? x[k] / d[g] : x[k] * id);
           q[k] = (gint8) (r > 127.0f ? 127 : r < -127.0f ? -127 : (int) r);
         }
     }
@@ -452,6 +453,9 @@ case_init (Case *c, const Params *p, const Weights *W)
     for (guint64 m = 0; m < p->M; m++)
       {
         static const double sp[] = { NAN, -NAN, INFINITY, -INFINITY };
+        if (m % 5 == 2)     /* all subnormal in f32 and bf16: 1/d overflows */
+          for (guint64 k = 0; k < p->K; k++)
+            xv[m * p->K + k] *= 1e-39;
         xv[m * p->K + rnd () % p->K] = -0.0;
         xv[m * p->K + rnd () % p->K] = 1e-40;        /* subnormal in f32 */
         if (m % 3 == 1)
