@@ -37,6 +37,8 @@ G_BEGIN_DECLS
  * @PIQ_ERROR_NO_MEMORY: an allocation failed
  * @PIQ_ERROR_INVALID_VALUE: a value that the dtype cannot hold (not integral, out of range)
  * @PIQ_ERROR_OVERLAP: a destination overlaps a source (see [Aliasing](overview.html#aliasing))
+ * @PIQ_ERROR_FILE_FORMAT: a file or stream that is not of the format it claims,
+ *   is malformed, or ends early (see [ctor@Piq.Tensor.new_from_stream])
  *
  * Errors of the `PIQ_ERROR` domain. Whenever a function fails with one of
  * these, it has written nothing to its destination.
@@ -56,6 +58,7 @@ typedef enum {
   PIQ_ERROR_NO_MEMORY,
   PIQ_ERROR_INVALID_VALUE,
   PIQ_ERROR_OVERLAP,
+  PIQ_ERROR_FILE_FORMAT,
 } PiqError;
 
 PIQ_AVAILABLE_IN_1_0

@@ -18,5 +18,6 @@
 #include <piquant/piq-observer.h>
 #include <piquant/piq-qat.h>
 #include <piquant/piq-matmul.h>
+#include <piquant/piq-io.h>
 
 #undef __PIQUANT_H_INSIDE__

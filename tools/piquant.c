@@ -28,8 +28,8 @@
 
 #include "piq-bench.h"
 #include "piq-cpu-private.h"
-#include "piq-container.h"
-#include "piq-npy.h"
+#include "piq-io-npy-private.h"
+#include "piq-io-piqt-private.h"
 
 enum {
   EXIT_OK      = 0,
@@ -1745,10 +1745,10 @@ output_abort (Output *output)
   g_clear_pointer (&output->tmp_name, g_free);
 }
 
-/* -- the container (piq-container.c) -- */
+/* -- the container (piquant/piq-io-piqt.c) -- */
 
 /* Reads the prefix and header of a container from the start of @input,
- * leaving the file position at the data; piq-container.c parses them, builds
+ * leaving the file position at the data; piq-io-piqt.c parses them, builds
  * the format and checks the sizes. */
 static gboolean
 container_read_header (Input *input, PiqContainer *container, GError **error)
@@ -2219,6 +2219,9 @@ open_npy_input (Input *input, const QuantizeOptions *options, InputArray *array,
         }
       array->dtype = PIQ_DTYPE_BF16;
     }
+  else if (!piq_dtype_is_float (header.dtype))
+    return file_error (error, input->name, "holds %s data ('%s'); piquant quantizes f32, f64, "
+                       "f16 or bf16 arrays", piq_dtype_get_name (header.dtype), header.descr);
   else if (options->have_input_dtype && options->input_dtype != header.dtype)
     {
       g_set_error (error, usage_quark (), 0,

@@ -1,4 +1,4 @@
-/* fuzz-piqt.c: libFuzzer harness for the .piqt container reader of the tool (tools/piq-container.c)
+/* fuzz-piqt.c: libFuzzer harness for the .piqt container reader (piquant/piq-io-piqt.c)
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
@@ -12,10 +12,12 @@
  * bytes wrapped by piq_tensor_new_quantized_from_bytes and dequantized into an f32
  * tensor must give the same floats. The input is also parsed as header text alone, as
  * version 1 and as version 2, so that mutations of the keys need no valid prefix.
+ * Whatever passes the tool's checks is also read by the library's reader
+ * (piq_tensor_new_from_stream); a tensor it returns is saved, read back, and must be the
+ * same.
  *
  * Besides the sanitizers' checks it asserts the promises:
- *  - FALSE (NULL) exactly when a GError is set, with a message; in PIQ_CONTAINER_ERROR
- *    from the container's checks, in PIQ_ERROR from the library's;
+ *  - FALSE (NULL) exactly when a GError is set, with a message, in PIQ_ERROR;
  *  - an accepted header has a valid format, a library shape of n_elements elements
  *    whose sizes are the announced ones, and (as a file) data at a multiple of 64;
  *  - the version-2 header the writer writes for it reads back the same;
@@ -34,7 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "piq-container.c"   /* built into the harness, with the fuzzer's coverage flags */
+#include "piquant.h"
+#include "piq-io-piqt-private.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize (int *argc, char ***argv);
@@ -133,7 +136,7 @@ check_accepted (const PiqContainer *c)
   header = piq_container_format_header (&out, &length);
   CHECK (length % PIQ_CONTAINER_ALIGN == 0 && length >= PIQ_CONTAINER_PREFIX_LEN);
   ok = piq_container_parse_prefix (header, "written", &again, &text_len, &error);
-  check_result ("parse_prefix (written)", ok, error, PIQ_CONTAINER_ERROR);
+  check_result ("parse_prefix (written)", ok, error, PIQ_ERROR);
   CHECK (ok && text_len == length - PIQ_CONTAINER_PREFIX_LEN);
   ok = piq_container_parse_header ((const char *) header + PIQ_CONTAINER_PREFIX_LEN, text_len,
                                    "written", &again, &error);
@@ -273,7 +276,7 @@ read_file (const uint8_t *data, size_t size)
   if (size < PIQ_CONTAINER_PREFIX_LEN)
     return;   /* the tool: "too short for a piquant container" */
   ok = piq_container_parse_prefix (data, "input", &c, &text_len, &error);
-  check_result ("parse_prefix", ok, error, PIQ_CONTAINER_ERROR);
+  check_result ("parse_prefix", ok, error, PIQ_ERROR);
   if (!ok)
     return;
   CHECK (c.version >= 1 && c.version <= PIQ_CONTAINER_VERSION);
@@ -284,7 +287,7 @@ read_file (const uint8_t *data, size_t size)
 
   ok = piq_container_parse_header ((const char *) data + PIQ_CONTAINER_PREFIX_LEN, text_len,
                                    "input", &c, &error);
-  check_result ("parse_header", ok, error, PIQ_CONTAINER_ERROR);
+  check_result ("parse_header", ok, error, PIQ_ERROR);
   if (!ok)
     return;
   CHECK (c.data_offset == PIQ_CONTAINER_PREFIX_LEN + text_len);
@@ -292,10 +295,10 @@ read_file (const uint8_t *data, size_t size)
   check_accepted (&c);
 
   ok = piq_container_get_file_size (&c, "input", &total, &error);
-  check_result ("get_file_size", ok, error, PIQ_CONTAINER_ERROR);
+  check_result ("get_file_size", ok, error, PIQ_ERROR);
   g_clear_error (&error);
   ok = piq_container_check_file_size (&c, "input", size, &error);
-  check_result ("check_file_size", ok, error, PIQ_CONTAINER_ERROR);
+  check_result ("check_file_size", ok, error, PIQ_ERROR);
   if (!ok)
     return;
   CHECK (total == size);
@@ -303,6 +306,55 @@ read_file (const uint8_t *data, size_t size)
   if (c.n_elements > MAX_ELEMENTS)
     return;
   dequantize (&c, data);
+  read_stream (data, size);
+}
+
+/* The input through the library's reader; what it returns must survive a save and a
+ * read unchanged. */
+static void
+read_stream (const uint8_t *data, size_t size)
+{
+  g_autoptr(GInputStream) in = g_memory_input_stream_new_from_data (data, size, NULL);
+  g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable ();
+  g_autoptr(GInputStream) again_in = NULL;
+  g_autoptr(GBytes) saved = NULL;
+  g_autoptr(PiqTensor) t = NULL;
+  g_autoptr(PiqTensor) again = NULL;
+  g_autoptr(GBytes) s1 = NULL, s2 = NULL, z1 = NULL, z2 = NULL;
+  g_autoptr(GError) error = NULL;
+  const guint64 *shape1, *shape2;
+  gconstpointer d1, d2;
+  gsize n1, n2;
+  guint nd1, nd2;
+  gboolean ok;
+
+  t = piq_tensor_new_from_stream (in, NULL, &error);
+  check_result ("new_from_stream", t != NULL, error, PIQ_ERROR);
+  if (t == NULL)
+    return;
+  ok = piq_tensor_save_to_stream (t, out, PIQ_FILE_FORMAT_PIQT, NULL, &error);
+  check_result ("save_to_stream", ok, error, PIQ_ERROR);
+  CHECK (ok && g_output_stream_close (out, NULL, NULL));
+  saved = g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+  again_in = g_memory_input_stream_new_from_bytes (saved);
+  again = piq_tensor_new_from_stream (again_in, NULL, &error);
+  if (again == NULL)
+    FAIL ("a saved tensor does not read back: %s", error->message);
+  CHECK (piq_format_equal (piq_tensor_get_format (t), piq_tensor_get_format (again)));
+  shape1 = piq_tensor_get_shape (t, &nd1);
+  shape2 = piq_tensor_get_shape (again, &nd2);
+  CHECK (nd1 == nd2 && memcmp (shape1, shape2, nd1 * sizeof *shape1) == 0);
+  d1 = piq_tensor_get_data (t, &n1);
+  d2 = piq_tensor_get_data (again, &n2);
+  CHECK (n1 == n2 && MEMCMP (d1, d2, n1) == 0);
+  s1 = piq_tensor_get_scales (t);
+  s2 = piq_tensor_get_scales (again);
+  z1 = piq_tensor_get_zero_points (t);
+  z2 = piq_tensor_get_zero_points (again);
+  CHECK ((s1 == NULL) == (s2 == NULL) && (s1 == NULL || g_bytes_equal (s1, s2)));
+  CHECK ((z1 == NULL) == (z2 == NULL) && (z1 == NULL || g_bytes_equal (z1, z2)));
+  CHECK (same_double (piq_tensor_get_scale (t), piq_tensor_get_scale (again)));
+  CHECK (piq_tensor_get_zero_point (t) == piq_tensor_get_zero_point (again));
 }
 
 /* The input as header text alone, read as @version lays it out. */
@@ -315,7 +367,7 @@ read_text (const uint8_t *data, size_t size, guint version)
 
   c.version = version;
   ok = piq_container_parse_header ((const char *) data, size, "text", &c, &error);
-  check_result ("parse_header (text)", ok, error, PIQ_CONTAINER_ERROR);
+  check_result ("parse_header (text)", ok, error, PIQ_ERROR);
   if (ok)
     check_accepted (&c);
 }

@@ -1,4 +1,4 @@
-/* piq-npy.c: the .npy header, read and written as numpy does
+/* piq-io-npy.c: the .npy header, read and written as numpy does
  *
  * A .npy file is: the magic "\x93NUMPY", a major and a minor version byte, the
  * header length (little-endian u16 in version 1.0, u32 in 2.0 and 3.0), the
@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "piq-npy.h"
+#include "piq-io-npy-private.h"
 
 /* Headers longer than this are refused unread: numpy writes a few hundred
  * bytes, and its reader stops at 10000 unless told otherwise. */
@@ -21,8 +21,6 @@
  * keeps room for the first axis to grow to GROWTH_AXIS_MAX_DIGITS digits. */
 #define NPY_ARRAY_ALIGN            64
 #define NPY_GROWTH_AXIS_MAX_DIGITS 21
-
-G_DEFINE_QUARK (piq-npy-error-quark, piq_npy_error)
 
 gboolean
 piq_npy_has_magic (const guint8 *bytes,
@@ -132,7 +130,7 @@ scan_shape (Scanner *s, PiqNpyHeader *header, GError **error)
         goto bad;
       if (header->n_dims == PIQ_NPY_MAX_DIMS)
         {
-          g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                        "the shape has more than %d dimensions", PIQ_NPY_MAX_DIMS);
           return FALSE;
         }
@@ -148,7 +146,7 @@ scan_shape (Scanner *s, PiqNpyHeader *header, GError **error)
   return TRUE;
 
 bad:
-  g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+  g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                "the header's 'shape' is not a tuple of whole numbers");
   return FALSE;
 }
@@ -164,7 +162,14 @@ interpret_descr (const char *descr, PiqDtype *dtype, GError **error)
     { "f4", PIQ_DTYPE_F32 },
     { "f8", PIQ_DTYPE_F64 },
     { "f2", PIQ_DTYPE_F16 },
+    { "u1", PIQ_DTYPE_UINT8 },
+    { "i1", PIQ_DTYPE_INT8 },
     { "u2", PIQ_DTYPE_UINT16 },
+    { "i2", PIQ_DTYPE_INT16 },
+    { "u4", PIQ_DTYPE_UINT32 },
+    { "i4", PIQ_DTYPE_INT32 },
+    { "u8", PIQ_DTYPE_UINT64 },
+    { "i8", PIQ_DTYPE_INT64 },
   };
   char order = descr[0];
   const char *type = descr[0] != '\0' ? descr + 1 : descr;
@@ -173,14 +178,15 @@ interpret_descr (const char *descr, PiqDtype *dtype, GError **error)
     {
       if (strcmp (type, types[i].type) != 0)
         continue;
-      if (order == '<' || order == '=')
+      /* numpy writes '|' (not applicable) for one-byte types. */
+      if (order == '<' || order == '=' || (order == '|' && type[1] == '1'))
         {
           *dtype = types[i].dtype;
           return TRUE;
         }
       if (order == '>')
         {
-          g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                        "big-endian data ('%s') is not supported; convert it with "
                        "numpy: a.astype('<%s')", descr, type);
           return FALSE;
@@ -189,12 +195,13 @@ interpret_descr (const char *descr, PiqDtype *dtype, GError **error)
     }
 
   if (strcmp (type, "O") == 0)
-    g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+    g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                  "object arrays (pickled Python objects) are not supported");
   else
-    g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+    g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                  "dtype '%s' is not supported: piquant reads '<f4' (f32), '<f8' (f64), "
-                 "'<f2' (f16) and '<u2' (bf16 bits)", descr);
+                 "'<f2' (f16; bf16 travels as '<u2') and the integers '|u1', '|i1', "
+                 "'<u2', '<i2', '<u4', '<i4', '<u8' and '<i8'", descr);
   return FALSE;
 }
 
@@ -213,7 +220,7 @@ piq_npy_parse_dict (const char    *text,
    * below would otherwise end at it, and '<f4\0' would read as '<f4'. */
   if (memchr (text, '\0', length) != NULL)
     {
-      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                    "the header contains a NUL byte");
       return FALSE;
     }
@@ -232,7 +239,7 @@ piq_npy_parse_dict (const char    *text,
           skip_space (&s);
           if (s.p < s.end && *s.p == '[')
             {
-              g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+              g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                            "structured dtypes (records) are not supported");
               return FALSE;
             }
@@ -261,7 +268,7 @@ piq_npy_parse_dict (const char    *text,
       else
         {
           /* numpy refuses other keys too, and repeated ones. */
-          g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                        "unexpected key '%s' in the header", key);
           return FALSE;
         }
@@ -273,7 +280,7 @@ piq_npy_parse_dict (const char    *text,
     goto bad;
   if (!have_descr || !have_order || !have_shape)
     {
-      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                    "the header has no '%s'",
                    !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
       return FALSE;
@@ -284,7 +291,7 @@ piq_npy_parse_dict (const char    *text,
   /* One dimension or none: both orders are the same bytes. */
   if (fortran_order && header->n_dims > 1)
     {
-      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                    "Fortran-order (column-major) arrays are not supported; save a "
                    "C-order copy (numpy.ascontiguousarray)");
       return FALSE;
@@ -293,38 +300,45 @@ piq_npy_parse_dict (const char    *text,
   for (guint i = 0; i < header->n_dims; i++)
     if (!g_uint64_checked_mul (&header->n_elements, header->n_elements, header->shape[i]))
       {
-        g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+        g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                      "the shape's element count overflows 64 bits");
         return FALSE;
       }
   return TRUE;
 
 bad:
-  g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+  g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                "the header is not a dict of 'descr', 'fortran_order' and 'shape'");
   return FALSE;
 }
 
 /* ---- reading ---- */
 
+/* Reads exactly @n bytes, or says why not: the reader's own error, or the
+ * file ending inside @what. */
 static gboolean
-read_exact (FILE *file, void *buffer, gsize n, const char *name, const char *what, GError **error)
+read_exact (PiqReadFunc read, void *source, void *buffer, gsize n, const char *name,
+            const char *what, GError **error)
 {
-  if (fread (buffer, 1, n, file) == n)
+  gsize got = 0;
+
+  if (!read (source, buffer, n, &got, error))
+    {
+      g_prefix_error (error, "%s: ", name);
+      return FALSE;
+    }
+  if (got == n)
     return TRUE;
-  if (ferror (file))
-    g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_IO,
-                 "%s: cannot read: %s", name, g_strerror (errno));
-  else
-    g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_IO, "%s: the file ends inside %s", name, what);
+  g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT, "%s: the file ends inside %s", name, what);
   return FALSE;
 }
 
 gboolean
-piq_npy_read_header (FILE          *file,
-                     const char    *name,
-                     PiqNpyHeader  *header,
-                     GError       **error)
+piq_npy_read_header_from (PiqReadFunc    read,
+                          void          *source,
+                          const char    *name,
+                          PiqNpyHeader  *header,
+                          GError       **error)
 {
   guint8 preamble[PIQ_NPY_MAGIC_LEN + 2];
   guint8 size_bytes[4];
@@ -334,11 +348,11 @@ piq_npy_read_header (FILE          *file,
   g_autoptr(GError) local_error = NULL;
 
   memset (header, 0, sizeof *header);
-  if (!read_exact (file, preamble, sizeof preamble, name, "the .npy magic", error))
+  if (!read_exact (read, source, preamble, sizeof preamble, name, "the .npy magic", error))
     return FALSE;
   if (!piq_npy_has_magic (preamble, sizeof preamble))
     {
-      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                    "%s is not a .npy file (it does not start with \\x93NUMPY)", name);
       return FALSE;
     }
@@ -346,37 +360,60 @@ piq_npy_read_header (FILE          *file,
   header->minor = preamble[PIQ_NPY_MAGIC_LEN + 1];
   if (header->minor != 0 || header->major < 1 || header->major > 3)
     {
-      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_UNSUPPORTED,
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED,
                    "%s: .npy format version %u.%u is not supported (only 1.0, 2.0 and 3.0)",
                    name, header->major, header->minor);
       return FALSE;
     }
 
   size_len = header->major == 1 ? 2 : 4;
-  if (!read_exact (file, size_bytes, size_len, name, "the .npy preamble", error))
+  if (!read_exact (read, source, size_bytes, size_len, name, "the .npy preamble", error))
     return FALSE;
   header_len = size_bytes[0] | (guint32) size_bytes[1] << 8;
   if (size_len == 4)
     header_len |= (guint32) size_bytes[2] << 16 | (guint32) size_bytes[3] << 24;
   if (header_len > NPY_MAX_HEADER_LEN)
     {
-      g_set_error (error, PIQ_NPY_ERROR, PIQ_NPY_ERROR_FORMAT,
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
                    "%s: the .npy header claims %u bytes, more than the %u accepted",
                    name, header_len, NPY_MAX_HEADER_LEN);
       return FALSE;
     }
 
   text = g_malloc (header_len + 1);
-  if (!read_exact (file, text, header_len, name, "the .npy header", error))
+  if (!read_exact (read, source, text, header_len, name, "the .npy header", error))
     return FALSE;
   text[header_len] = '\0';
   if (!piq_npy_parse_dict (text, header_len, header, &local_error))
     {
-      g_set_error (error, PIQ_NPY_ERROR, local_error->code, "%s: %s", name, local_error->message);
+      g_set_error (error, local_error->domain, local_error->code, "%s: %s", name,
+                   local_error->message);
       return FALSE;
     }
   header->data_offset = PIQ_NPY_MAGIC_LEN + 2 + size_len + header_len;
   return TRUE;
+}
+
+static gboolean
+read_file (void *source, void *buffer, gsize n, gsize *n_read, GError **error)
+{
+  FILE *file = source;
+
+  *n_read = fread (buffer, 1, n, file);
+  if (*n_read == n || !ferror (file))
+    return TRUE;
+  g_set_error (error, G_IO_ERROR, g_io_error_from_errno (errno), "cannot read: %s",
+               g_strerror (errno));
+  return FALSE;
+}
+
+gboolean
+piq_npy_read_header (FILE          *file,
+                     const char    *name,
+                     PiqNpyHeader  *header,
+                     GError       **error)
+{
+  return piq_npy_read_header_from (read_file, file, name, header, error);
 }
 
 /* ---- writing ---- */
@@ -386,11 +423,19 @@ piq_npy_descr_for_dtype (PiqDtype dtype)
 {
   switch (dtype)
     {
-    case PIQ_DTYPE_F32:  return "<f4";
-    case PIQ_DTYPE_F64:  return "<f8";
-    case PIQ_DTYPE_F16:  return "<f2";
-    case PIQ_DTYPE_BF16: return "<u2";
-    default:             return NULL;
+    case PIQ_DTYPE_F32:    return "<f4";
+    case PIQ_DTYPE_F64:    return "<f8";
+    case PIQ_DTYPE_F16:    return "<f2";
+    case PIQ_DTYPE_BF16:   return "<u2";
+    case PIQ_DTYPE_UINT8:  return "|u1";
+    case PIQ_DTYPE_INT8:   return "|i1";
+    case PIQ_DTYPE_UINT16: return "<u2";
+    case PIQ_DTYPE_INT16:  return "<i2";
+    case PIQ_DTYPE_UINT32: return "<u4";
+    case PIQ_DTYPE_INT32:  return "<i4";
+    case PIQ_DTYPE_UINT64: return "<u8";
+    case PIQ_DTYPE_INT64:  return "<i8";
+    default:               return NULL;
     }
 }
 

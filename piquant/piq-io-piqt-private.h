@@ -1,6 +1,6 @@
-/* piq-container.h: the .piqt container of `piquant quantize`, written and read
+/* piq-io-piqt-private.h: the .piqt container of quantized tensors, written and read
  *
- * The tool writes a quantized tensor as the bytes of
+ * The library (piq-io.c) and the tool write a quantized tensor as the bytes of
  * piq_container_format_header() followed by its codes, scales and zero points.
  * It reads one in three steps that do no I/O themselves, so that a fuzzer
  * reaches every check from memory (tests/fuzz/fuzz-piqt.c):
@@ -10,17 +10,17 @@
  * against the file's size where it is known. What the data then holds is the
  * library's to check (piq_quantizer_dequantize_raw()).
  *
- * piq-container.c describes the layout and every key. Versions 1 and 2 are
+ * piq-io-piqt.c describes the layout and every key. Versions 1 and 2 are
  * read; 2 is written.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 #include <piquant/piquant.h>
 
-#include "piq-npy.h"
+#include "piq-io-npy-private.h"
 
 G_BEGIN_DECLS
 
@@ -38,14 +38,6 @@ G_BEGIN_DECLS
 /* Longer header texts are refused unread: the tool writes a few hundred
  * bytes. */
 #define PIQ_CONTAINER_MAX_HEADER_LEN (1u << 20)
-
-#define PIQ_CONTAINER_ERROR (piq_container_error_quark ())
-
-typedef enum {
-  PIQ_CONTAINER_ERROR_FORMAT,      /* not a container, or a malformed header */
-  PIQ_CONTAINER_ERROR_UNSUPPORTED, /* a version or granularity this piquant does not read */
-  PIQ_CONTAINER_ERROR_SIZE,        /* announced sizes disagree with the format or the file */
-} PiqContainerError;
 
 /* What the header records. The writer fills the fields above "the format's
  * keys" (format included); the reader fills all but round_mode, seed and
@@ -82,8 +74,6 @@ typedef struct {
   PiqScaleRule scale_rule_value; /* version 1: scale_rule, parsed */
 } PiqContainer;
 
-GQuark   piq_container_error_quark    (void);
-
 /* Drops the format; the rest is plain data. */
 void     piq_container_clear          (PiqContainer  *container);
 
@@ -100,7 +90,8 @@ void     piq_container_library_shape  (const guint64 *shape,
 
 /* Prefix and header text of @container (version 2), padded so that the data
  * that follows starts at a multiple of PIQ_CONTAINER_ALIGN; *length gets
- * their size. Needs format, scale_rule and the sizes set. */
+ * their size. Needs format, source_dtype and the sizes set; a NULL
+ * scale_rule leaves out the recipe's informative keys. */
 guint8 * piq_container_format_header  (const PiqContainer *container,
                                        gsize         *length);
 

@@ -1,88 +1,18 @@
-/* piq-container.c: the .piqt container of `piquant quantize`, written and read
+/* piq-io-piqt.c: the .piqt container of quantized tensors, written and read
  *
- * Only the header is handled here; the tool moves the data. Reading does no
- * I/O: the tool reads the prefix and the header text and hands them over, and
- * tests/fuzz/fuzz-piqt.c hands over fuzzed bytes the same way.
+ * Only the header is handled here; piq-io.c and the tool move the data.
+ * Reading does no I/O: they read the prefix and the header text and hand them
+ * over, and tests/fuzz/fuzz-piqt.c hands over fuzzed bytes the same way.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include <stdarg.h>
 #include <string.h>
 
-#include "piq-container.h"
+#include "piq-io-piqt-private.h"
 
-/* The container that `piquant quantize` writes (".piqt"), version 2. All
- * numbers are little-endian; the tool refuses to run on big-endian hosts
- * rather than write or read the packed data in the wrong order.
- *
- *   offset 0   4 bytes   magic "PIQT"
- *   offset 4   u32       format version, 2
- *   offset 8   u32       H, the byte length of the header text that follows,
- *                        padding included; 12 + H is a multiple of 64
- *   offset 12  H bytes   UTF-8 text, one KEY=VALUE per line, each line ending
- *                        in '\n'; padded with spaces and a final '\n'
- *   12 + H               the packed codes exactly as the quantized tensor
- *                        holds them (piq_tensor_get_data(); see PiqDtype; a
- *                        block never spans two rows), data_bytes of them
- *   12 + H + data_bytes  the scales, scales_bytes of them, exactly as
- *                        piq_tensor_get_scales() holds them (f32, f16 or E8M0
- *                        per channel or block, or the double-quantized form),
- *                        then the zero points, zero_points_bytes of them
- *                        (int32 per channel or block, affine integers only);
- *                        both are 0 per tensor; nothing follows
- *
- * Keys (readers ignore blank lines and keys they do not know; a change of
- * meaning takes a new version number). The tensor's shape and its whole
- * PiqFormat are recorded, so that dequantize needs nothing else:
- *   creator       "piquant 1.0.0"                         informative
- *   dtype         quantized type: uint8, int4, …          required
- *   n_elements    element count                           required
- *   shape         extents, comma-separated ("2,3"; empty for a 0-d array;
- *                 the element count for raw input)        required
- *   granularity   "tensor" (one scale and zero point), "channel" (one per
- *                 index of axis) or "block" (one per block_size elements
- *                 along the last axis)                    required
- *   axis          the channel axis, negative from the end required (channel)
- *   block_size    elements per block; each row's last block may be shorter
- *                                                         required (block)
- *   scale_dtype   f32, f16 or e8m0: how each scale is stored
- *                                                         required (channel,
- *                                                         block)
- *   symmetric     true or false: no zero point (symmetric integers; true
- *                 for the code formats and E8M0-scaled integers)
- *                                                         required
- *   saturate      true or false                           required
- *   high_nibble_first  true when the 4-bit codes of a byte are stored high
- *                 nibble first (bitsandbytes order)       required
- *   double_quant  true or false: the f32 scales are stored double-quantized
- *                 (bitsandbytes' compress_statistics: an f32 offset, an f32
- *                 maximum per 256 scales, a byte per scale; docs/formats.md)
- *                                                         required
- *   scale         %.17g, so the binary64 value round-trips required (tensor)
- *   zero_point    integer                                 required (tensor)
- *   source_dtype  f32, f64, f16 or bf16                   required
- *   data_bytes    bytes of packed codes after the header  required
- *   scales_bytes  bytes of scales after the codes         required
- *   zero_points_bytes  bytes of little-endian int32 zero points after the
- *                 scales                                  required
- *   round_mode    nearest or stochastic                   informative
- *   seed          the stochastic-rounding seed used       informative
- *   scale_rule    the PiqScaleRule nick of the rule applied (the format's
- *                 own rule when none was asked for: min-max, abs-max,
- *                 pow2-floor, …), or, per tensor, explicit informative
- *   include_zero  true or false, with min-max only        informative
- *
- * The ggml formats (q8_0, q4_0) keep their scales inside their blocks:
- * scales_bytes is 0.
- *
- * Version 1 (piquant before shaped tensors) is still read. It had no axis,
- * symmetric or (per tensor) saturate keys: its channels were rows of
- * block_size elements, its blocks ran over the flattened array, its
- * per-tensor integers all decoded as affine (q − zero_point)·scale, and its
- * per-channel and per-block integers were affine when scale_rule was min-max.
- * docs/formats.md describes the formats and the scale layouts. */
-
-G_DEFINE_QUARK (piq-container-error-quark, piq_container_error)
+/* The container's layout and keys are documented in docs/files.md (one
+ * place); the writer and the parser below follow it. */
 
 void
 piq_container_clear (PiqContainer *container)
@@ -194,11 +124,15 @@ piq_container_format_header (const PiqContainer *container,
                               g_ascii_formatd (scale, sizeof scale, "%.17g", container->scale));
       g_string_append_printf (text, "zero_point=%" G_GINT64_FORMAT "\n", container->zero_point);
     }
-  g_string_append_printf (text, "round_mode=%s\n",
-                          enum_nick (PIQ_TYPE_ROUND_MODE, container->round_mode));
+  /* The recipe's keys only when the writer knows the recipe (the tool does;
+   * a tensor does not remember how it was made). */
+  if (container->scale_rule != NULL)
+    g_string_append_printf (text, "round_mode=%s\n",
+                            enum_nick (PIQ_TYPE_ROUND_MODE, container->round_mode));
   g_string_append_printf (text, "seed=%" G_GUINT64_FORMAT "\n", container->seed);
-  g_string_append_printf (text, "scale_rule=%s\n", container->scale_rule);
-  if (strcmp (container->scale_rule, "min-max") == 0)
+  if (container->scale_rule != NULL)
+    g_string_append_printf (text, "scale_rule=%s\n", container->scale_rule);
+  if (container->scale_rule != NULL && strcmp (container->scale_rule, "min-max") == 0)
     g_string_append_printf (text, "include_zero=%s\n", bool_name (container->include_zero));
   g_string_append_printf (text, "source_dtype=%s\n", piq_dtype_get_name (container->source_dtype));
   g_string_append_printf (text, "data_bytes=%" G_GSIZE_FORMAT "\n", container->data_bytes);
@@ -227,12 +161,12 @@ piq_container_format_header (const PiqContainer *container,
 /* ---- reading ---- */
 
 static gboolean
-container_error (GError **error, PiqContainerError code, const char *name, const char *format, ...)
+container_error (GError **error, PiqError code, const char *name, const char *format, ...)
   G_GNUC_PRINTF (4, 5);
 
 /* Always FALSE, so that a check can return it. */
 static gboolean
-container_error (GError **error, PiqContainerError code, const char *name, const char *format, ...)
+container_error (GError **error, PiqError code, const char *name, const char *format, ...)
 {
   g_autofree char *message = NULL;
   va_list args;
@@ -240,7 +174,7 @@ container_error (GError **error, PiqContainerError code, const char *name, const
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);
-  g_set_error (error, PIQ_CONTAINER_ERROR, code, "%s: %s", name, message);
+  g_set_error (error, PIQ_ERROR, code, "%s: %s", name, message);
   return FALSE;
 }
 
@@ -251,7 +185,7 @@ container_lookup (GHashTable *keys, const char *key, const char *name, GError **
   const char *value = g_hash_table_lookup (keys, key);
 
   if (value == NULL)
-    container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                      "the container header has no '%s'", key);
   return value;
 }
@@ -265,7 +199,7 @@ container_unsigned (GHashTable *keys, const char *key, const char *name, guint64
   if (value == NULL)
     return FALSE;
   if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, out, NULL))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "%s '%s' is not a whole number", key, value);
   return TRUE;
 }
@@ -290,7 +224,7 @@ container_bool (GHashTable *keys, const char *key, gboolean required, gboolean a
   else if (strcmp (value, "false") == 0)
     *out = FALSE;
   else
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "%s '%s' is not true or false", key, value);
   return TRUE;
 }
@@ -307,7 +241,7 @@ container_scale_dtype (GHashTable *keys, const char *name, PiqContainer *contain
   if (!piq_dtype_from_name (value, &container->scale_dtype) ||
       (container->scale_dtype != PIQ_DTYPE_F32 && container->scale_dtype != PIQ_DTYPE_F16 &&
        container->scale_dtype != PIQ_DTYPE_E8M0))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "scale_dtype '%s' is not f32, f16 or e8m0", value);
   return TRUE;
 }
@@ -321,7 +255,7 @@ container_block_size (GHashTable *keys, const char *name, PiqContainer *containe
   if (!container_unsigned (keys, "block_size", name, &n, error))
     return FALSE;
   if (n == 0 || n > G_MAXUINT)
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "block_size %" G_GUINT64_FORMAT " is out of range", n);
   container->block_size = (guint) n;
   return TRUE;
@@ -335,7 +269,7 @@ container_size (GHashTable *keys, const char *key, const char *name, gsize *out,
   if (!container_unsigned (keys, key, name, &n, error))
     return FALSE;
   if (n > G_MAXSIZE)
-    return container_error (error, PIQ_CONTAINER_ERROR_SIZE, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "%s %" G_GUINT64_FORMAT " is too large", key, n);
   *out = n;
   return TRUE;
@@ -355,7 +289,7 @@ container_parse_format (GHashTable *keys, const char *name, PiqContainer *contai
       if ((value = container_lookup (keys, "axis", name, error)) == NULL)
         return FALSE;
       if (!g_ascii_string_to_signed (value, 10, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1, &axis, NULL))
-        return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "axis '%s' is not a whole number from %d to %d",
                                 value, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1);
       container->axis = (int) axis;
@@ -401,7 +335,7 @@ container_parse_v1 (GHashTable *keys, const char *name, PiqContainer *container,
     return FALSE;
   rule = g_enum_get_value_by_nick (rules, value);
   if (rule == NULL)
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "scale_rule '%s' is not a piquant scale rule", value);
   container->scale_rule_value = rule->value;
 
@@ -435,11 +369,11 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
         continue;
       eq = strchr (*line, '=');
       if (eq == NULL || eq == *line)
-        return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "container header line '%s' is not KEY=VALUE", *line);
       *eq = '\0';
       if (!g_hash_table_insert (keys, *line, eq + 1))
-        return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "the container header repeats '%s'", *line);
     }
 
@@ -453,21 +387,21 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
   else if (strcmp (value, "block") == 0)
     container->granularity = PIQ_GRANULARITY_BLOCK;
   else
-    return container_error (error, PIQ_CONTAINER_ERROR_UNSUPPORTED, name,
+    return container_error (error, PIQ_ERROR_UNSUPPORTED, name,
                             "granularity '%s' is not supported by this version of "
                             "piquant (tensor, channel or block)", value);
 
   if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
     return FALSE;
   if (!piq_dtype_from_name (value, &container->dtype) || !piq_dtype_is_quantized (container->dtype))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "dtype '%s' is not a quantized piquant type", value);
 
   if ((value = container_lookup (keys, "source_dtype", name, error)) == NULL)
     return FALSE;
   if (!piq_dtype_from_name (value, &container->source_dtype) ||
       !piq_dtype_is_float (container->source_dtype))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "source_dtype '%s' is not f32, f64, f16 or bf16", value);
 
   if (!(container->version == 1 ? container_parse_v1 (keys, name, container, error)
@@ -480,14 +414,14 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
         return FALSE;
       container->scale = g_ascii_strtod (value, &end);
       if (*value == '\0' || *end != '\0')
-        return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "scale '%s' is not a number", value);
 
       if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
         return FALSE;
       if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point,
                                      NULL))
-        return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "zero_point '%s' is not a whole number", value);
     }
   else
@@ -515,14 +449,14 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
           if (container->n_dims == PIQ_NPY_MAX_DIMS ||
               !g_ascii_string_to_unsigned (g_strstrip (*e), 10, 0, G_MAXUINT64, &extent, NULL) ||
               !g_uint64_checked_mul (&n, n, extent))
-            return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+            return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                     "shape '%s' is not a list of at most %d extents",
                                     value, PIQ_NPY_MAX_DIMS);
           container->shape[container->n_dims++] = extent;
         }
     }
   if (n != container->n_elements)
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "shape '%s' holds %" G_GUINT64_FORMAT " elements, "
                             "n_elements says %" G_GUINT64_FORMAT, value, n, container->n_elements);
   return TRUE;
@@ -553,7 +487,7 @@ container_build_format (PiqContainer *container, const char *name, GError **erro
       if (container->granularity == PIQ_GRANULARITY_CHANNEL)
         {
           if (container->n_elements % container->block_size != 0)
-            return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+            return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                     "%" G_GUINT64_FORMAT " elements are not whole "
                                     "rows of block_size %u", container->n_elements,
                                     container->block_size);
@@ -563,7 +497,7 @@ container_build_format (PiqContainer *container, const char *name, GError **erro
         }
     }
   else if (container->granularity == PIQ_GRANULARITY_CHANNEL && container->n_dims > PIQ_MAX_DIMS)
-    return container_error (error, PIQ_CONTAINER_ERROR_UNSUPPORTED, name,
+    return container_error (error, PIQ_ERROR_UNSUPPORTED, name,
                             "per-channel data of %u dimensions (at most %d)",
                             container->n_dims, PIQ_MAX_DIMS);
   else
@@ -583,7 +517,7 @@ container_build_format (PiqContainer *container, const char *name, GError **erro
                                     "double-quant", container->double_quant,
                                     NULL);
   if (!piq_format_validate (container->format, &local_error))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name, "%s", local_error->message);
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name, "%s", local_error->message);
   return TRUE;
 }
 
@@ -599,9 +533,9 @@ container_check_sizes (const PiqContainer *container, const char *name, GError *
   if (!piq_format_get_sizes (container->format, container->library_shape,
                              container->library_n_dims, &codes_bytes, &scales_bytes,
                              &zero_points_bytes, &local_error))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name, "%s", local_error->message);
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name, "%s", local_error->message);
   if (container->data_bytes != codes_bytes)
-    return container_error (error, PIQ_CONTAINER_ERROR_SIZE, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "data_bytes is %" G_GSIZE_FORMAT ", but %"
                             G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
                             container->data_bytes, container->n_elements,
@@ -610,7 +544,7 @@ container_check_sizes (const PiqContainer *container, const char *name, GError *
     return TRUE;
   append_shape (shape, container->library_shape, container->library_n_dims);
   format = piq_format_to_string (container->format);
-  return container_error (error, PIQ_CONTAINER_ERROR_SIZE, name,
+  return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                           "scales_bytes is %" G_GSIZE_FORMAT " and "
                           "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
                           " elements of shape %s in the format %s take %" G_GSIZE_FORMAT
@@ -629,19 +563,19 @@ piq_container_parse_prefix (const guint8   prefix[PIQ_CONTAINER_PREFIX_LEN],
   piq_container_clear (container);
   memset (container, 0, sizeof *container);
   if (memcmp (prefix, PIQ_CONTAINER_MAGIC, PIQ_CONTAINER_MAGIC_LEN) != 0)
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "not a piquant container (it does not start "
                             "with 'PIQT'; `piquant quantize` writes them)");
   container->version = get_u32_le (prefix + 4);
   if (container->version < 1 || container->version > PIQ_CONTAINER_VERSION)
-    return container_error (error, PIQ_CONTAINER_ERROR_UNSUPPORTED, name,
+    return container_error (error, PIQ_ERROR_UNSUPPORTED, name,
                             "container format version %u is not supported "
                             "(this piquant reads versions 1 to %u)", container->version,
                             PIQ_CONTAINER_VERSION);
   *text_len = get_u32_le (prefix + 8);
   if (*text_len > PIQ_CONTAINER_MAX_HEADER_LEN ||
       (PIQ_CONTAINER_PREFIX_LEN + *text_len) % PIQ_CONTAINER_ALIGN != 0)
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "header length %u is invalid (at most %u, and "
                             "12 + length must be a multiple of %u)", *text_len,
                             PIQ_CONTAINER_MAX_HEADER_LEN, PIQ_CONTAINER_ALIGN);
@@ -662,7 +596,7 @@ piq_container_parse_header (const char    *text,
   /* A NUL would end the text early for every string function below. */
   if (text_len > 0 &&
       (memchr (text, '\0', text_len) != NULL || !g_utf8_validate (text, text_len, NULL)))
-    return container_error (error, PIQ_CONTAINER_ERROR_FORMAT, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "the container header is not UTF-8 text");
   copy = g_malloc (text_len + 1);
   if (text_len > 0)
@@ -687,7 +621,7 @@ piq_container_get_file_size (const PiqContainer *container,
   if (!g_uint64_checked_add (&total, total, container->data_bytes) ||
       !g_uint64_checked_add (&total, total, container->scales_bytes) ||
       !g_uint64_checked_add (&total, total, container->zero_points_bytes))
-    return container_error (error, PIQ_CONTAINER_ERROR_SIZE, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "the sizes in the container header overflow");
   *size = total;
   return TRUE;
@@ -706,12 +640,12 @@ piq_container_check_file_size (const PiqContainer *container,
   if (file_size == total)
     return TRUE;
   if (container->scales_bytes == 0 && container->zero_points_bytes == 0)
-    return container_error (error, PIQ_CONTAINER_ERROR_SIZE, name,
+    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "the file has %" G_GUINT64_FORMAT " bytes; "
                             "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
                             " of header, %" G_GSIZE_FORMAT " of data)", file_size, total,
                             container->data_offset, container->data_bytes);
-  return container_error (error, PIQ_CONTAINER_ERROR_SIZE, name,
+  return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
                           "the file has %" G_GUINT64_FORMAT " bytes; "
                           "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
                           " of header, %" G_GSIZE_FORMAT " of data, %" G_GSIZE_FORMAT
