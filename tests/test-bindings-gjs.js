@@ -7,9 +7,10 @@
 // Prints TAP.
 
 imports.gi.versions.GLib = '2.0';
+imports.gi.versions.Gio = '2.0';
 imports.gi.versions.GObject = '2.0';
 imports.gi.versions.Piq = '1.0';
-const {GLib, GObject, Piq} = imports.gi;
+const {GLib, Gio, GObject, Piq} = imports.gi;
 const System = imports.system;
 
 const EPS32 = 2 ** -23;
@@ -1818,6 +1819,54 @@ skip('address/wrap-source', NO_ADDRESS);
 skip('aliasing/quantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
 skip('aliasing/dequantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
 skip('aliasing/requantize/overlap', `${NO_ADDRESS} (no two writable tensors over one buffer)`);
+// numpy.save's header for a (2, 3) float32 array (NEP 1): magic, version 1.0,
+// length 118, the dict padded with spaces to byte 127, '\n'
+const NPY_23_DICT = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+
+test('io/npy-piqt/round-trip', () => {
+    const q = new Piq.Quantizer();
+    const dir = GLib.dir_make_tmp('piq-io-XXXXXX');
+    const npy = Gio.File.new_for_path(GLib.build_filenamev([dir, 'x.npy']));
+    const piqt = Gio.File.new_for_path(GLib.build_filenamev([dir, 'w.piqt']));
+    const vals = [0.5, -1.25, 3, 7.5, -0, 2];
+    const x = f32Tensor(vals);
+    check(x.reshape([2, 3]), 'reshape');
+    check(x.save_to_file(npy, Piq.FileFormat.NPY, null), 'save .npy');
+    const [, raw] = npy.load_contents(null);
+    const want = [0x93, ...'NUMPY'].map(c => typeof c === 'string' ? c.charCodeAt(0) : c)
+        .concat([1, 0, 118, 0], [...NPY_23_DICT].map(c => c.charCodeAt(0)));
+    while (want.length < 127)
+        want.push(0x20);
+    want.push(0x0a);
+    check(bytesEqual(raw.slice(0, 128), new Uint8Array(want)), "numpy's header");
+    check(bytesEqual(raw.slice(128), new Uint8Array(new Float32Array(vals).buffer)), "numpy's data");
+    const back = Piq.Tensor.new_from_file(npy, null);
+    checkList(back.get_shape(), [2, 3], 'shape read back');
+    checkList(back.to_values(), vals.map(f32), 'values read back');
+    // a quantized tensor keeps its format, scales and codes in a container
+    const w = f32Tensor(Array.from({length: 128}, (_, i) => Math.sin(i) * 3));
+    const nf4 = q.quantize_new(Piq.Format.new_preset('nf4'), null, w);
+    check(nf4.save_to_file(piqt, Piq.FileFormat.PIQT, null), 'save .piqt');
+    const wb = Piq.Tensor.new_from_file(piqt, null);
+    check(wb.get_format().equal(nf4.get_format()), 'the format comes back');
+    check(bytesEqual(tensorBytes(wb), tensorBytes(nf4)), 'the codes come back');
+    check(bytesEqual(wb.get_scales().toArray(), nf4.get_scales().toArray()), 'the scales come back');
+    checkList(q.dequantize_new(wb, Piq.Dtype.F32).to_values(), q.dequantize_new(nf4, Piq.Dtype.F32).to_values(),
+        'it decodes the same');
+    expectError(Piq.Error.UNSUPPORTED, () => nf4.save_to_file(npy, Piq.FileFormat.NPY, null));
+    const [, whole] = piqt.load_contents(null);
+    piqt.replace_contents(whole.slice(0, 100), null, false, Gio.FileCreateFlags.NONE, null);
+    expectError(Piq.Error.FILE_FORMAT, () => Piq.Tensor.new_from_file(piqt, null));
+    const names = [];
+    const e = Gio.File.new_for_path(dir).enumerate_children('standard::name', Gio.FileQueryInfoFlags.NONE, null);
+    for (let info = e.next_file(null); info !== null; info = e.next_file(null))
+        names.push(info.get_name());
+    checkList(names.sort(), ['w.piqt', 'x.npy'], 'no temporary files left');
+    npy.delete(null);
+    piqt.delete(null);
+    Gio.File.new_for_path(dir).delete(null);
+});
+
 skip('binding/throws-piq-error', "GJS throws GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's");
 
 main();

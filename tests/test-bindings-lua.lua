@@ -8,6 +8,7 @@
 
 local lgi = require 'lgi'
 local GLib = lgi.require('GLib', '2.0')
+local Gio = lgi.require('Gio', '2.0')
 local GObject = lgi.require('GObject', '2.0')
 local Piq = lgi.require('Piq', '1.0')
 
@@ -2119,6 +2120,60 @@ skip('address/wrap-source', NO_ADDRESS)
 skip('aliasing/quantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
 skip('aliasing/dequantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
 skip('aliasing/requantize/overlap', NO_ADDRESS .. ' (no two writable tensors over one buffer)')
+-- numpy.save's header for a (2, 3) float32 array (NEP 1): magic, version 1.0,
+-- length 118, the dict padded with spaces to byte 127, '\n'
+local NPY_23_HEADER = '\147NUMPY\1\0\118\0' ..
+  "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" .. string.rep(' ', 58) .. '\n'
+
+local function read_file(path)
+  local f = assert(io.open(path, 'rb'))
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+
+test('io/npy-piqt/round-trip', function()
+  local q = Piq.Quantizer()
+  local dir = assert(GLib.dir_make_tmp('piq-io-XXXXXX'))
+  local npy_path, piqt_path = dir .. '/x.npy', dir .. '/w.piqt'
+  local npy, piqt = Gio.File.new_for_path(npy_path), Gio.File.new_for_path(piqt_path)
+  local vals = { 0.5, -1.25, 3, 7.5, -0.0, 2 }
+  local x = f32_tensor(vals)
+  check(x:reshape({ 2, 3 }), 'reshape')
+  check(x:save_to_file(npy, 'NPY', nil) == true, 'save .npy')
+  local raw = read_file(npy_path)
+  check(#NPY_23_HEADER == 128 and raw:sub(1, 128) == NPY_23_HEADER, "numpy's header")
+  check(raw:sub(129) == tensor_string(x), "numpy's data")
+  local back = assert(Piq.Tensor.new_from_file(npy, nil))
+  check_list(back:get_shape(), { 2, 3 }, 'shape read back')
+  check_list(back:to_values(), vals, 'values read back')
+  -- a quantized tensor keeps its format, scales and codes in a container
+  local wv = {}
+  for i = 0, 127 do wv[#wv + 1] = math.sin(i) * 3 end
+  local nf4 = assert(q:quantize_new(Piq.Format.new_preset('nf4'), nil, f32_tensor(wv)))
+  check(nf4:save_to_file(piqt, 'PIQT', nil) == true, 'save .piqt')
+  local wb = assert(Piq.Tensor.new_from_file(piqt, nil))
+  check(wb:get_format():equal(nf4:get_format()), 'the format comes back')
+  check(tensor_string(wb) == tensor_string(nf4), 'the codes come back')
+  check(wb:get_scales():get_data() == nf4:get_scales():get_data(), 'the scales come back')
+  check_list(q:dequantize_new(wb, 'F32'):to_values(), q:dequantize_new(nf4, 'F32'):to_values(),
+    'it decodes the same')
+  expect_error('UNSUPPORTED', nf4:save_to_file(npy, 'NPY', nil))
+  local whole = read_file(piqt_path)
+  local f = assert(io.open(piqt_path, 'wb'))
+  f:write(whole:sub(1, 100))   -- inside the header
+  f:close()
+  expect_error('FILE_FORMAT', Piq.Tensor.new_from_file(piqt, nil))
+  local names = {}
+  local e = Gio.File.new_for_path(dir):enumerate_children('standard::name', 'NONE', nil)
+  for info in function() return e:next_file(nil) end do names[#names + 1] = info:get_name() end
+  table.sort(names)
+  check_list(names, { 'w.piqt', 'x.npy' }, 'no temporary files left')
+  os.remove(npy_path)
+  os.remove(piqt_path)
+  os.remove(dir)
+end)
+
 skip('binding/throws-piq-error', "lgi returns GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 
 main()

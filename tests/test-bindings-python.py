@@ -1246,6 +1246,50 @@ def _():
     check((codes.get_scale(), codes.get_zero_point()) == (0.25, 128), "output scale and zero point")
 
 
+NPY_23_HEADER = (b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+                 + b" " * 58 + b"\n")   # numpy.save's header for a (2, 3) float32 array (NEP 1)
+
+
+@test("io/npy-piqt/round-trip")
+def _():
+    import os
+    import tempfile
+    gi.require_version("Gio", "2.0")
+    from gi.repository import Gio
+    q = Piq.Quantizer()
+    vals = [0.5, -1.25, 3.0, 7.5, -0.0, 2.0]
+    with tempfile.TemporaryDirectory() as d:
+        npy = Gio.File.new_for_path(os.path.join(d, "x.npy"))
+        x, arr = f32_tensor(vals)
+        check(x.reshape([2, 3]), "reshape")
+        check(x.save_to_file(npy, Piq.FileFormat.NPY, None), "save .npy")
+        with open(npy.get_path(), "rb") as f:
+            raw = f.read()
+        check(raw[:128] == NPY_23_HEADER and raw[128:] == arr.tobytes(), "numpy's bytes")
+        a = np.load(npy.get_path())
+        check(a.dtype == np.float32 and a.shape == (2, 3) and a.tobytes() == arr.tobytes(), "numpy reads it")
+        np.save(npy.get_path(), np.arange(6, dtype=np.int16).reshape(3, 2))
+        t = Piq.Tensor.new_from_file(npy, None)
+        check((t.get_dtype(), t.get_shape()) == (Piq.Dtype.INT16, [3, 2]), "numpy's int16 array")
+        check_list(t.to_values(), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "its values")
+        # a quantized tensor keeps its format, scales and codes in a container
+        piqt = Gio.File.new_for_path(os.path.join(d, "w.piqt"))
+        w, _w = f32_tensor([math.sin(i) * 3 for i in range(128)])
+        nf4 = q.quantize_new(Piq.Format.new_preset("nf4"), None, w)
+        check(nf4.save_to_file(piqt, Piq.FileFormat.PIQT, None), "save .piqt")
+        back = Piq.Tensor.new_from_file(piqt, None)
+        check(back.get_format().equal(nf4.get_format()), "the format comes back")
+        check(tensor_bytes(back) == tensor_bytes(nf4), "the codes come back")
+        check(back.get_scales().get_data() == nf4.get_scales().get_data(), "the scales come back")
+        check_list(q.dequantize_new(back, Piq.Dtype.F32).to_values(),
+                   q.dequantize_new(nf4, Piq.Dtype.F32).to_values(), "it decodes the same")
+        expect_error(Piq.Error.UNSUPPORTED, nf4.save_to_file, npy, Piq.FileFormat.NPY, None)
+        with open(piqt.get_path(), "r+b") as f:
+            f.truncate(100)
+        expect_error(Piq.Error.FILE_FORMAT, Piq.Tensor.new_from_file, piqt, None)
+        check(sorted(os.listdir(d)) == ["w.piqt", "x.npy"], "no temporary files left")
+
+
 skip("binding/throws-piq-error",
      "PyGObject raises GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 
