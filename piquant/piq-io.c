@@ -15,6 +15,7 @@
 #include "piq-error.h"
 #include "piq-format.h"
 #include "piq-io-npy-private.h"
+#include "piq-io-private.h"
 #include "piq-io-piqt-private.h"
 
 /* The formats' numbers are little-endian and the data is copied as it lies
@@ -484,6 +485,40 @@ create_temporary (GFile *file, GFile **temporary, GCancellable *cancellable, GEr
     }
 }
 
+gboolean
+piq_io_replace_file (GFile          *file,
+                     PiqIoWriteFunc  write,
+                     gpointer        a,
+                     gpointer        b,
+                     GCancellable   *cancellable,
+                     GError        **error)
+{
+  g_autoptr(GFile) tmp = NULL;
+  g_autoptr(GFileOutputStream) out = NULL;
+  gboolean ok;
+
+  out = create_temporary (file, &tmp, cancellable, error);
+  if (out == NULL)
+    return FALSE;
+  ok = write (a, b, G_OUTPUT_STREAM (out), cancellable, error) &&
+       g_output_stream_close (G_OUTPUT_STREAM (out), cancellable, error) &&
+       g_file_move (tmp, file, G_FILE_COPY_OVERWRITE | G_FILE_COPY_NO_FALLBACK_FOR_MOVE,
+                    cancellable, NULL, NULL, error);
+  if (!ok)
+    {
+      g_output_stream_close (G_OUTPUT_STREAM (out), NULL, NULL);
+      g_file_delete (tmp, NULL, NULL);
+    }
+  return ok;
+}
+
+static gboolean
+write_tensor (gpointer self, gpointer format, GOutputStream *stream, GCancellable *cancellable,
+              GError **error)
+{
+  return piq_tensor_save_to_stream (self, stream, GPOINTER_TO_INT (format), cancellable, error);
+}
+
 /**
  * piq_tensor_save_to_file:
  * @self: a tensor
@@ -510,10 +545,6 @@ piq_tensor_save_to_file (PiqTensor      *self,
                          GCancellable   *cancellable,
                          GError        **error)
 {
-  g_autoptr(GFile) tmp = NULL;
-  g_autoptr(GFileOutputStream) out = NULL;
-  gboolean ok;
-
   g_return_val_if_fail (PIQ_IS_TENSOR (self), FALSE);
   g_return_val_if_fail (G_IS_FILE (file), FALSE);
   g_return_val_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable), FALSE);
@@ -521,17 +552,6 @@ piq_tensor_save_to_file (PiqTensor      *self,
 
   if (!check_savable (self, format, error))
     return FALSE;
-  out = create_temporary (file, &tmp, cancellable, error);
-  if (out == NULL)
-    return FALSE;
-  ok = piq_tensor_save_to_stream (self, G_OUTPUT_STREAM (out), format, cancellable, error) &&
-       g_output_stream_close (G_OUTPUT_STREAM (out), cancellable, error) &&
-       g_file_move (tmp, file, G_FILE_COPY_OVERWRITE | G_FILE_COPY_NO_FALLBACK_FOR_MOVE,
-                    cancellable, NULL, NULL, error);
-  if (!ok)
-    {
-      g_output_stream_close (G_OUTPUT_STREAM (out), NULL, NULL);
-      g_file_delete (tmp, NULL, NULL);
-    }
-  return ok;
+  return piq_io_replace_file (file, write_tensor, self, GINT_TO_POINTER (format), cancellable,
+                              error);
 }

@@ -54,4 +54,55 @@ gboolean        piq_tensor_save_to_file         (PiqTensor      *self,
                                                  GCancellable   *cancellable,
                                                  GError        **error);
 
+/**
+ * PiqSafetensors:
+ *
+ * Named tensors and string metadata, as a safetensors file holds them
+ * (docs/files.md).
+ *
+ * Since: 1.0
+ */
+#define PIQ_TYPE_SAFETENSORS (piq_safetensors_get_type ())
+PIQ_AVAILABLE_IN_1_0
+G_DECLARE_FINAL_TYPE (PiqSafetensors, piq_safetensors, PIQ, SAFETENSORS, GObject)
+
+PIQ_AVAILABLE_IN_1_0
+PiqSafetensors * piq_safetensors_new             (void);
+PIQ_AVAILABLE_IN_1_0
+PiqSafetensors * piq_safetensors_new_from_stream (GInputStream   *stream,
+                                                  GCancellable   *cancellable,
+                                                  GError        **error);
+PIQ_AVAILABLE_IN_1_0
+PiqSafetensors * piq_safetensors_new_from_file   (GFile          *file,
+                                                  GCancellable   *cancellable,
+                                                  GError        **error);
+PIQ_AVAILABLE_IN_1_0
+char **          piq_safetensors_get_names       (PiqSafetensors *self);
+PIQ_AVAILABLE_IN_1_0
+PiqTensor *      piq_safetensors_get_tensor      (PiqSafetensors *self,
+                                                  const char     *name);
+PIQ_AVAILABLE_IN_1_0
+void             piq_safetensors_set_tensor      (PiqSafetensors *self,
+                                                  const char     *name,
+                                                  PiqTensor      *tensor);
+PIQ_AVAILABLE_IN_1_0
+char **          piq_safetensors_get_metadata_keys (PiqSafetensors *self);
+PIQ_AVAILABLE_IN_1_0
+const char *     piq_safetensors_get_metadata    (PiqSafetensors *self,
+                                                  const char     *key);
+PIQ_AVAILABLE_IN_1_0
+void             piq_safetensors_set_metadata    (PiqSafetensors *self,
+                                                  const char     *key,
+                                                  const char     *value);
+PIQ_AVAILABLE_IN_1_0
+gboolean         piq_safetensors_save_to_stream  (PiqSafetensors *self,
+                                                  GOutputStream  *stream,
+                                                  GCancellable   *cancellable,
+                                                  GError        **error);
+PIQ_AVAILABLE_IN_1_0
+gboolean         piq_safetensors_save_to_file    (PiqSafetensors *self,
+                                                  GFile          *file,
+                                                  GCancellable   *cancellable,
+                                                  GError        **error);
+
 G_END_DECLS

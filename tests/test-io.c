@@ -7,7 +7,8 @@
  * files with an independent Python reader. Here: every dtype and preset
  * round-trips through memory and through files, files are replaced
  * atomically, and every truncation, wrong magic and unsavable tensor is a
- * GError with nothing written.
+ * GError with nothing written. safetensors files are written here byte by
+ * byte from the published format (length, JSON, data) and read back.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -443,6 +444,259 @@ test_files (void)
   g_assert_true (g_rmdir (dir) == 0);
 }
 
+/* ---- safetensors ---- */
+
+/* A file as the published format defines it, written here byte by byte: an
+ * 8-byte little-endian header length, the JSON header, the data. */
+static GBytes *
+st_file (const char *json, const void *data, gsize n)
+{
+  GByteArray *a = g_byte_array_new ();
+  guint64 len = strlen (json);
+  guint8 len_bytes[8];
+
+  for (int i = 0; i < 8; i++)
+    len_bytes[i] = (guint8) (len >> (8 * i));
+  g_byte_array_append (a, len_bytes, 8);
+  g_byte_array_append (a, (const guint8 *) json, (guint) len);
+  g_byte_array_append (a, data, (guint) n);
+  return g_byte_array_free_to_bytes (a);
+}
+
+static PiqSafetensors *
+st_load (GBytes *bytes, GError **error)
+{
+  g_autoptr(GInputStream) in = g_memory_input_stream_new_from_bytes (bytes);
+
+  return piq_safetensors_new_from_stream (in, NULL, error);
+}
+
+static GBytes *
+st_save (PiqSafetensors *st, GError **error)
+{
+  g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable ();
+
+  if (!piq_safetensors_save_to_stream (st, out, NULL, error))
+    return NULL;
+  g_assert_true (g_output_stream_close (out, NULL, NULL));
+  return g_memory_output_stream_steal_as_bytes (G_MEMORY_OUTPUT_STREAM (out));
+}
+
+/* A file written from the format's definition reads as its entries say. */
+static void
+test_safetensors_read (void)
+{
+  static const gint16 b[3] = { 1, -2, 3 };
+  float a[6] = { 0, 1, 2, 3, 4, 5 };
+  guint8 data[6 + 24 + 8];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) file = NULL;
+  g_autoptr(PiqSafetensors) st = NULL;
+  g_auto(GStrv) names = NULL;
+  g_auto(GStrv) keys = NULL;
+  PiqTensor *t;
+  guint n_dims;
+
+  memcpy (data, b, 6);
+  memcpy (data + 6, a, 24);
+  memcpy (data + 30, "\0\0\0\0\0\0\xf0\x3f", 8);
+  file = st_file ("{\"b\":{\"dtype\":\"I16\",\"shape\":[3],\"data_offsets\":[0,6]},"
+                  "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[6,30]},"
+                  "\"s\":{\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[30,38]},"
+                  "\"__metadata__\":{\"format\":\"pt\"}}", data, sizeof data);
+  st = st_load (file, &error);
+  g_assert_no_error (error);
+  names = piq_safetensors_get_names (st);
+  g_assert_cmpstrv (names, ((const char *[]) { "a", "b", "s", NULL }));
+  keys = piq_safetensors_get_metadata_keys (st);
+  g_assert_cmpstrv (keys, ((const char *[]) { "format", NULL }));
+  g_assert_cmpstr (piq_safetensors_get_metadata (st, "format"), ==, "pt");
+  t = piq_safetensors_get_tensor (st, "a");
+  g_assert_cmpint (piq_tensor_get_dtype (t), ==, PIQ_DTYPE_F32);
+  g_assert_cmpmem (piq_tensor_get_shape (t, &n_dims), 16, ((guint64[]) { 2, 3 }), 16);
+  g_assert_cmpmem (piq_tensor_get_data (t, NULL), 24, a, 24);
+  t = piq_safetensors_get_tensor (st, "b");
+  g_assert_cmpint (piq_tensor_get_dtype (t), ==, PIQ_DTYPE_INT16);
+  g_assert_cmpfloat (piq_tensor_get_value (t, 1), ==, -2.0);
+  t = piq_safetensors_get_tensor (st, "s");          /* 0-d: shape [1] */
+  g_assert_cmpuint (piq_tensor_get_n_elements (t), ==, 1);
+  g_assert_cmpfloat (piq_tensor_get_value (t, 0), ==, 1.0);
+  g_assert_null (piq_safetensors_get_tensor (st, "c"));
+}
+
+/* Float, integer and quantized tensors, with metadata, round-trip; the
+ * header is padded to 8 bytes; every truncation is refused. */
+static void
+test_safetensors_round_trip (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqSafetensors) st = piq_safetensors_new ();
+  g_autoptr(PiqSafetensors) back = NULL;
+  g_autoptr(PiqTensor) x = normal_tensor (4, 96);
+  g_autoptr(GBytes) saved = NULL;
+  g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+  const char *presets[] = { "nf4", "nf4_dq", "q4_0", "mxfp4", "fp8_e4m3", "int8_block", "binary" };
+  g_auto(GStrv) names = NULL;
+  const guint8 *raw;
+  guint64 header_len = 0;
+
+  piq_safetensors_set_tensor (st, "x", x);
+  for (gsize i = 0; i < G_N_ELEMENTS (presets); i++)
+    {
+      g_autoptr(PiqFormat) f = piq_format_new_preset (presets[i], &error);
+      g_autoptr(PiqRecipe) recipe = piq_recipe_new ();
+      g_autoptr(PiqTensor) t = NULL;
+
+      g_assert_no_error (error);
+      if (piq_format_get_granularity (f) == PIQ_GRANULARITY_TENSOR)
+        g_assert_true (piq_quantizer_compute_params (q, f, recipe, x, NULL));
+      t = piq_quantizer_quantize_new (q, f, recipe, x, &error);
+      g_assert_no_error (error);
+      piq_safetensors_set_tensor (st, presets[i], t);
+    }
+  {
+    g_autoptr(PiqFormat) f = piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0);
+    g_autoptr(PiqTensor) t = piq_quantizer_quantize_new (q, f, NULL, x, &error);
+
+    g_assert_no_error (error);
+    piq_safetensors_set_tensor (st, "u8_channel", t);
+  }
+  piq_safetensors_set_metadata (st, "model", "test \"quoted\" \\ name");
+  saved = st_save (st, &error);
+  g_assert_no_error (error);
+  raw = g_bytes_get_data (saved, NULL);
+  for (int i = 7; i >= 0; i--)
+    header_len = header_len << 8 | raw[i];
+  g_assert_cmpuint (header_len % 8, ==, 0);
+  g_assert_cmpint (raw[8], ==, '{');
+
+  back = st_load (saved, &error);
+  g_assert_no_error (error);
+  names = piq_safetensors_get_names (back);
+  g_assert_cmpuint (g_strv_length (names), ==, G_N_ELEMENTS (presets) + 2);
+  for (guint i = 0; names[i] != NULL; i++)
+    assert_same_tensor (piq_safetensors_get_tensor (st, names[i]),
+                        piq_safetensors_get_tensor (back, names[i]));
+  g_assert_cmpstr (piq_safetensors_get_metadata (back, "model"), ==, "test \"quoted\" \\ name");
+
+  for (gsize cut = 0; cut < g_bytes_get_size (saved); cut += 1 + cut / 4)
+    {
+      g_autoptr(GBytes) part = g_bytes_new_from_bytes (saved, 0, cut);
+      g_autoptr(GError) e = NULL;
+      g_autoptr(PiqSafetensors) none = st_load (part, &e);
+
+      g_assert_null (none);
+      g_assert_error (e, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT);
+    }
+}
+
+static void
+test_safetensors_refusals (void)
+{
+  static const struct {
+    const char *json;
+    gsize       data;
+    int         code;
+  } bad[] = {
+    { "[]", 0, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":1}", 0, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", 4, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":{\"dtype\":\"BOOL\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, PIQ_ERROR_UNSUPPORTED },
+    { "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, PIQ_ERROR_UNSUPPORTED },
+    { "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1, PIQ_ERROR_UNSUPPORTED },
+    { "{\"__metadata__\":{\"k\":1}}", 0, PIQ_ERROR_FILE_FORMAT },
+    { "{\"__metadata__\":{\"a.piq_format\":\"dtype=nf4\\n\"}}", 0, PIQ_ERROR_FILE_FORMAT },
+    { "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+      "\"__metadata__\":{\"a.piq_format\":\"bogus\"}}", 1, PIQ_ERROR_FILE_FORMAT },
+  };
+  static const guint8 zeros[16] = { 0 };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GBytes) file = st_file (bad[i].json, zeros, bad[i].data);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(PiqSafetensors) none = st_load (file, &error);
+
+      if (none != NULL || !g_error_matches (error, PIQ_ERROR, bad[i].code))
+        g_error ("%s: %s", bad[i].json, error != NULL ? error->message : "accepted");
+    }
+
+  /* what cannot be written is refused, and nothing is written */
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PiqSafetensors) st = piq_safetensors_new ();
+    g_autoptr(PiqTensor) x = normal_tensor (2, 64);
+    g_autoptr(PiqTensor) u4 = piq_tensor_new (PIQ_DTYPE_UINT4, 8, NULL);
+    g_autoptr(PiqFormat) nf4 = piq_format_new_preset ("nf4", NULL);
+    g_autoptr(PiqTensor) w = piq_quantizer_quantize_new (piq_quantizer_get_default (), nf4, NULL,
+                                                         x, NULL);
+    g_autoptr(GOutputStream) out = g_memory_output_stream_new_resizable ();
+
+    piq_safetensors_set_tensor (st, "w", w);
+    piq_safetensors_set_tensor (st, "w.piq_scales", x);
+    g_assert_false (piq_safetensors_save_to_stream (st, out, NULL, &error));
+    g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+    g_clear_error (&error);
+    piq_safetensors_set_tensor (st, "w.piq_scales", NULL);
+    piq_safetensors_set_tensor (st, "u4", u4);
+    g_assert_false (piq_safetensors_save_to_stream (st, out, NULL, &error));
+    g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+    g_clear_error (&error);
+    piq_safetensors_set_tensor (st, "u4", NULL);
+    piq_safetensors_set_metadata (st, "v.piq_format", "dtype=nf4");
+    g_assert_false (piq_safetensors_save_to_stream (st, out, NULL, &error));
+    g_assert_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED);
+    g_clear_error (&error);
+    g_assert_cmpuint (g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (out)), ==, 0);
+    piq_safetensors_set_metadata (st, "v.piq_format", NULL);
+    g_assert_true (piq_safetensors_save_to_stream (st, out, NULL, &error));
+    g_assert_no_error (error);
+  }
+}
+
+/* Saved through a file: atomic, and the size is checked. */
+static void
+test_safetensors_file (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("test-io-XXXXXX", &error);
+  g_autofree char *path = g_build_filename (dir, "m.safetensors", NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(PiqSafetensors) st = piq_safetensors_new ();
+  g_autoptr(PiqSafetensors) back = NULL;
+  g_autoptr(PiqTensor) x = normal_tensor (3, 5);
+  g_autofree char *contents = NULL;
+  gsize len;
+
+  piq_safetensors_set_tensor (st, "x", x);
+  g_assert_true (piq_safetensors_save_to_file (st, file, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (dir_has_only (dir, "m.safetensors"));
+  back = piq_safetensors_new_from_file (file, NULL, &error);
+  g_assert_no_error (error);
+  assert_same_tensor (x, piq_safetensors_get_tensor (back, "x"));
+
+  /* one byte more, or one fewer, than the header announces */
+  g_assert_true (g_file_get_contents (path, &contents, &len, NULL));
+  for (int extra = -1; extra <= 1; extra += 2)
+    {
+      g_autofree char *changed = g_malloc0 (len + 1);
+      g_autoptr(PiqSafetensors) none = NULL;
+
+      memcpy (changed, contents, MIN (len, len + extra));
+      g_assert_true (g_file_set_contents (path, changed, len + extra, NULL));
+      none = piq_safetensors_new_from_file (file, NULL, &error);
+      g_assert_null (none);
+      g_assert_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT);
+      g_clear_error (&error);
+    }
+  g_assert_true (g_remove (path) == 0);
+  g_assert_true (g_rmdir (dir) == 0);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -453,5 +707,9 @@ main (int argc, char **argv)
   g_test_add_func ("/io/piqt/round-trip", test_piqt_round_trip);
   g_test_add_func ("/io/refusals", test_refusals);
   g_test_add_func ("/io/files", test_files);
+  g_test_add_func ("/io/safetensors/read", test_safetensors_read);
+  g_test_add_func ("/io/safetensors/round-trip", test_safetensors_round_trip);
+  g_test_add_func ("/io/safetensors/refusals", test_safetensors_refusals);
+  g_test_add_func ("/io/safetensors/file", test_safetensors_file);
   return g_test_run ();
 }
