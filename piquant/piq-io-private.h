@@ -6,6 +6,8 @@
 
 #include <gio/gio.h>
 
+#include "piq-io-npy-private.h"
+
 G_BEGIN_DECLS
 
 /* Writes a whole file's bytes to @stream from @a and @b. */
@@ -23,6 +25,19 @@ gboolean piq_io_replace_file (GFile           *file,
                               gpointer         a,
                               gpointer         b,
                               GCancellable    *cancellable,
+                              GError         **error);
+
+/* Reads exactly @n bytes of @what through @read into new memory, or fails
+ * with PIQ_ERROR_FILE_FORMAT (the data ends early) or PIQ_ERROR_NO_MEMORY.
+ * Unless @size_checked (the file's size was checked against @n before),
+ * memory grows with what actually arrives, so that a header announcing more
+ * than the stream holds costs no more than the stream. */
+GBytes * piq_io_read_bytes   (PiqReadFunc      read,
+                              void            *source,
+                              gsize            n,
+                              gboolean         size_checked,
+                              const char      *name,
+                              const char      *what,
                               GError         **error);
 
 G_END_DECLS

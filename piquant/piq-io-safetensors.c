@@ -404,6 +404,19 @@ read_exact (GInputStream *stream, void *buffer, gsize n, const char *name, const
                                what);
 }
 
+typedef struct {
+  GInputStream *stream;
+  GCancellable *cancellable;
+} StreamSource;
+
+static gboolean
+stream_read (void *p, void *buffer, gsize n, gsize *n_read, GError **error)
+{
+  StreamSource *src = p;
+
+  return g_input_stream_read_all (src->stream, buffer, n, n_read, src->cancellable, error);
+}
+
 /* A plain tensor of @e's dtype and shape over its data. */
 static PiqTensor *
 plain_tensor (Entry *e, const char *name, GError **error)
@@ -494,6 +507,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
   g_autoptr(GHashTable) entries = g_hash_table_new_full (g_str_hash, g_str_equal, NULL,
                                                          (GDestroyNotify) entry_free);
   GHashTable *metadata = self->metadata, *tensors = self->tensors;
+  StreamSource src = { stream, cancellable };
   g_autoptr(GPtrArray) order = g_ptr_array_new ();
   g_autoptr(GError) local_error = NULL;
   g_autofree char *text = NULL;
@@ -585,7 +599,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
   for (guint i = 0; i < order->len; i++)
     {
       Entry *e = order->pdata[i];
-      guint8 *buffer;
+      char *what;
 
       if (e->begin != expected)
         {
@@ -602,15 +616,11 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
                     " follow it", expected, size - 8 - header_len);
           return NULL;
         }
-      buffer = g_try_malloc (MAX (e->end - e->begin, 1));
-      if (buffer == NULL)
-        {
-          st_error (error, PIQ_ERROR_NO_MEMORY, name, "cannot allocate %" G_GUINT64_FORMAT
-                    " bytes for tensor '%s'", e->end - e->begin, e->name);
-          return NULL;
-        }
-      e->data = g_bytes_new_take (buffer, e->end - e->begin);
-      if (!read_exact (stream, buffer, e->end - e->begin, name, "the data", cancellable, error))
+      what = g_strdup_printf ("the data of tensor '%s'", e->name);
+      e->data = piq_io_read_bytes (stream_read, &src, e->end - e->begin, size_known, name, what,
+                                   error);
+      g_free (what);
+      if (e->data == NULL)
         return NULL;
     }
   if (size_known && expected != size - 8 - header_len)

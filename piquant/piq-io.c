@@ -77,22 +77,50 @@ source_read_exact (Source *source, void *buffer, gsize n, const char *name, cons
   return FALSE;
 }
 
-/* @n bytes of @what read into new memory, as GBytes. */
-static GBytes *
-source_read_bytes (Source *source, gsize n, const char *name, const char *what, GError **error)
+GBytes *
+piq_io_read_bytes (PiqReadFunc  read,
+                   void        *source,
+                   gsize        n,
+                   gboolean     size_checked,
+                   const char  *name,
+                   const char  *what,
+                   GError     **error)
 {
-  guint8 *buffer = g_try_malloc (MAX (n, 1));
+  /* the first allocation when the size is not known; it doubles from there */
+  const gsize step = 1u << 20;
+  guint8 *buffer = NULL;
+  gsize have = 0, cap = 0;
 
-  if (buffer == NULL)
+  while (have < n || cap == 0)
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY,
-                   "%s: cannot allocate %" G_GSIZE_FORMAT " bytes of %s", name, n, what);
-      return NULL;
-    }
-  if (!source_read_exact (source, buffer, n, name, what, error))
-    {
-      g_free (buffer);
-      return NULL;
+      gsize want = size_checked ? MAX (n, 1) : MIN (MAX (n, 1), MAX (step, 2 * cap));
+      gsize got;
+      guint8 *grown = g_try_realloc (buffer, want);
+
+      if (grown == NULL)
+        {
+          g_free (buffer);
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%s: cannot allocate %"
+                       G_GSIZE_FORMAT " bytes of %s", name, want, what);
+          return NULL;
+        }
+      buffer = grown;
+      cap = want;
+      if (!read (source, buffer + have, MIN (cap, n) - have, &got, error))
+        {
+          g_free (buffer);
+          g_prefix_error (error, "%s: ", name);
+          return NULL;
+        }
+      have += got;
+      if (have < MIN (cap, n))
+        {
+          g_free (buffer);
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT,
+                       "%s: the file ends inside %s (%" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT
+                       " bytes)", name, what, have, n);
+          return NULL;
+        }
     }
   return g_bytes_new_take (buffer, n);
 }
@@ -102,6 +130,7 @@ read_npy (Source *source, const char *name, gboolean size_known, guint64 size, G
 {
   PiqNpyHeader header;
   g_autoptr(PiqTensor) tensor = NULL;
+  g_autoptr(GBytes) bytes = NULL;
   static const guint64 scalar_shape[1] = { 1 };
   gsize n_bytes;
   gpointer data;
@@ -132,6 +161,13 @@ read_npy (Source *source, const char *name, gboolean size_known, guint64 size, G
       return NULL;
     }
 
+  /* From a stream of unknown length, the data first: its size is not to be
+   * trusted before it has arrived. */
+  if (!size_known &&
+      (bytes = piq_io_read_bytes (source_read, source, n_bytes, FALSE, name, "the array's data",
+                                  error)) == NULL)
+    return NULL;
+
   /* A 0-d array (one element, no axes) becomes a tensor of shape [1]. */
   tensor = header.n_dims == 0 ? piq_tensor_new_shaped (header.dtype, scalar_shape, 1, error)
                               : piq_tensor_new_shaped (header.dtype, header.shape, header.n_dims,
@@ -142,7 +178,9 @@ read_npy (Source *source, const char *name, gboolean size_known, guint64 size, G
       return NULL;
     }
   data = piq_tensor_get_writable_data (tensor, &n_bytes);
-  if (!source_read_exact (source, data, n_bytes, name, "the array's data", error))
+  if (bytes != NULL)
+    memcpy (data, g_bytes_get_data (bytes, NULL), n_bytes);
+  else if (!source_read_exact (source, data, n_bytes, name, "the array's data", error))
     return NULL;
   return g_steal_pointer (&tensor);
 }
@@ -173,16 +211,17 @@ read_piqt (Source *source, const char *name, gboolean size_known, guint64 size, 
                  : !piq_container_get_file_size (&container, name, &total, error))
     return NULL;
 
-  codes = source_read_bytes (source, container.data_bytes, name, "the codes", error);
+  codes = piq_io_read_bytes (source_read, source, container.data_bytes, size_known, name,
+                             "the codes", error);
   if (codes == NULL)
     return NULL;
   if (container.scales_bytes > 0 &&
-      (scales = source_read_bytes (source, container.scales_bytes, name, "the scales",
-                                   error)) == NULL)
+      (scales = piq_io_read_bytes (source_read, source, container.scales_bytes, size_known, name,
+                                   "the scales", error)) == NULL)
     return NULL;
   if (container.zero_points_bytes > 0 &&
-      (zero_points = source_read_bytes (source, container.zero_points_bytes, name,
-                                        "the zero points", error)) == NULL)
+      (zero_points = piq_io_read_bytes (source_read, source, container.zero_points_bytes,
+                                        size_known, name, "the zero points", error)) == NULL)
     return NULL;
   tensor = piq_tensor_new_quantized_from_bytes (container.format, container.library_shape,
                                                 container.library_n_dims, codes, scales,

@@ -1867,6 +1867,40 @@ test('io/npy-piqt/round-trip', () => {
     Gio.File.new_for_path(dir).delete(null);
 });
 
+test('io/safetensors/round-trip', () => {
+    const q = new Piq.Quantizer();
+    const st = Piq.Safetensors.new();
+    const a = f32Shaped([0.5, 1.5, -2, 4], [2, 2]);
+    const nf4 = q.quantize_new(Piq.Format.new_preset('nf4'), null,
+        f32Tensor(Array.from({length: 128}, (_, i) => Math.cos(i) * 2)));
+    st.set_tensor('a', a);
+    st.set_tensor('w', nf4);
+    st.set_metadata('model', 'test');
+    const dir = GLib.dir_make_tmp('piq-st-XXXXXX');
+    const file = Gio.File.new_for_path(GLib.build_filenamev([dir, 'm.safetensors']));
+    check(st.save_to_file(file, null), 'save');
+    // the file as the published format defines it: length, JSON, data
+    const [, raw] = file.load_contents(null);
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    const n = Number(view.getBigUint64(0, true));
+    const head = JSON.parse(new TextDecoder().decode(raw.slice(8, 8 + n)));
+    check(n % 8 === 0, 'header padded to 8 bytes');
+    checkList(Object.keys(head).sort(), ['__metadata__', 'a', 'w', 'w.piq_scales'], 'entries');
+    checkList(head.a.shape, [2, 2], "a's shape");
+    check(head.a.dtype === 'F32' && head.a.data_offsets[0] === 0 && head.a.data_offsets[1] === 16, "a's entry");
+    check(head.__metadata__.model === 'test', 'metadata');
+    const back = Piq.Safetensors.new_from_file(file, null);
+    checkList(back.get_names(), ['a', 'w'], 'names read back');
+    checkList(back.get_tensor('a').to_values(), [0.5, 1.5, -2, 4], 'values read back');
+    check(back.get_metadata('model') === 'test', 'metadata read back');
+    const wb = back.get_tensor('w');
+    check(wb.get_format().equal(nf4.get_format()) && bytesEqual(tensorBytes(wb), tensorBytes(nf4)), 'NF4 read back');
+    st.set_tensor('w.piq_scales', a);
+    expectError(Piq.Error.UNSUPPORTED, () => st.save_to_file(file, null));
+    file.delete(null);
+    Gio.File.new_for_path(dir).delete(null);
+});
+
 skip('binding/throws-piq-error', "GJS throws GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's");
 
 main();

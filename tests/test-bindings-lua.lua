@@ -2174,6 +2174,41 @@ test('io/npy-piqt/round-trip', function()
   os.remove(dir)
 end)
 
+test('io/safetensors/round-trip', function()
+  local q = Piq.Quantizer()
+  local st = Piq.Safetensors.new()
+  local a = f32_tensor({ 0.5, 1.5, -2, 4 })
+  check(a:reshape({ 2, 2 }), 'reshape')
+  local wv = {}
+  for i = 0, 127 do wv[#wv + 1] = math.cos(i) * 2 end
+  local nf4 = assert(q:quantize_new(Piq.Format.new_preset('nf4'), nil, f32_tensor(wv)))
+  st:set_tensor('a', a)
+  st:set_tensor('w', nf4)
+  st:set_metadata('model', 'test')
+  local dir = assert(GLib.dir_make_tmp('piq-st-XXXXXX'))
+  local path = dir .. '/m.safetensors'
+  local file = Gio.File.new_for_path(path)
+  check(st:save_to_file(file, nil) == true, 'save')
+  -- the file as the published format defines it: length, JSON, data
+  local raw = read_file(path)
+  local n = 0
+  for i = 8, 1, -1 do n = n * 256 + raw:byte(i) end
+  local head = raw:sub(9, 8 + n)
+  check(n % 8 == 0 and head:sub(1, 1) == '{', 'header length and JSON')
+  check(head:find('"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}', 1, true) ~= nil, "a's entry: " .. head)
+  check(head:find('"w.piq_scales"', 1, true) ~= nil, 'the scales entry')
+  local back = assert(Piq.Safetensors.new_from_file(file, nil))
+  check_list(back:get_names(), { 'a', 'w' }, 'names read back')
+  check_list(back:get_tensor('a'):to_values(), { 0.5, 1.5, -2, 4 }, 'values read back')
+  check(back:get_metadata('model') == 'test', 'metadata read back')
+  local wb = back:get_tensor('w')
+  check(wb:get_format():equal(nf4:get_format()) and tensor_string(wb) == tensor_string(nf4), 'NF4 read back')
+  st:set_tensor('w.piq_scales', a)
+  expect_error('UNSUPPORTED', st:save_to_file(file, nil))
+  os.remove(path)
+  os.remove(dir)
+end)
+
 skip('binding/throws-piq-error', "lgi returns GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 
 main()

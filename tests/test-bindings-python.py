@@ -1290,6 +1290,55 @@ def _():
         check(sorted(os.listdir(d)) == ["w.piqt", "x.npy"], "no temporary files left")
 
 
+@test("io/safetensors/round-trip")
+def _():
+    import json
+    import os
+    import struct
+    import tempfile
+    gi.require_version("Gio", "2.0")
+    from gi.repository import Gio
+    q = Piq.Quantizer()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.safetensors")
+        # a file written from the published format: length, JSON, data
+        head = json.dumps({"b": {"dtype": "I16", "shape": [3], "data_offsets": [0, 6]},
+                           "a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [6, 22]},
+                           "__metadata__": {"format": "pt"}}).encode()
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(head)) + head + struct.pack("<3h", 1, -2, 3)
+                    + struct.pack("<4f", 0.5, 1.5, -2.0, 4.0))
+        st = Piq.Safetensors.new_from_file(Gio.File.new_for_path(path), None)
+        check(st.get_names() == ["a", "b"] and st.get_metadata_keys() == ["format"], "names and keys")
+        check(st.get_metadata("format") == "pt", "metadata")
+        check(st.get_tensor("a").get_shape() == [2, 2], "shape")
+        check_list(st.get_tensor("a").to_values(), [0.5, 1.5, -2.0, 4.0], "F32 values")
+        check_list(st.get_tensor("b").to_values(), [1.0, -2.0, 3.0], "I16 values")
+        # and written back with an NF4 tensor beside them
+        w, _w = f32_tensor([math.cos(i) * 2 for i in range(128)])
+        nf4 = q.quantize_new(Piq.Format.new_preset("nf4"), None, w)
+        st.set_tensor("w", nf4)
+        st.set_metadata("model", "test")
+        check(st.save_to_file(Gio.File.new_for_path(path), None), "save")
+        with open(path, "rb") as f:
+            raw = f.read()
+        n = struct.unpack("<Q", raw[:8])[0]
+        head = json.loads(raw[8:8 + n])
+        check(n % 8 == 0 and sorted(head) == ["__metadata__", "a", "b", "w", "w.piq_scales"], "entries %r" % sorted(head))
+        check(head["a"] == {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}, "a's entry %r" % head["a"])
+        check("dtype=nf4" in head["__metadata__"]["w.piq_format"].split("\n"), "the format's keys")
+        back = Piq.Safetensors.new_from_file(Gio.File.new_for_path(path), None)
+        check(back.get_names() == ["a", "b", "w"], "names read back")
+        check(back.get_metadata_keys() == ["format", "model"], "metadata read back")
+        wb = back.get_tensor("w")
+        check(wb.get_format().equal(nf4.get_format()) and tensor_bytes(wb) == tensor_bytes(nf4), "NF4 read back")
+        check_list(q.dequantize_new(wb, Piq.Dtype.F32).to_values(),
+                   q.dequantize_new(nf4, Piq.Dtype.F32).to_values(), "it decodes the same")
+        st.set_tensor("w.piq_scales", w)
+        expect_error(Piq.Error.UNSUPPORTED, st.save_to_file, Gio.File.new_for_path(path), None)
+        check(sorted(os.listdir(d)) == ["m.safetensors"], "no temporary files left")
+
+
 skip("binding/throws-piq-error",
      "PyGObject raises GLib.Error from the typelib's throws flag itself; the VAPI's throws clauses are Vala's")
 

@@ -1961,6 +1961,47 @@ TestCase[] make_tests () {
         DirUtils.remove (dir);
     });
 
+    tests += new TestCase ("vala/io/safetensors/round-trip", () => {
+        var q = new Piq.Quantizer ();
+        var st = new Piq.Safetensors ();
+        var a = f32_tensor ({ 0.5f, 1.5f, -2, 4 });
+        check (a.reshape ({ 2, 2 }), "reshape");
+        float[] wv = new float[128];
+        for (int i = 0; i < 128; i++)
+            wv[i] = (float) (Math.cos (i) * 2);
+        var nf4 = q.quantize_new (new Piq.Format.preset ("nf4"), null, f32_tensor (wv));
+        st.set_tensor ("a", a);
+        st.set_tensor ("w", nf4);
+        st.set_metadata ("model", "test");
+        string dir = DirUtils.make_tmp ("piq-st-XXXXXX");
+        string path = Path.build_filename (dir, "m.safetensors");
+        var file = File.new_for_path (path);
+        check (st.save_to_file (file), "save");
+        /* the file as the published format defines it: length, JSON, data */
+        uint8[] raw;
+        FileUtils.get_data (path, out raw);
+        uint64 n = 0;
+        for (int i = 7; i >= 0; i--)
+            n = n << 8 | raw[i];
+        string head = ((string) raw[8:8 + (int) n]).dup ();
+        check (n % 8 == 0 && head[0] == '{', "header length and JSON");
+        check ("\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}" in head, "a's entry: " + head);
+        check ("\"w.piq_scales\"" in head, "the scales entry");
+        var back = new Piq.Safetensors.from_file (file);
+        var names = back.get_names ();
+        check (names.length == 2 && names[0] == "a" && names[1] == "w", "names read back");
+        check_doubles (back.get_tensor ("a").to_values (), { 0.5, 1.5, -2, 4 }, "values read back");
+        check (back.get_metadata ("model") == "test", "metadata read back");
+        var wb = back.get_tensor ("w");
+        check (wb.get_format ().equal (nf4.get_format ()) && wb.get_bytes ().compare (nf4.get_bytes ()) == 0, "NF4 read back");
+        st.set_tensor ("w.piq_scales", a);
+        expect_error (Piq.Error.UNSUPPORTED, "a name the scales would take", () => {
+            st.save_to_file (file);
+        });
+        FileUtils.remove (path);
+        DirUtils.remove (dir);
+    });
+
     tests += new TestCase ("vala/matmul/int8-gemm/zero-points", () => {
         var q = new Piq.Quantizer ();
         /* A = [[130, 126, 128]] with zero point 128 and scale 0.5: a − za = [2, −2, 0] */

@@ -314,6 +314,26 @@ test_refusals (void)
       g_clear_error (&error);
     }
 
+  /* A stream announcing far more data than it holds ends early: no memory
+   * is taken for what never arrives (2^40 floats would be 4 TiB). */
+  {
+    static const char huge[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+    g_autoptr(GByteArray) a = g_byte_array_new ();
+    guint16 len = (guint16) strlen (huge) + 1;
+    g_autoptr(GBytes) b = NULL;
+    g_autoptr(PiqTensor) none = NULL;
+
+    g_byte_array_append (a, (const guint8 *) "\x93NUMPY\x01\x00", 8);
+    g_byte_array_append (a, (const guint8[]) { len & 0xff, len >> 8 }, 2);
+    g_byte_array_append (a, (const guint8 *) huge, len - 1);
+    g_byte_array_append (a, (const guint8 *) "\n0123456789abcdef", 17);
+    b = g_byte_array_free_to_bytes (g_steal_pointer (&a));
+    none = load_from_bytes (b, &error);
+    g_assert_null (none);
+    g_assert_error (error, PIQ_ERROR, PIQ_ERROR_FILE_FORMAT);
+    g_clear_error (&error);
+  }
+
   /* .npy that piquant cannot represent */
   {
     static const char *dicts[] = {
@@ -608,6 +628,9 @@ test_safetensors_refusals (void)
     { "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, PIQ_ERROR_UNSUPPORTED },
     { "{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}", 1, PIQ_ERROR_UNSUPPORTED },
     { "{\"__metadata__\":{\"k\":1}}", 0, PIQ_ERROR_FILE_FORMAT },
+    /* 2^40 bytes announced, 16 present: ends early, no 1 TiB allocation */
+    { "{\"a\":{\"dtype\":\"U8\",\"shape\":[1099511627776],\"data_offsets\":[0,1099511627776]}}", 16,
+      PIQ_ERROR_FILE_FORMAT },
     { "{\"__metadata__\":{\"a.piq_format\":\"dtype=nf4\\n\"}}", 0, PIQ_ERROR_FILE_FORMAT },
     { "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
       "\"__metadata__\":{\"a.piq_format\":\"bogus\"}}", 1, PIQ_ERROR_FILE_FORMAT },

@@ -263,6 +263,8 @@ dequantize (const PiqContainer *c, const guint8 *data)
     }
 }
 
+static void read_stream (const uint8_t *data, size_t size);
+
 /* The input as a whole file, as the tool reads it. */
 static void
 read_file (const uint8_t *data, size_t size)
