@@ -178,6 +178,9 @@ piq_safetensors_get_names (PiqSafetensors *self)
  * @self: a #PiqSafetensors
  * @name: a tensor's name
  *
+ * Looks up a tensor by name; a quantized tensor comes whole, with its
+ * format, scales and zero points.
+ *
  * Returns: (transfer none) (nullable): the tensor called @name, or %NULL
  *
  * Since: 1.0
@@ -241,6 +244,8 @@ piq_safetensors_get_metadata_keys (PiqSafetensors *self)
  * piq_safetensors_get_metadata:
  * @self: a #PiqSafetensors
  * @key: a metadata key
+ *
+ * Looks up a string of the file's `__metadata__`.
  *
  * Returns: (nullable): the metadata value of @key, or %NULL
  *
