@@ -181,8 +181,10 @@ if [ "$do_rpm" = yes ]; then
     cp "$rpmdir/dist/piquant.spec" "$rpmdir/SPECS/"
   else
     # configure.ac does not list piquant.spec yet: substitute as it would.
-    echo "build-packages.sh: note: configure did not generate piquant.spec; substituting @VERSION@ here" >&2
-    sed "s/@VERSION@/$version/g" "$rpmdir/dist/piquant.spec.in" > "$rpmdir/SPECS/piquant.spec"
+    echo "build-packages.sh: note: configure did not generate piquant.spec; substituting @VERSION@ and @PACKAGE_URL@ here" >&2
+    url=$(sed -n 's/^#define PACKAGE_URL "\(.*\)"$/\1/p' "$rpmdir/dist/config.h")
+    sed -e "s/@VERSION@/$version/g" -e "s|@PACKAGE_URL@|$url|g" \
+      "$rpmdir/dist/piquant.spec.in" > "$rpmdir/SPECS/piquant.spec"
   fi
 
   rpm_opts=(--define "_topdir $rpmdir" --define "_smp_mflags -j$jobs")
