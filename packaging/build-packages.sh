@@ -65,14 +65,21 @@ case "$workdir/" in
   "$srcdir"/*) die "the work directory must be outside the source tree ($srcdir)" ;;
 esac
 # The tools the checks below need come first: on a fresh machine git and
-# dpkg-parsechangelog are not there yet.
+# dpkg-parsechangelog are not there yet, and a fresh container has no package
+# lists either (apt-get install would say "Unable to locate package").
 if [ "$install_deps" = yes ]; then
+  [ "$(id -u)" -eq 0 ] || die "--install-deps runs apt-get: run it as root"
+  command -v apt-get >/dev/null || die "--install-deps needs apt-get (Debian 12)"
   say "installing the packaging tools"
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y \
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update
+  apt-get -o DPkg::Lock::Timeout=600 install -y \
     --no-install-recommends dpkg-dev debhelper lintian rpm git
 fi
-command -v git >/dev/null && git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1 ||
-  die "$srcdir is not a git checkout (the file list comes from git ls-files)"
+command -v git >/dev/null ||
+  die "git is not installed (run $0 --install-deps as root first)"
+git -C "$srcdir" rev-parse --git-dir >/dev/null ||
+  die "$srcdir is not a git checkout git can read (the file list comes from git ls-files)"
 
 # Debian's upstream version must be the one configure.ac gives the tarball.
 deb_version=$(dpkg-parsechangelog -l "$srcdir/debian/changelog" -S Version)
@@ -174,8 +181,10 @@ if [ "$do_rpm" = yes ]; then
     cp "$rpmdir/dist/piquant.spec" "$rpmdir/SPECS/"
   else
     # configure.ac does not list piquant.spec yet: substitute as it would.
-    echo "build-packages.sh: note: configure did not generate piquant.spec; substituting @VERSION@ here" >&2
-    sed "s/@VERSION@/$version/g" "$rpmdir/dist/piquant.spec.in" > "$rpmdir/SPECS/piquant.spec"
+    echo "build-packages.sh: note: configure did not generate piquant.spec; substituting @VERSION@ and @PACKAGE_URL@ here" >&2
+    url=$(sed -n 's/^#define PACKAGE_URL "\(.*\)"$/\1/p' "$rpmdir/dist/config.h")
+    sed -e "s/@VERSION@/$version/g" -e "s|@PACKAGE_URL@|$url|g" \
+      "$rpmdir/dist/piquant.spec.in" > "$rpmdir/SPECS/piquant.spec"
   fi
 
   rpm_opts=(--define "_topdir $rpmdir" --define "_smp_mflags -j$jobs")

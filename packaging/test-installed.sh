@@ -15,7 +15,9 @@
 # Every program runs in an empty temporary directory with `env -i` (PATH,
 # HOME, LANG only): no GI_TYPELIB_PATH, LD_LIBRARY_PATH, PKG_CONFIG_PATH or
 # VAPIDIR, nothing of the build tree. For each language it runs
-#   - bindings/<lang>/example.* when the tree has it, and
+#   - bindings/<lang>/example.*, the copy libpiquant-1.0-dev installs in
+#     /usr/share/doc/libpiquant-1.0-dev/examples/<lang>/ (the tree's when the
+#     package is not installed), and
 #   - packaging/smoke/smoke.*, a small round trip that also prints the files
 #     the process mapped, which must be /usr/lib/<multiarch>/libpiquant-1.0.so.0
 #     and /usr/lib/<multiarch>/girepository-1.0/Piq-1.0.typelib.
@@ -197,6 +199,14 @@ if is_installed libpiquant-1.0-dev; then
   check_file pkg-config "$libdir/pkgconfig/piquant-1.0.pc"
   check_file GIR /usr/share/gir-1.0/Piq-1.0.gir
   check_file VAPI /usr/share/vala/vapi/piquant-1.0.vapi
+  # Every example bindings/Makefile.am lists is installed, and nothing else.
+  exdir=/usr/share/doc/libpiquant-1.0-dev/examples
+  listed=$(sed -n '/^examples = /,/\$(NULL)/{s/^[[:space:]]*\([a-z]*\/[^ ]*\).*/\1/p}' \
+             "$srcdir/bindings/Makefile.am" | sort)
+  [ -n "$listed" ] || fail "examples: no list in bindings/Makefile.am"
+  for f in $listed; do check_file example "$exdir/$f"; done
+  extra=$(cd "$exdir" 2>/dev/null && find . -type f | sed 's|^\./||' | sort | comm -13 <(echo "$listed") -)
+  [ -z "$extra" ] || fail "examples: $exdir has files bindings/Makefile.am does not list: $extra"
   v=$("${clean_env[@]}" pkg-config --modversion piquant-1.0 2>&1) &&
     pass "pkg-config --modversion piquant-1.0: $v" || fail "pkg-config piquant-1.0: $v"
 fi
@@ -215,12 +225,16 @@ fi
 # ---- the language examples ----
 echo
 echo "==> examples"
-example() { ls "$srcdir"/bindings/"$1"/example."$2" 2>/dev/null | head -n 1; }
+# The installed copy of an example when there is one, else the tree's.
+example() {
+  ls /usr/share/doc/libpiquant-1.0-dev/examples/"$1"/example."$2" \
+     "$srcdir"/bindings/"$1"/example."$2" 2>/dev/null | head -n 1
+}
 smoke=$srcdir/packaging/smoke
 
 if is_installed libpiquant-1.0-dev; then
   ex=$(example c c)
-  [ -n "$ex" ] && c_build "C example (bindings/c)" "$ex"
+  [ -n "$ex" ] && c_build "C example (${ex%/*})" "$ex"
   c_build "C smoke (packaging/smoke)" "$smoke/smoke.c"
 fi
 # MPI: compiled with `pkg-config piquant-mpi-1.0`, run on 2 ranks of this host
@@ -249,7 +263,7 @@ if is_installed gir1.2-piq-1.0; then
       args=()
       # An ES module (import declarations) runs with gjs -m.
       [ "$dir" = gjs ] && grep -q '^import ' "$ex" && args=(-m)
-      run "$dir example (bindings/$dir)" "$d" "$interp" "${args[@]}" "$(basename "$ex")"
+      run "$dir example (${ex%/*})" "$d" "$interp" "${args[@]}" "$(basename "$ex")"
     else
       echo
       echo "---- $dir: bindings/$dir/example.$ext not in the tree; the smoke program stands in"
@@ -261,7 +275,7 @@ fi
 if is_installed libpiquant-1.0-dev; then
   ex=$(example vala vala)
   if [ -n "$ex" ]; then
-    vala_build "vala example (bindings/vala)" "$ex"
+    vala_build "vala example (${ex%/*})" "$ex"
   else
     echo
     echo "---- vala: bindings/vala/example.vala not in the tree; the smoke program stands in"
