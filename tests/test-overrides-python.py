@@ -276,6 +276,8 @@ def _():
     y = Piq.dequantize(t, dtype=np.float64)
     check(y.dtype == np.float64 and np.array_equal(y, want.astype(np.float64) * scale),
           "dequantize to f64 differs from code * scale")
+    check(np.array_equal(Piq.dequantize(t, dtype=Piq.Dtype.F16), y.astype(np.float16)),
+          "dequantize to f16 (a Piq.Dtype) differs from the f64 values rounded")
     # a dtype name is a per-tensor format of that dtype
     check(Piq.quantize(x, "int8").get_format().equal(Piq.Format.new(Piq.Dtype.INT8)), "'int8'")
 
@@ -371,6 +373,27 @@ def _():
     e = raises(GLib.Error, Piq.matmul, normal((2, 64)), Piq.quantize(normal((4, 64)), "nf4"),
                activation=Piq.Activation.DYNAMIC_INT8)
     check(e.domain == "piq-error-quark", "domain %s" % e.domain)
+
+
+@test("docs/snippets")
+def _():
+    # the Python blocks of docs/bindings.md.in's overrides section run, in order
+    path = os.path.join(HERE, os.pardir, "docs", "bindings.md.in")
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    start = page.find("### The Python overrides")
+    check(start >= 0, "no overrides section in %s" % path)
+    end = page.find("\n## ", start)
+    section = page[start:end if end >= 0 else len(page)]
+    blocks = section.split("```python\n")[1:]
+    check(len(blocks) >= 3, "%d Python blocks in the overrides section" % len(blocks))
+    namespace = {"__name__": "bindings_md"}
+    for i, block in enumerate(blocks):
+        code = block.split("```", 1)[0]
+        try:
+            exec(compile(code, "%s (overrides block %d)" % (path, i + 1), "exec"), namespace)
+        except Exception as e:
+            raise Failure("block %d raised %s: %s" % (i + 1, type(e).__name__, e))
 
 
 @test("without-numpy")

@@ -324,8 +324,8 @@ def _destination(out, shape, what="out"):
 def dequantize(t, *, out=None, add=False, dtype=None, quantizer=None):
     """Dequantize a quantized Piq.Tensor into a numpy array of its shape.
 
-    Without `out`, a new array of `dtype` (default float32; float64, float16,
-    ml_dtypes.bfloat16 too) is allocated and returned. With `out` (a writable
+    Without `out`, a new array of `dtype` (a numpy dtype or a Piq.Dtype;
+    default float32; float64, float16, ml_dtypes.bfloat16 too) is allocated and returned. With `out` (a writable
     C-contiguous float array of t.shape), the values are written into it, or
     added to it when `add=True` (accumulating, as a ring reduce does), and
     `out` is returned. The library writes straight into the array."""
@@ -336,6 +336,11 @@ def dequantize(t, *, out=None, add=False, dtype=None, quantizer=None):
         raise ValueError("t is a %s tensor without a format: nothing to dequantize"
                          % t.get_dtype().value_nick)
     q = quantizer or Piq.Quantizer.get_default()
+    if isinstance(dtype, Piq.Dtype):
+        piq_dtype, dtype = dtype, _numpy_dtype_of(dtype)
+        if dtype is None:
+            raise TypeError("numpy has no dtype for %s%s" % (piq_dtype.value_nick, (
+                " (install ml_dtypes)" if piq_dtype == Piq.Dtype.BF16 else "")))
     if out is None:
         if add:
             raise ValueError("add=True adds into an existing array: pass it as out=")
