@@ -633,6 +633,12 @@ piq_tensor_new_from_values (PiqDtype       dtype,
  * tensor keeps no reference to the memory, so the caller must keep it
  * alive and unmoved for the tensor's whole life.
  *
+ * From Python, use `Piq.Tensor.from_array(a)` of piquant's PyGObject
+ * overrides instead: it stores the array on the tensor's Python wrapper, and
+ * PyGObject keeps a wrapper that carries attributes alive for as long as C
+ * holds a reference to the tensor, so the array lives as long as the tensor.
+ * A binding that calls this function directly must do the same.
+ *
  * Returns: (transfer full) (nullable): the tensor, or %NULL with
  *   %PIQ_ERROR_SIZE when @size is too small
  *
@@ -980,6 +986,91 @@ piq_tensor_get_writable_data (PiqTensor *self,
   if (size != NULL)
     *size = self->writable ? self->n_bytes : 0;
   return self->writable ? self->data : NULL;
+}
+
+/**
+ * piq_tensor_get_address:
+ * @self: a tensor
+ * @size: (out) (optional): the size in bytes, from the address to the end of
+ *   the last element
+ *
+ * The address of the tensor's storage as an integer, for bindings that build
+ * a view of it without a copy (numpy's `__array_interface__`, Python's buffer
+ * protocol) where the language cannot hold a C pointer. The memory stays valid
+ * as long as the tensor: whoever uses the address must keep a reference to
+ * @self for as long as it does. The storage is never moved or replaced while
+ * the tensor lives; writes through the address are allowed only when
+ * [method@Piq.Tensor.is_writable] says so.
+ *
+ * Returns: the address, or 0 for an empty tensor
+ *
+ * Since: 1.0
+ */
+guintptr
+piq_tensor_get_address (PiqTensor *self,
+                        gsize     *size)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  if (size != NULL)
+    *size = self->data != NULL ? self->n_bytes : 0;
+  return (guintptr) self->data;
+}
+
+static guintptr
+bytes_address (GBytes *bytes,
+               gsize  *size)
+{
+  gsize n = 0;
+  gconstpointer data = bytes != NULL ? g_bytes_get_data (bytes, &n) : NULL;
+
+  if (size != NULL)
+    *size = data != NULL ? n : 0;
+  return (guintptr) data;
+}
+
+/**
+ * piq_tensor_get_scales_address:
+ * @self: a tensor
+ * @size: (out) (optional): the size in bytes of the scales
+ *
+ * The address of the #GBytes that [method@Piq.Tensor.get_scales] returns,
+ * as an integer, for bindings that view the scales without a copy. Quantizing
+ * into @self again gives it new scales and releases the old ones, so a user of
+ * the address must hold a reference to that #GBytes (call
+ * [method@Piq.Tensor.get_scales] first and keep its result), not only to @self.
+ * The scales are shared: never write through the address.
+ *
+ * Returns: the address, or 0 if the tensor has no scales
+ *
+ * Since: 1.0
+ */
+guintptr
+piq_tensor_get_scales_address (PiqTensor *self,
+                               gsize     *size)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  return bytes_address (self->scales, size);
+}
+
+/**
+ * piq_tensor_get_zero_points_address:
+ * @self: a tensor
+ * @size: (out) (optional): the size in bytes of the zero points
+ *
+ * The address of the #GBytes that [method@Piq.Tensor.get_zero_points]
+ * returns, as an integer; the rules of
+ * [method@Piq.Tensor.get_scales_address] apply.
+ *
+ * Returns: the address, or 0 if the tensor has no zero points
+ *
+ * Since: 1.0
+ */
+guintptr
+piq_tensor_get_zero_points_address (PiqTensor *self,
+                                    gsize     *size)
+{
+  g_return_val_if_fail (PIQ_IS_TENSOR (self), 0);
+  return bytes_address (self->zero_points, size);
 }
 
 /**

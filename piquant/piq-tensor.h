@@ -120,6 +120,15 @@ PIQ_AVAILABLE_IN_1_0
 gpointer        piq_tensor_get_writable_data    (PiqTensor      *self,
                                                  gsize          *size);
 PIQ_AVAILABLE_IN_1_0
+guintptr        piq_tensor_get_address          (PiqTensor      *self,
+                                                 gsize          *size);
+PIQ_AVAILABLE_IN_1_0
+guintptr        piq_tensor_get_scales_address   (PiqTensor      *self,
+                                                 gsize          *size);
+PIQ_AVAILABLE_IN_1_0
+guintptr        piq_tensor_get_zero_points_address (PiqTensor   *self,
+                                                 gsize          *size);
+PIQ_AVAILABLE_IN_1_0
 GBytes *        piq_tensor_get_bytes            (PiqTensor      *self);
 PIQ_AVAILABLE_IN_1_0
 gboolean        piq_tensor_set_data             (PiqTensor      *self,

@@ -553,6 +553,97 @@ test_format (void)
   g_assert_cmpuint (piq_tensor_get_n_bytes (dst), ==, sizeof codes);
 }
 
+static void
+test_get_address (gconstpointer data)
+{
+  const Case *c = data;
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PiqTensor) t = piq_tensor_new (c->dtype, c->n, &error);
+  g_autoptr (PiqTensor) w = NULL;
+  g_autofree guint8 *mem = NULL;
+  gsize size = 777, expected = o_dtype_nbytes (c->dtype, c->n);
+  guint64 shape[1] = { c->n };
+
+  g_assert_no_error (error);
+  g_assert_true (piq_tensor_get_address (t, &size) == (guintptr) piq_tensor_get_data (t, NULL));
+  g_assert_cmpuint (size, ==, c->n == 0 ? 0 : expected);
+  g_assert_true (piq_tensor_get_address (t, NULL) == (guintptr) piq_tensor_get_data (t, NULL));
+  /* a tensor without a format has neither scales nor zero points */
+  size = 777;
+  g_assert_true (piq_tensor_get_scales_address (t, &size) == 0);
+  g_assert_cmpuint (size, ==, 0);
+  size = 777;
+  g_assert_true (piq_tensor_get_zero_points_address (t, &size) == 0);
+  g_assert_cmpuint (size, ==, 0);
+
+  /* a wrapped buffer reports the caller's address, read-only or not */
+  mem = g_malloc0 (expected + 1);
+  w = piq_tensor_new_for_address (c->dtype, shape, 1, (guintptr) mem, expected, 0, FALSE, &error);
+  g_assert_no_error (error);
+  size = 777;
+  g_assert_true (piq_tensor_get_address (w, &size) == (guintptr) mem);
+  g_assert_cmpuint (size, ==, expected);
+}
+
+/* The scales and zero points addresses are those of the GBytes the getters
+ * return; quantizing again replaces them, and a held GBytes stays valid. */
+static void
+test_scales_address (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (PiqFormat) f = piq_format_new_per_block (PIQ_DTYPE_UINT8, 64, PIQ_DTYPE_F32);   /* affine */
+  g_autoptr (PiqFormat) pt = piq_format_new (PIQ_DTYPE_INT8);
+  g_autoptr (PiqTensor) src = NULL, dst = NULL, per_tensor = NULL;
+  g_autoptr (GBytes) scales = NULL, zps = NULL, scales2 = NULL;
+  guint64 shape[1] = { 256 };
+  float values[256];
+  gsize size = 0, n = 0;
+  gconstpointer d;
+
+  g_assert_no_error (error);
+  for (gsize i = 0; i < G_N_ELEMENTS (values); i++)
+    values[i] = (float) i * 0.25f - 7.0f;
+  src = piq_tensor_new_from_data (PIQ_DTYPE_F32, 256, (const guint8 *) values, sizeof values, &error);
+  g_assert_no_error (error);
+  dst = piq_tensor_new_quantized (f, shape, 1, &error);
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_quantize (piq_quantizer_get_default (), NULL, src, dst, &error));
+  g_assert_no_error (error);
+
+  scales = piq_tensor_get_scales (dst);
+  zps = piq_tensor_get_zero_points (dst);
+  g_assert_nonnull (scales);
+  g_assert_nonnull (zps);
+  d = g_bytes_get_data (scales, &n);
+  g_assert_true (piq_tensor_get_scales_address (dst, &size) == (guintptr) d);
+  g_assert_cmpuint (size, ==, n);
+  g_assert_cmpuint (size, ==, 4 * sizeof (float));          /* 4 blocks of 64, f32 scales */
+  d = g_bytes_get_data (zps, &n);
+  g_assert_true (piq_tensor_get_zero_points_address (dst, &size) == (guintptr) d);
+  g_assert_cmpuint (size, ==, n);
+  g_assert_cmpuint (size, ==, 4 * sizeof (gint32));
+
+  /* quantizing again gives new scales; the held ones keep their contents */
+  values[0] = 100.0f;
+  g_assert_true (piq_tensor_set_data (src, (const guint8 *) values, sizeof values, &error));
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_quantize (piq_quantizer_get_default (), NULL, src, dst, &error));
+  g_assert_no_error (error);
+  scales2 = piq_tensor_get_scales (dst);
+  g_assert_true (piq_tensor_get_scales_address (dst, NULL) == (guintptr) g_bytes_get_data (scales2, NULL));
+  g_assert_false (g_bytes_equal (scales, scales2));
+
+  /* per tensor: a scalar scale, no arrays */
+  per_tensor = piq_quantizer_quantize_new (piq_quantizer_get_default (), pt, NULL, src, &error);
+  g_assert_no_error (error);
+  size = 777;
+  g_assert_true (piq_tensor_get_scales_address (per_tensor, &size) == 0);
+  g_assert_cmpuint (size, ==, 0);
+  g_assert_true (piq_tensor_get_zero_points_address (per_tensor, NULL) == 0);
+  g_assert_true (piq_tensor_get_address (per_tensor, &size) == (guintptr) piq_tensor_get_data (per_tensor, NULL));
+  g_assert_cmpuint (size, ==, 256);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -571,6 +662,7 @@ main (int argc, char **argv)
           { "get-bytes", test_get_bytes }, { "new-from-bytes", test_from_bytes },
           { "new-for-address", test_for_address }, { "set-data", test_set_data },
           { "new-from-values", test_from_values }, { "fill", test_fill },
+          { "get-address", test_get_address },
         };
 
         c->dtype = o_dtypes[i].dtype;
@@ -590,6 +682,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tensor/to-values/literals", test_to_values_literals);
   g_test_add_func ("/tensor/new-from-values/rounding", test_from_values_rounding);
   g_test_add_func ("/tensor/format", test_format);
+  g_test_add_func ("/tensor/scales-address", test_scales_address);
 
   ret = g_test_run ();
   g_ptr_array_unref (all_cases);
