@@ -101,7 +101,7 @@ else
   not_ok "help/tool" "$(cat "$tmp/help")"
 fi
 
-for cmd in info demo bench quantize dequantize help; do
+for cmd in info demo bench quantize dequantize inspect help; do
   if "$tool" "$cmd" --help > "$tmp/help" 2>&1 && grep -q "piquant $cmd" "$tmp/help"; then
     ok "help/$cmd"
   else
@@ -327,6 +327,64 @@ if [ -z "$leftovers" ]; then
 else
   not_ok "file/no-temporary-files-left" "$leftovers"
 fi
+
+# ---- inspect: the header of a .npy or .piqt file ----
+
+# check_inspect NAME FILE LINE...: inspect FILE exits 0, prints nothing on
+# stderr and prints every LINE exactly (a whole line of its output).
+check_inspect () {
+  name=$1 file=$2
+  shift 2
+  "$tool" inspect "$file" > "$tmp/stdout" 2> "$tmp/stderr"
+  got=$?
+  missing=
+  for line in "$@"; do
+    grep -qxF -e "$line" "$tmp/stdout" || missing="$missing
+$line"
+  done
+  if [ $got -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ -z "$missing" ]; then
+    ok "$name"
+  else
+    not_ok "$name" "exit $got; missing lines:$missing" "$(cat "$tmp/stdout" "$tmp/stderr")"
+  fi
+}
+
+"$tool" dequantize "$tmp/zeros.piqt" "$tmp/zeros.npy" > /dev/null 2>&1
+check_inspect "inspect/npy" "$tmp/zeros.npy" "format:       npy 1.0" \
+  "descr:        '<f4' (f32)" "shape:        [1024]" "elements:     1024" \
+  "data offset:  128" "data bytes:   4096"
+# Every key of the container's header text, as the file has it.
+set -- "format:       piqt 2" "shape:        [1024]" "elements:     1024" \
+  "data bytes:   1024 codes, 0 scales, 0 zero points" "header keys:"
+while IFS= read -r key; do
+  set -- "$@" "  $key"
+done <<EOF_KEYS
+$(LC_ALL=C grep -a -e '^[a-z_]*=' "$tmp/zeros.piqt")
+EOF_KEYS
+check_inspect "inspect/piqt" "$tmp/zeros.piqt" "$@"
+check_exit "inspect/npy-short-data" 1 'zeros-short.npy: the file is too short: its header announces 4096 bytes' \
+  sh -c 'head -c 1000 "$1" > "$2" && exec "$3" inspect "$2"' sh "$tmp/zeros.npy" "$tmp/zeros-short.npy" "$tool"
+check_exit "inspect/npy-short-header" 1 'ends inside the .npy header' \
+  sh -c 'head -c 20 "$1" > "$2" && exec "$3" inspect "$2"' sh "$tmp/zeros.npy" "$tmp/zeros-short.npy" "$tool"
+check_exit "inspect/piqt-short-data" 1 'the file has' \
+  sh -c 'head -c $(($(wc -c < "$1") - 1)) "$1" > "$2" && exec "$3" inspect "$2"' sh \
+  "$tmp/zeros.piqt" "$tmp/zeros-short.piqt" "$tool"
+check_exit "inspect/piqt-short-header" 1 'ends inside the container header' \
+  sh -c 'head -c 40 "$1" > "$2" && exec "$3" inspect "$2"' sh "$tmp/zeros.piqt" "$tmp/zeros-short.piqt" "$tool"
+check_exit "inspect/piqt-version-3" 1 'version 3 is not supported' "$tool" inspect "$tmp/v3.piqt"
+check_exit "inspect/not-a-tensor-file" 1 'odd.f32: not a .npy, .piqt or safetensors file' \
+  "$tool" inspect "$tmp/odd.f32"
+: > "$tmp/empty"
+check_exit "inspect/empty" 1 'empty: the file is empty' "$tool" inspect "$tmp/empty"
+printf '\007\000\000\000\000\000\000\000{"a":1}' > "$tmp/a.safetensors"
+check_exit "inspect/safetensors-not-yet" 1 'safetensors: not supported by this build yet' \
+  "$tool" inspect "$tmp/a.safetensors"
+check_exit "inspect/missing" 1 'cannot open' "$tool" inspect "$tmp/missing.npy"
+check_exit "inspect/pipe" 1 'cannot be read again' sh -c 'cat "$2" | "$1" inspect /dev/stdin' sh \
+  "$tool" "$tmp/zeros.npy"
+check_exit "usage/inspect/no-argument" 2 'FILE is missing' "$tool" inspect
+check_exit "usage/inspect/extra-argument" 2 'unexpected argument' \
+  "$tool" inspect "$tmp/zeros.npy" extra
 
 # ---- progress: only on a terminal ----
 

@@ -83,7 +83,7 @@ run_dequantize (const DequantizeOptions *options,
       input_close (&input);
       return FALSE;
     }
-  ok = container_read_header (&input, &container, error);
+  ok = container_read_header (&input, &container, NULL, error);
   dtype = options->have_output_dtype ? options->output_dtype : container.source_dtype;
   if (ok)
     ok = piq_dtype_get_size_for_n (dtype, container.n_elements, &dst_bytes, error);

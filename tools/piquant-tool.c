@@ -553,9 +553,11 @@ output_abort (Output *output)
 
 /* Reads the prefix and header of a container from the start of @input,
  * leaving the file position at the data; piq-io-piqt.c parses them, builds
- * the format and checks the sizes. */
+ * the format and checks the sizes. @header_text (nullable) receives the
+ * header text as it is in the file, NUL-terminated, for `piquant inspect`. */
 gboolean
-container_read_header (Input *input, PiqContainer *container, GError **error)
+container_read_header (Input *input, PiqContainer *container, char **header_text,
+                       GError **error)
 {
   guint8 prefix[PIQ_CONTAINER_PREFIX_LEN];
   guint32 text_len;
@@ -574,7 +576,7 @@ container_read_header (Input *input, PiqContainer *container, GError **error)
   if (!piq_container_parse_prefix (prefix, input->name, container, &text_len, error))
     return FALSE;
 
-  text = g_malloc (text_len);
+  text = g_malloc0 ((gsize) text_len + 1);
   if (fread (text, 1, text_len, input->file) != text_len)
     {
       if (ferror (input->file))
@@ -587,9 +589,25 @@ container_read_header (Input *input, PiqContainer *container, GError **error)
   if (!piq_container_parse_header (text, text_len, input->name, container, error))
     return FALSE;
   /* Of a pipe, only the sum is checked: the reads find a short file. */
-  if (input->regular)
-    return piq_container_check_file_size (container, input->name, input->size, error);
-  return piq_container_get_file_size (container, input->name, &total, error);
+  if (input->regular
+      ? !piq_container_check_file_size (container, input->name, input->size, error)
+      : !piq_container_get_file_size (container, input->name, &total, error))
+    return FALSE;
+  if (header_text != NULL)
+    *header_text = g_steal_pointer (&text);
+  return TRUE;
+}
+
+/* "[4096, 11008]", as numpy prints a shape ("[]" for a 0-d array). */
+char *
+format_shape (const guint64 *shape, guint n_dims)
+{
+  GString *s = g_string_new ("[");
+
+  for (guint i = 0; i < n_dims; i++)
+    g_string_append_printf (s, "%s%" G_GUINT64_FORMAT, i > 0 ? ", " : "", shape[i]);
+  g_string_append_c (s, ']');
+  return g_string_free (s, FALSE);
 }
 
 /* -- option values shared by both commands -- */

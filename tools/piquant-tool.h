@@ -41,6 +41,7 @@ int cmd_demo       (const Command *command, int argc, char **argv);
 int cmd_bench      (const Command *command, int argc, char **argv);
 int cmd_quantize   (const Command *command, int argc, char **argv);
 int cmd_dequantize (const Command *command, int argc, char **argv);
+int cmd_inspect    (const Command *command, int argc, char **argv);
 
 /* ---- errors and options (piquant-tool.c) ---- */
 
@@ -132,7 +133,9 @@ gboolean output_write  (Output *output, const void *data, gsize size, Progress *
 gboolean output_commit (Output *output, GError **error);
 void     output_abort  (Output *output);
 
-gboolean container_read_header (Input *input, PiqContainer *container, GError **error);
+gboolean container_read_header (Input *input, PiqContainer *container, char **header_text,
+                                GError **error);
+char    *format_shape          (const guint64 *shape, guint n_dims);
 
 /* ---- option values shared by quantize and dequantize ---- */
 

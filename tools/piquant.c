@@ -30,6 +30,8 @@ static const Command commands[] = {
     "Quantize a .npy or raw float file into a piquant container (.piqt)", cmd_quantize },
   { "dequantize", "INPUT OUTPUT", 2,
     "Dequantize a piquant container (.piqt) into a .npy or raw float file", cmd_dequantize },
+  { "inspect", "FILE", 1,
+    "Print the header of a .npy or .piqt file: type, shape, sizes and every key", cmd_inspect },
   { "help", "[COMMAND]", 1,
     "Show the help of the tool or of a command", cmd_help },
 };
