@@ -386,19 +386,65 @@ check_exit "usage/inspect/no-argument" 2 'FILE is missing' "$tool" inspect
 check_exit "usage/inspect/extra-argument" 2 'unexpected argument' \
   "$tool" inspect "$tmp/zeros.npy" extra
 
+# ---- summary: one line on success, none with --quiet ----
+
+# check_summary NAME WANT_STDOUT WANT_STDERR COMMAND...: COMMAND succeeds and
+# prints exactly the lines matching WANT_STDOUT (a grep pattern, or empty for
+# nothing) on stdout and WANT_STDERR on stderr.
+check_summary () {
+  name=$1 want_out=$2 want_err=$3
+  shift 3
+  "$@" > "$tmp/stdout" 2> "$tmp/stderr"
+  got=$?
+  good=yes
+  [ $got -eq 0 ] || good=
+  for stream in out err; do
+    eval "want=\$want_$stream"
+    if [ -z "$want" ]; then
+      [ -s "$tmp/std$stream" ] && good=
+    else
+      { [ "$(wc -l < "$tmp/std$stream")" -eq 1 ] && grep -q -e "$want" "$tmp/std$stream"; } || good=
+    fi
+  done
+  if [ -n "$good" ]; then
+    ok "$name"
+  else
+    not_ok "$name" "exit $got; stdout:" "$(cat "$tmp/stdout")" "stderr:" "$(cat "$tmp/stderr")"
+  fi
+}
+
+# 1024 zeros: the input's type and shape, the format in words and the size.
+check_summary "summary/quantize" 'zeros.f32 (f32, \[1024\]) .* .*/s.piqt: int4 per block of 32 (f32 scales, affine), 1\.1.*KiB$' '' \
+  "$tool" quantize -i f32 -d int4 -g block -b 32 "$tmp/zeros.f32" "$tmp/s.piqt"
+check_summary "summary/quantize-quiet" '' '' \
+  "$tool" quantize -q -i f32 -d int4 -g block -b 32 "$tmp/zeros.f32" "$tmp/s.piqt"
+check_summary "summary/quantize-quiet-long" '' '' \
+  "$tool" quantize --quiet -i f32 "$tmp/zeros.f32" "$tmp/s.piqt"
+check_summary "summary/dequantize" 's.piqt (uint8 per tensor (affine), \[1024\]) .* .*/s.npy: f32 npy, 4\.1.*KiB$' '' \
+  "$tool" dequantize "$tmp/s.piqt" "$tmp/s.npy"
+check_summary "summary/dequantize-quiet" '' '' "$tool" dequantize --quiet "$tmp/s.piqt" "$tmp/s.raw"
+# Written directly to stdout, the data stay clean: the line goes to stderr.
+check_summary "summary/dequantize-to-stdout-on-stderr" '' 's.piqt (.*) .* /dev/stdout: f32 raw, 4\.0.*KiB$' \
+  sh -c '"$1" dequantize "$2" /dev/stdout | cmp -s - "$3"' sh "$tool" "$tmp/s.piqt" "$tmp/zeros.f32"
+check_summary "summary/failure-prints-none" '' 'cannot open' \
+  sh -c '"$1" dequantize "$2" "$3"; [ $? -eq 1 ]' sh "$tool" "$tmp/missing.piqt" "$tmp/x.npy"
+
 # ---- progress: only on a terminal ----
 
 head -c 8000000 /dev/zero > "$tmp/big.f32"
 "$tool" quantize -i f32 "$tmp/big.f32" "$tmp/big.piqt" > "$tmp/stdout" 2> "$tmp/stderr"
 status=$?
-if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ ! -s "$tmp/stdout" ]; then
+# On stdout, only the summary line (checked under "summary" below).
+if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ "$(wc -l < "$tmp/stdout")" -eq 1 ] &&
+   grep -q 'big.f32 (f32, \[2000000\]) .* .*big.piqt: ' "$tmp/stdout"; then
   ok "progress/quantize-silent-when-not-a-terminal"
 else
   not_ok "progress/quantize-silent-when-not-a-terminal" "exit $status" "$(od -c "$tmp/stderr" | head)"
 fi
 "$tool" dequantize "$tmp/big.piqt" "$tmp/big.out" > "$tmp/stdout" 2> "$tmp/stderr"
 status=$?
-if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ ! -s "$tmp/stdout" ] && cmp -s "$tmp/big.f32" "$tmp/big.out"; then
+if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ "$(wc -l < "$tmp/stdout")" -eq 1 ] &&
+   grep -q 'big.piqt (.*) .* .*big.out: ' "$tmp/stdout" && cmp -s "$tmp/big.f32" "$tmp/big.out"; then
   ok "progress/dequantize-silent-when-not-a-terminal"
 else
   not_ok "progress/dequantize-silent-when-not-a-terminal" "exit $status" "$(od -c "$tmp/stderr" | head)"
@@ -788,7 +834,7 @@ round_trip "f32/uint8/large" f32 3000000 --threads 4
 
 if [ -n "$numpy_python" ]; then
   # Explicit parameters are recorded exactly, the rule as "explicit".
-  if "$tool" quantize --scale 0.1 --zero-point 3 "$tmp/f32/uint8/min-max.npy" "$tmp/e.piqt" &&
+  if "$tool" quantize -q --scale 0.1 --zero-point 3 "$tmp/f32/uint8/min-max.npy" "$tmp/e.piqt" &&
      [ "$(helper get "$tmp/e.piqt" scale)" = 0.10000000000000001 ] &&
      [ "$(helper get "$tmp/e.piqt" zero_point)" = 3 ] &&
      [ "$(helper get "$tmp/e.piqt" scale_rule)" = explicit ]; then
@@ -800,9 +846,9 @@ if [ -n "$numpy_python" ]; then
   # Stochastic rounding without --seed records the seed it drew; that seed
   # reproduces the bytes, at any thread count.
   in=$tmp/f32/uint8/stochastic.npy
-  if "$tool" quantize -r stochastic "$in" "$tmp/s1.piqt" &&
+  if "$tool" quantize -q -r stochastic "$in" "$tmp/s1.piqt" &&
      seed=$(helper get "$tmp/s1.piqt" seed) && [ "$seed" != 0 ] &&
-     "$tool" quantize -r stochastic --seed "$seed" --threads 1 "$in" "$tmp/s2.piqt" &&
+     "$tool" quantize -q -r stochastic --seed "$seed" --threads 1 "$in" "$tmp/s2.piqt" &&
      err=$(helper same-data "$tmp/s1.piqt" "$tmp/s2.piqt" 2>&1) &&
      err=$(helper check-quantize "$in" f32 "$tmp/s1.piqt" uint8 "seed=$seed" 2>&1); then
     ok "stochastic/recorded-seed-reproduces"
@@ -1140,7 +1186,7 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   format_case fp8_e4m3-preset fp8 "$tmp/w.npy" granularity=tensor,dtype=fp8_e4m3 -p fp8_e4m3
 
   # Explicit options override the preset.
-  if "$tool" quantize -p mxfp4 -b 64 -d fp8_e4m3 "$tmp/w.npy" "$tmp/o.piqt" &&
+  if "$tool" quantize -q -p mxfp4 -b 64 -d fp8_e4m3 "$tmp/w.npy" "$tmp/o.piqt" &&
      grep -q '^block_size=64$' "$tmp/o.piqt" && grep -q '^dtype=fp8_e4m3$' "$tmp/o.piqt" &&
      grep -q '^scale_dtype=e8m0$' "$tmp/o.piqt"; then
     ok "formats/options-override-preset"

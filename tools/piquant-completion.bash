@@ -20,9 +20,9 @@ _piquant_options()
             echo "--help --dtype --preset --input-dtype --input-format --rounding --seed" \
                  "--scale-rule --no-include-zero --scale --zero-point --granularity --axis" \
                  "--symmetric --block-size --scale-dtype --double-quant --threads" \
-                 "--no-progress" ;;
+                 "--no-progress --quiet" ;;
         dequantize)
-            echo "--help --output-dtype --format --threads --no-progress" ;;
+            echo "--help --output-dtype --format --threads --no-progress --quiet" ;;
         demo)
             echo "--help --elements --seed --threads --rounding" ;;
         bench)
@@ -138,6 +138,7 @@ _piquant()
         case $word in
             --*=*) ;;
             --no-include-zero | --symmetric | --double-quant | --no-progress | --json | \
+            --quiet | -q | \
             --no-overhead | \
             --presets | --help | -h) ;;
             -*) ((i++)) ;;

@@ -16,6 +16,7 @@ typedef struct {
   FileFormat format;
   guint      n_threads;
   gboolean   no_progress;
+  gboolean   quiet;
 } DequantizeOptions;
 
 static gboolean
@@ -53,6 +54,8 @@ static const GOptionEntry dequantize_entries[] = {
     "Number of threads (default 0 = one per processor)", "T" },
   { "no-progress", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
     "Show no progress bar, even on a terminal", NULL },
+  { "quiet", 'q', G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "Print no summary line on success", NULL },
   G_OPTION_ENTRY_NULL
 };
 
@@ -61,6 +64,7 @@ run_dequantize (const DequantizeOptions *options,
                 const char              *input_name,
                 const char              *output_name,
                 Progress                *progress,
+                Summary                 *summary,
                 GError                 **error)
 {
   g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
@@ -150,6 +154,16 @@ run_dequantize (const DequantizeOptions *options,
       output_abort (&output);
       return FALSE;
     }
+  {
+    g_autofree char *shape_text = format_shape (container.shape, container.n_dims);
+    g_autofree char *description = piq_format_to_string (container.format);
+    g_autofree char *input_what = g_strdup_printf ("%s, %s", description, shape_text);
+    g_autofree char *output_what = g_strdup_printf ("%s %s", piq_dtype_get_name (dtype),
+                                                    format == FILE_FORMAT_NPY ? "npy" : "raw");
+
+    summary_set (summary, &output, input_name, input_what, output_what,
+                 (guint64) npy_header_len + dst_bytes);
+  }
   return output_commit (&output, error);
 }
 
@@ -161,19 +175,23 @@ cmd_dequantize (const Command *command, int argc, char **argv)
   GOptionEntry entries[G_N_ELEMENTS (dequantize_entries)];
   g_autoptr(GError) error = NULL;
   Progress progress = { 0 };
+  Summary summary = { 0 };
   gboolean ok;
 
   memcpy (entries, dequantize_entries, sizeof entries);
   for (gsize i = 0; entries[i].long_name != NULL; i++)
     if (strcmp (entries[i].long_name, "no-progress") == 0)
       entries[i].arg_data = &options.no_progress;
+    else if (strcmp (entries[i].long_name, "quiet") == 0)
+      entries[i].arg_data = &options.quiet;
   g_option_group_add_entries (group, entries);
   if (!parse_command_options (command, group, &argc, &argv))
     return EXIT_USAGE;
   if (!check_two_files (argc, argv))
     return EXIT_USAGE;
 
-  ok = run_dequantize (&options, argv[1], argv[2], &progress, &error);
+  ok = run_dequantize (&options, argv[1], argv[2], &progress, &summary, &error);
   progress_finish (&progress);
+  summary_finish (&summary, ok && !options.quiet);
   return ok ? EXIT_OK : exit_for_error (g_get_prgname (), error);
 }

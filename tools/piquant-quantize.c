@@ -40,6 +40,7 @@ typedef struct {
   gint64       zero_point;
   guint        n_threads;
   gboolean     no_progress;
+  gboolean     quiet;
 } QuantizeOptions;
 
 static gboolean
@@ -299,6 +300,8 @@ static const GOptionEntry quantize_entries[] = {
     "Number of threads (default 0 = one per processor)", "T" },
   { "no-progress", 0, G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
     "Show no progress bar, even on a terminal", NULL },
+  { "quiet", 'q', G_OPTION_FLAG_NONE, G_OPTION_ARG_NONE, NULL,
+    "Print no summary line on success", NULL },
   G_OPTION_ENTRY_NULL
 };
 
@@ -543,6 +546,7 @@ run_quantize (const QuantizeOptions *options,
               const char            *input_name,
               const char            *output_name,
               Progress              *progress,
+              Summary               *summary,
               GError               **error)
 {
   g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
@@ -673,6 +677,16 @@ run_quantize (const QuantizeOptions *options,
       output_abort (&output);
       return FALSE;
     }
+  {
+    g_autofree char *shape_text = format_shape (array.shape, array.n_dims);
+    g_autofree char *input_what = g_strdup_printf ("%s, %s", piq_dtype_get_name (array.dtype),
+                                                   shape_text);
+    g_autofree char *output_what = piq_format_to_string (container.format);
+
+    summary_set (summary, &output, input_name, input_what, output_what,
+                 (guint64) header_len + dst_bytes + container.scales_bytes +
+                 container.zero_points_bytes);
+  }
   return output_commit (&output, error);
 }
 
@@ -692,6 +706,7 @@ cmd_quantize (const Command *command, int argc, char **argv)
   g_autoptr(PiqRecipe) recipe = NULL;
   g_autofree char *preset = NULL;
   Progress progress = { 0 };
+  Summary summary = { 0 };
   PiqGranularity granularity;
   const char *who;
   gboolean ok;
@@ -703,6 +718,8 @@ cmd_quantize (const Command *command, int argc, char **argv)
       entries[i].arg_data = &options.no_include_zero;
     else if (strcmp (entries[i].long_name, "no-progress") == 0)
       entries[i].arg_data = &options.no_progress;
+    else if (strcmp (entries[i].long_name, "quiet") == 0)
+      entries[i].arg_data = &options.quiet;
     else if (strcmp (entries[i].long_name, "double-quant") == 0)
       entries[i].arg_data = &options.double_quant;
     else if (strcmp (entries[i].long_name, "symmetric") == 0)
@@ -743,7 +760,8 @@ cmd_quantize (const Command *command, int argc, char **argv)
     return usage_error (who, "%s", error->message);
   recipe = build_quantize_recipe (&options, format);
 
-  ok = run_quantize (&options, format, recipe, argv[1], argv[2], &progress, &error);
+  ok = run_quantize (&options, format, recipe, argv[1], argv[2], &progress, &summary, &error);
   progress_finish (&progress);
+  summary_finish (&summary, ok && !options.quiet);
   return ok ? EXIT_OK : exit_for_error (who, error);
 }

@@ -485,6 +485,14 @@ output_open (Output *output, const char *name, GError **error)
   return TRUE;
 }
 
+/* Whether @output is written directly (a device or a pipe such as
+ * /dev/stdout) rather than under a temporary name. */
+gboolean
+output_is_direct (const Output *output)
+{
+  return output->tmp_name == NULL;
+}
+
 gboolean
 output_write (Output *output, const void *data, gsize size, Progress *progress, GError **error)
 {
@@ -596,6 +604,39 @@ container_read_header (Input *input, PiqContainer *container, char **header_text
   if (header_text != NULL)
     *header_text = g_steal_pointer (&text);
   return TRUE;
+}
+
+/* "w.npy (f32, [4096, 11008]) → w.piqt: nf4 per block of 64 (…), 22.5 MiB".
+ * It goes to stdout, or to stderr when OUTPUT is written directly: then
+ * stdout may be the output itself. */
+void
+summary_set (Summary     *summary,
+             const Output *output,
+             const char  *input_name,
+             const char  *input_what,
+             const char  *output_what,
+             guint64      output_bytes)
+{
+  g_autofree char *size = g_format_size_full (output_bytes, G_FORMAT_SIZE_IEC_UNITS);
+
+  g_free (summary->line);
+  summary->line = g_strdup_printf ("%s (%s) \u2192 %s: %s, %s", input_name, input_what,
+                                   output->name, output_what, size);
+  summary->to_stderr = output_is_direct (output);
+}
+
+/* Prints the line when @print (the command succeeded, without --quiet) and
+ * frees it. */
+void
+summary_finish (Summary *summary, gboolean print)
+{
+  if (summary->line == NULL || !print)
+    ;
+  else if (summary->to_stderr)
+    g_printerr ("%s\n", summary->line);
+  else
+    g_print ("%s\n", summary->line);
+  g_clear_pointer (&summary->line, g_free);
 }
 
 /* "[4096, 11008]", as numpy prints a shape ("[]" for a 0-d array). */

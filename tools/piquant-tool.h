@@ -128,6 +128,7 @@ void     input_close     (Input *input);
 gboolean input_read      (Input *input, void *buffer, gsize size, Progress *progress, GError **error);
 
 gboolean output_open   (Output *output, const char *name, GError **error);
+gboolean output_is_direct (const Output *output);
 gboolean output_write  (Output *output, const void *data, gsize size, Progress *progress,
                         GError **error);
 gboolean output_commit (Output *output, GError **error);
@@ -136,6 +137,17 @@ void     output_abort  (Output *output);
 gboolean container_read_header (Input *input, PiqContainer *container, char **header_text,
                                 GError **error);
 char    *format_shape          (const guint64 *shape, guint n_dims);
+
+/* The one line quantize and dequantize print on success (without --quiet),
+ * built before the progress line is cleared and printed after. */
+typedef struct {
+  char     *line;
+  gboolean  to_stderr;
+} Summary;
+
+void summary_set         (Summary *summary, const Output *output, const char *input_name,
+                          const char *input_what, const char *output_what, guint64 output_bytes);
+void summary_finish      (Summary *summary, gboolean print);
 
 /* ---- option values shared by quantize and dequantize ---- */
 
