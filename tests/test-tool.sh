@@ -147,6 +147,22 @@ else
   not_ok "demo/integer-and-formats-tables" "$(cat "$tmp/demo")"
 fi
 
+# With both rounding modes, the footer states what stochastic rounding costs
+# in the block formats, as measured in that run; the help says how to run a
+# short demo.
+if "$tool" demo -n 4099 -t 1 > "$tmp/demo" 2>&1 &&
+   grep -q '^Stochastic rounding costs more in the block formats: their stochastic rows took [0-9][0-9]*\.[0-9]x the time of their nearest rows to quantize in this run\.$' "$tmp/demo"; then
+  ok "demo/block-stochastic-cost"
+else
+  not_ok "demo/block-stochastic-cost" "$(tail -5 "$tmp/demo")"
+fi
+if "$tool" demo --help > "$tmp/help" 2>&1 && grep -q 'short run.*piquant demo --elements [0-9]' "$tmp/help" &&
+   ! grep -q 'every integer type' "$tmp/help"; then
+  ok "demo/help-short-run"
+else
+  not_ok "demo/help-short-run" "$(cat "$tmp/help")"
+fi
+
 # The man page and the bash completion know every command and option that
 # --help lists.
 srcdir=${G_TEST_SRCDIR:-$(dirname "$0")}

@@ -73,6 +73,8 @@ parse_command_options (const Command  *command,
   /* The usage line of --help starts with the program name. */
   g_set_prgname (who);
   g_option_context_set_summary (context, command->summary);
+  if (command->description != NULL)
+    g_option_context_set_description (context, command->description);
   g_option_context_set_main_group (context, group);
 
   if (!g_option_context_parse (context, argc, argv, &error))

@@ -33,6 +33,7 @@ struct _Command {
   guint       max_arguments;
   const char *summary;
   int (*run) (const Command *command, int argc, char **argv);
+  const char *description;      /* after the options in --help, or NULL */
 };
 
 /* The commands, one file each. */
