@@ -101,7 +101,7 @@ else
   not_ok "help/tool" "$(cat "$tmp/help")"
 fi
 
-for cmd in info demo bench quantize dequantize help; do
+for cmd in info demo bench quantize dequantize inspect help; do
   if "$tool" "$cmd" --help > "$tmp/help" 2>&1 && grep -q "piquant $cmd" "$tmp/help"; then
     ok "help/$cmd"
   else
@@ -145,6 +145,22 @@ if "$tool" demo -n 4099 -r nearest -t 1 > "$tmp/demo" 2>&1; then
   fi
 else
   not_ok "demo/integer-and-formats-tables" "$(cat "$tmp/demo")"
+fi
+
+# With both rounding modes, the footer states what stochastic rounding costs
+# in the block formats, as measured in that run; the help says how to run a
+# short demo.
+if "$tool" demo -n 4099 -t 1 > "$tmp/demo" 2>&1 &&
+   grep -q '^Stochastic rounding costs more in the block formats: their stochastic rows took [0-9][0-9]*\.[0-9]x the time of their nearest rows to quantize in this run\.$' "$tmp/demo"; then
+  ok "demo/block-stochastic-cost"
+else
+  not_ok "demo/block-stochastic-cost" "$(tail -5 "$tmp/demo")"
+fi
+if "$tool" demo --help > "$tmp/help" 2>&1 && grep -q 'short run.*piquant demo --elements [0-9]' "$tmp/help" &&
+   ! grep -q 'every integer type' "$tmp/help"; then
+  ok "demo/help-short-run"
+else
+  not_ok "demo/help-short-run" "$(cat "$tmp/help")"
 fi
 
 # The man page and the bash completion know every command and option that
@@ -328,19 +344,123 @@ else
   not_ok "file/no-temporary-files-left" "$leftovers"
 fi
 
+# ---- inspect: the header of a .npy or .piqt file ----
+
+# check_inspect NAME FILE LINE...: inspect FILE exits 0, prints nothing on
+# stderr and prints every LINE exactly (a whole line of its output).
+check_inspect () {
+  name=$1 file=$2
+  shift 2
+  "$tool" inspect "$file" > "$tmp/stdout" 2> "$tmp/stderr"
+  got=$?
+  missing=
+  for line in "$@"; do
+    grep -qxF -e "$line" "$tmp/stdout" || missing="$missing
+$line"
+  done
+  if [ $got -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ -z "$missing" ]; then
+    ok "$name"
+  else
+    not_ok "$name" "exit $got; missing lines:$missing" "$(cat "$tmp/stdout" "$tmp/stderr")"
+  fi
+}
+
+"$tool" dequantize "$tmp/zeros.piqt" "$tmp/zeros.npy" > /dev/null 2>&1
+check_inspect "inspect/npy" "$tmp/zeros.npy" "format:       npy 1.0" \
+  "descr:        '<f4' (f32)" "shape:        [1024]" "elements:     1024" \
+  "data offset:  128" "data bytes:   4096"
+# Every key of the container's header text, as the file has it.
+set -- "format:       piqt 2" "shape:        [1024]" "elements:     1024" \
+  "data bytes:   1024 codes, 0 scales, 0 zero points" "header keys:"
+while IFS= read -r key; do
+  set -- "$@" "  $key"
+done <<EOF_KEYS
+$(LC_ALL=C grep -a -e '^[a-z_]*=' "$tmp/zeros.piqt")
+EOF_KEYS
+check_inspect "inspect/piqt" "$tmp/zeros.piqt" "$@"
+check_exit "inspect/npy-short-data" 1 'zeros-short.npy: the file is too short: its header announces 4096 bytes' \
+  sh -c 'head -c 1000 "$1" > "$2" && exec "$3" inspect "$2"' sh "$tmp/zeros.npy" "$tmp/zeros-short.npy" "$tool"
+check_exit "inspect/npy-short-header" 1 'ends inside the .npy header' \
+  sh -c 'head -c 20 "$1" > "$2" && exec "$3" inspect "$2"' sh "$tmp/zeros.npy" "$tmp/zeros-short.npy" "$tool"
+check_exit "inspect/piqt-short-data" 1 'the file has' \
+  sh -c 'head -c $(($(wc -c < "$1") - 1)) "$1" > "$2" && exec "$3" inspect "$2"' sh \
+  "$tmp/zeros.piqt" "$tmp/zeros-short.piqt" "$tool"
+check_exit "inspect/piqt-short-header" 1 'ends inside the container header' \
+  sh -c 'head -c 40 "$1" > "$2" && exec "$3" inspect "$2"' sh "$tmp/zeros.piqt" "$tmp/zeros-short.piqt" "$tool"
+check_exit "inspect/piqt-version-3" 1 'version 3 is not supported' "$tool" inspect "$tmp/v3.piqt"
+check_exit "inspect/not-a-tensor-file" 1 'odd.f32: not a .npy, .piqt or safetensors file' \
+  "$tool" inspect "$tmp/odd.f32"
+: > "$tmp/empty"
+check_exit "inspect/empty" 1 'empty: the file is empty' "$tool" inspect "$tmp/empty"
+printf '\007\000\000\000\000\000\000\000{"a":1}' > "$tmp/a.safetensors"
+check_exit "inspect/safetensors-not-yet" 1 'safetensors: not supported by this build yet' \
+  "$tool" inspect "$tmp/a.safetensors"
+check_exit "inspect/missing" 1 'cannot open' "$tool" inspect "$tmp/missing.npy"
+check_exit "inspect/pipe" 1 'cannot be read again' sh -c 'cat "$2" | "$1" inspect /dev/stdin' sh \
+  "$tool" "$tmp/zeros.npy"
+check_exit "usage/inspect/no-argument" 2 'FILE is missing' "$tool" inspect
+check_exit "usage/inspect/extra-argument" 2 'unexpected argument' \
+  "$tool" inspect "$tmp/zeros.npy" extra
+
+# ---- summary: one line on success, none with --quiet ----
+
+# check_summary NAME WANT_STDOUT WANT_STDERR COMMAND...: COMMAND succeeds and
+# prints exactly the lines matching WANT_STDOUT (a grep pattern, or empty for
+# nothing) on stdout and WANT_STDERR on stderr.
+check_summary () {
+  name=$1 want_out=$2 want_err=$3
+  shift 3
+  "$@" > "$tmp/stdout" 2> "$tmp/stderr"
+  got=$?
+  good=yes
+  [ $got -eq 0 ] || good=
+  for stream in out err; do
+    eval "want=\$want_$stream"
+    if [ -z "$want" ]; then
+      [ -s "$tmp/std$stream" ] && good=
+    else
+      { [ "$(wc -l < "$tmp/std$stream")" -eq 1 ] && grep -q -e "$want" "$tmp/std$stream"; } || good=
+    fi
+  done
+  if [ -n "$good" ]; then
+    ok "$name"
+  else
+    not_ok "$name" "exit $got; stdout:" "$(cat "$tmp/stdout")" "stderr:" "$(cat "$tmp/stderr")"
+  fi
+}
+
+# 1024 zeros: the input's type and shape, the format in words and the size.
+check_summary "summary/quantize" 'zeros.f32 (f32, \[1024\]) .* .*/s.piqt: int4 per block of 32 (f32 scales, affine), 1\.1.*KiB$' '' \
+  "$tool" quantize -i f32 -d int4 -g block -b 32 "$tmp/zeros.f32" "$tmp/s.piqt"
+check_summary "summary/quantize-quiet" '' '' \
+  "$tool" quantize -q -i f32 -d int4 -g block -b 32 "$tmp/zeros.f32" "$tmp/s.piqt"
+check_summary "summary/quantize-quiet-long" '' '' \
+  "$tool" quantize --quiet -i f32 "$tmp/zeros.f32" "$tmp/s.piqt"
+check_summary "summary/dequantize" 's.piqt (uint8 per tensor (affine), \[1024\]) .* .*/s.npy: f32 npy, 4\.1.*KiB$' '' \
+  "$tool" dequantize "$tmp/s.piqt" "$tmp/s.npy"
+check_summary "summary/dequantize-quiet" '' '' "$tool" dequantize --quiet "$tmp/s.piqt" "$tmp/s.raw"
+# Written directly to stdout, the data stay clean: the line goes to stderr.
+check_summary "summary/dequantize-to-stdout-on-stderr" '' 's.piqt (.*) .* /dev/stdout: f32 raw, 4\.0.*KiB$' \
+  sh -c '"$1" dequantize "$2" /dev/stdout | cmp -s - "$3"' sh "$tool" "$tmp/s.piqt" "$tmp/zeros.f32"
+check_summary "summary/failure-prints-none" '' 'cannot open' \
+  sh -c '"$1" dequantize "$2" "$3"; [ $? -eq 1 ]' sh "$tool" "$tmp/missing.piqt" "$tmp/x.npy"
+
 # ---- progress: only on a terminal ----
 
 head -c 8000000 /dev/zero > "$tmp/big.f32"
 "$tool" quantize -i f32 "$tmp/big.f32" "$tmp/big.piqt" > "$tmp/stdout" 2> "$tmp/stderr"
 status=$?
-if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ ! -s "$tmp/stdout" ]; then
+# On stdout, only the summary line (checked under "summary" below).
+if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ "$(wc -l < "$tmp/stdout")" -eq 1 ] &&
+   grep -q 'big.f32 (f32, \[2000000\]) .* .*big.piqt: ' "$tmp/stdout"; then
   ok "progress/quantize-silent-when-not-a-terminal"
 else
   not_ok "progress/quantize-silent-when-not-a-terminal" "exit $status" "$(od -c "$tmp/stderr" | head)"
 fi
 "$tool" dequantize "$tmp/big.piqt" "$tmp/big.out" > "$tmp/stdout" 2> "$tmp/stderr"
 status=$?
-if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ ! -s "$tmp/stdout" ] && cmp -s "$tmp/big.f32" "$tmp/big.out"; then
+if [ $status -eq 0 ] && [ ! -s "$tmp/stderr" ] && [ "$(wc -l < "$tmp/stdout")" -eq 1 ] &&
+   grep -q 'big.piqt (.*) .* .*big.out: ' "$tmp/stdout" && cmp -s "$tmp/big.f32" "$tmp/big.out"; then
   ok "progress/dequantize-silent-when-not-a-terminal"
 else
   not_ok "progress/dequantize-silent-when-not-a-terminal" "exit $status" "$(od -c "$tmp/stderr" | head)"
@@ -730,7 +850,7 @@ round_trip "f32/uint8/large" f32 3000000 --threads 4
 
 if [ -n "$numpy_python" ]; then
   # Explicit parameters are recorded exactly, the rule as "explicit".
-  if "$tool" quantize --scale 0.1 --zero-point 3 "$tmp/f32/uint8/min-max.npy" "$tmp/e.piqt" &&
+  if "$tool" quantize -q --scale 0.1 --zero-point 3 "$tmp/f32/uint8/min-max.npy" "$tmp/e.piqt" &&
      [ "$(helper get "$tmp/e.piqt" scale)" = 0.10000000000000001 ] &&
      [ "$(helper get "$tmp/e.piqt" zero_point)" = 3 ] &&
      [ "$(helper get "$tmp/e.piqt" scale_rule)" = explicit ]; then
@@ -742,9 +862,9 @@ if [ -n "$numpy_python" ]; then
   # Stochastic rounding without --seed records the seed it drew; that seed
   # reproduces the bytes, at any thread count.
   in=$tmp/f32/uint8/stochastic.npy
-  if "$tool" quantize -r stochastic "$in" "$tmp/s1.piqt" &&
+  if "$tool" quantize -q -r stochastic "$in" "$tmp/s1.piqt" &&
      seed=$(helper get "$tmp/s1.piqt" seed) && [ "$seed" != 0 ] &&
-     "$tool" quantize -r stochastic --seed "$seed" --threads 1 "$in" "$tmp/s2.piqt" &&
+     "$tool" quantize -q -r stochastic --seed "$seed" --threads 1 "$in" "$tmp/s2.piqt" &&
      err=$(helper same-data "$tmp/s1.piqt" "$tmp/s2.piqt" 2>&1) &&
      err=$(helper check-quantize "$in" f32 "$tmp/s1.piqt" uint8 "seed=$seed" 2>&1); then
     ok "stochastic/recorded-seed-reproduces"
@@ -1082,7 +1202,7 @@ if [ -n "$numpy_python" ] && "$numpy_python" "$tmp/formats.py" make "$tmp/w.npy"
   format_case fp8_e4m3-preset fp8 "$tmp/w.npy" granularity=tensor,dtype=fp8_e4m3 -p fp8_e4m3
 
   # Explicit options override the preset.
-  if "$tool" quantize -p mxfp4 -b 64 -d fp8_e4m3 "$tmp/w.npy" "$tmp/o.piqt" &&
+  if "$tool" quantize -q -p mxfp4 -b 64 -d fp8_e4m3 "$tmp/w.npy" "$tmp/o.piqt" &&
      grep -q '^block_size=64$' "$tmp/o.piqt" && grep -q '^dtype=fp8_e4m3$' "$tmp/o.piqt" &&
      grep -q '^scale_dtype=e8m0$' "$tmp/o.piqt"; then
     ok "formats/options-override-preset"

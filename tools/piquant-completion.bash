@@ -7,7 +7,7 @@
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
-_piquant_commands="info demo bench quantize dequantize help"
+_piquant_commands="info demo bench quantize dequantize inspect help"
 _piquant_qtypes="uint2 int2 uint4 int4 uint8 int8 uint16 int16 uint32 int32 uint64 int64
 fp8_e4m3 fp8_e5m2 fp6_e2m3 fp6_e3m2 fp4_e2m1 nf4 fp4_bnb nf8 binary q8_0 q4_0
 bfp2 bfp3 bfp4 bfp5 bfp6 bfp7 bfp8"
@@ -20,13 +20,15 @@ _piquant_options()
             echo "--help --dtype --preset --input-dtype --input-format --rounding --seed" \
                  "--scale-rule --no-include-zero --scale --zero-point --granularity --axis" \
                  "--symmetric --block-size --scale-dtype --double-quant --threads" \
-                 "--no-progress" ;;
+                 "--no-progress --quiet" ;;
         dequantize)
-            echo "--help --output-dtype --format --threads --no-progress" ;;
+            echo "--help --output-dtype --format --threads --no-progress --quiet" ;;
         demo)
             echo "--help --elements --seed --threads --rounding" ;;
         bench)
             echo "--help --elements --threads --repeat --op --json --simd-level --no-overhead" ;;
+        inspect)
+            echo "--help" ;;
         info)
             echo "--help --presets" ;;
         help)
@@ -136,6 +138,7 @@ _piquant()
         case $word in
             --*=*) ;;
             --no-include-zero | --symmetric | --double-quant | --no-progress | --json | \
+            --quiet | -q | \
             --no-overhead | \
             --presets | --help | -h) ;;
             -*) ((i++)) ;;
@@ -156,6 +159,8 @@ _piquant()
             elif ((n_args == 1)); then
                 _piquant_complete_files
             fi ;;
+        inspect)
+            ((n_args == 0)) && _piquant_complete_files ;;
         help)
             ((n_args == 0)) && COMPREPLY=($(compgen -W "$_piquant_commands" -- "$cur")) ;;
     esac
