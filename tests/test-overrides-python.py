@@ -337,6 +337,38 @@ def _():
     raises(ValueError, Piq.Tensor.from_array, ro, writable=True)
 
 
+@test("files/save-load")
+def _():
+    import tempfile
+    x = normal((4, 64), seed=21)
+    t = Piq.quantize(x, "nf4")
+    f = Piq.Tensor.from_array(x)
+    with tempfile.TemporaryDirectory() as d:
+        # .npy: numpy reads what piquant writes, and the reverse
+        f.save(os.path.join(d, "x.npy"))
+        check(np.array_equal(np.load(os.path.join(d, "x.npy")), x), "numpy reads the .npy")
+        np.save(os.path.join(d, "y.npy"), x * 2)
+        y = Piq.load(os.path.join(d, "y.npy"))
+        check(y.shape == (4, 64) and np.array_equal(np.asarray(y), x * 2), "piquant reads numpy's .npy")
+        # .piqt: the quantized tensor whole
+        t.save(os.path.join(d, "t.piqt"))
+        back = Piq.load(os.path.join(d, "t.piqt"))
+        check(back.get_format().equal(t.get_format()), "the format comes back")
+        check(np.array_equal(Piq.dequantize(back), Piq.dequantize(t)), "it decodes the same")
+        # safetensors: a dict, with metadata
+        Piq.save(os.path.join(d, "m.safetensors"), {"w": t, "x": f}, metadata={"k": "v"})
+        m = Piq.load(os.path.join(d, "m.safetensors"))
+        check(sorted(m) == ["w", "x"], "names %r" % sorted(m))
+        check(np.array_equal(np.asarray(m["x"]), x), "the float tensor")
+        check(np.array_equal(Piq.dequantize(m["w"]), Piq.dequantize(t)), "the quantized tensor")
+        check(Piq.Safetensors.new_from_file(Gio.File.new_for_path(os.path.join(d, "m.safetensors")),
+                                            None).get_metadata("k") == "v", "metadata")
+        raises(ValueError, t.save, os.path.join(d, "t.bin"))                       # no known suffix
+        raises(GLib.Error, t.save, os.path.join(d, "t.npy"))                       # quantized as .npy
+        raises(TypeError, Piq.save, os.path.join(d, "z.safetensors"), [t])
+        check(sorted(os.listdir(d)) == ["m.safetensors", "t.piqt", "x.npy", "y.npy"], "files %r" % sorted(os.listdir(d)))
+
+
 @test("refuse/out")
 def _():
     t = Piq.quantize(normal((8, 64), seed=16), "nf4")

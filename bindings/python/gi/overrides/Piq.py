@@ -14,6 +14,7 @@
 #   Piq.quantize(x, "nf4", block_size=64)                  -> Piq.Tensor
 #   Piq.dequantize(t, out=None, add=False, dtype=None)     -> numpy.ndarray
 #   Piq.matmul(x, weights, bias=None, out=None, activation=None, add=False)
+#   t.save(path), Piq.save(path, {name: tensor}), Piq.load(path)   files
 #
 # Lifetimes: a tensor made from an array keeps the array alive (the array is
 # an attribute of the tensor's Python wrapper, and PyGObject keeps a wrapper
@@ -241,8 +242,18 @@ class Tensor(Piq.Tensor):
         np = _numpy()
         return self._side_array(self.get_zero_points, self.get_zero_points_address, np.dtype("i4"))
 
-    # [overrides:io] Tensor.save(path) goes here once the library has file I/O
-    # (piquant/piq-io*); see the issue of the file formats.
+    def save(self, path, format=None):
+        """Write the tensor to `path` (a str, os.PathLike or Gio.File), atomically.
+
+        The format is `format` (a Piq.FileFormat) or the file name's suffix:
+        .npy (a float or integer tensor, as numpy.save writes it) or .piqt (a
+        quantized tensor with its format, scales and zero points). Any other
+        suffix raises ValueError; for safetensors use Piq.save(path, {name: t}).
+        """
+        file = _gfile(path)
+        if format is None:
+            format = _format_of_suffix(file)
+        return self.save_to_file(file, format, None)
 
 
 Tensor = override(Tensor)
@@ -404,5 +415,64 @@ def matmul(x, weights, bias=None, out=None, *, activation=None, add=False, quant
 
 __all__.append("matmul")
 
-# [overrides:io] Piq.load(path) goes here once the library has file I/O
-# (piquant/piq-io*); add it to __all__ like the functions above.
+_SUFFIX_FORMATS = {".npy": Piq.FileFormat.NPY, ".piqt": Piq.FileFormat.PIQT}
+
+
+def _gfile(path):
+    from gi.repository import Gio
+    if isinstance(path, Gio.File):
+        return path
+    import os
+    return Gio.File.new_for_path(os.fspath(path))
+
+
+def _suffix(file):
+    name = file.get_basename() or ""
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""
+
+
+def _format_of_suffix(file):
+    suffix = _suffix(file)
+    if suffix not in _SUFFIX_FORMATS:
+        raise ValueError("cannot tell the file format from %r: name it .npy or .piqt, or pass "
+                         "format=Piq.FileFormat.NPY/PIQT (safetensors: Piq.save(path, {name: "
+                         "tensor}))" % (file.get_basename(),))
+    return _SUFFIX_FORMATS[suffix]
+
+
+def load(path):
+    """Read `path` (a str, os.PathLike or Gio.File).
+
+    A .safetensors file gives a dict {name: Piq.Tensor} (quantized tensors
+    whole, with their formats); any other file is read as one tensor, .npy or
+    .piqt, told apart by its first bytes. Use Piq.Safetensors for the metadata.
+    """
+    file = _gfile(path)
+    if _suffix(file) == ".safetensors":
+        st = Piq.Safetensors.new_from_file(file, None)
+        return {name: st.get_tensor(name) for name in st.get_names()}
+    return Piq.Tensor.new_from_file(file, None)
+
+
+def save(path, tensors, metadata=None):
+    """Write a tensor (as Tensor.save does) or a dict {name: tensor} (as a
+    safetensors file, with `metadata` as its string __metadata__) to `path`."""
+    if isinstance(tensors, Piq.Tensor):
+        return tensors.save(path)
+    if not isinstance(tensors, dict):
+        raise TypeError("save() takes a Piq.Tensor or a dict of them, not %s"
+                        % type(tensors).__name__)
+    st = Piq.Safetensors.new()
+    for name, t in tensors.items():
+        if not isinstance(name, str) or not isinstance(t, Piq.Tensor):
+            raise TypeError("save() takes a dict of str -> Piq.Tensor")
+        st.set_tensor(name, t)
+    for key, value in (metadata or {}).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError("metadata is a dict of str -> str")
+        st.set_metadata(key, value)
+    return st.save_to_file(_gfile(path), None)
+
+
+__all__ += ["load", "save"]
