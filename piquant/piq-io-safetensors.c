@@ -443,7 +443,8 @@ plain_tensor (Entry *e, const char *name, GError **error)
       gsize n;
       gpointer p = piq_tensor_get_writable_data (t, &n);
 
-      memcpy (p, g_bytes_get_data (e->data, NULL), n);
+      if (n > 0)
+        memcpy (p, g_bytes_get_data (e->data, NULL), n);
     }
   else
     g_prefix_error (error, "%s: tensor '%s': ", name, e->name);
@@ -589,7 +590,15 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
         }
       else
         {
-          Entry *e = parse_entry (key, node, name, error);
+          Entry *e;
+
+          /* the names a save could not write back */
+          if (key[0] == '\0' || g_str_has_suffix (key, ST_FORMAT_SUFFIX))
+            {
+              st_error (error, PIQ_ERROR_FILE_FORMAT, name, "'%s' cannot name a tensor", key);
+              return NULL;
+            }
+          e = parse_entry (key, node, name, error);
 
           if (e == NULL)
             return NULL;
@@ -644,8 +653,13 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
       g_autofree char *tname = NULL;
       PiqTensor *t;
 
-      if (len <= slen || strcmp (mk + len - slen, ST_FORMAT_SUFFIX) != 0)
+      if (!g_str_has_suffix (mk, ST_FORMAT_SUFFIX))
         continue;
+      if (len == slen)
+        {
+          st_error (error, PIQ_ERROR_FILE_FORMAT, name, "metadata '%s' names no tensor", mk);
+          return NULL;
+        }
       tname = g_strndup (mk, len - slen);
       t = quantized_tensor (tname, hv, entries, name, error);
       if (t == NULL)
@@ -814,7 +828,7 @@ add_tensor (GPtrArray *outs, JsonBuilder *meta, const char *key, PiqTensor *t,
   const guint64 *shape = piq_tensor_get_shape (t, &n_dims);
   static const char *suffixes[] = { ST_FORMAT_SUFFIX, ST_SCALES_SUFFIX, ST_ZERO_POINTS_SUFFIX };
 
-  if (strcmp (key, "__metadata__") == 0 || key[0] == '\0')
+  if (strcmp (key, "__metadata__") == 0 || key[0] == '\0' || g_str_has_suffix (key, ST_FORMAT_SUFFIX))
     return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' cannot name a tensor",
                      key);
   if (format == NULL)

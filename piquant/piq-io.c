@@ -48,7 +48,8 @@ source_read (void *p, void *buffer, gsize n, gsize *n_read, GError **error)
   Source *source = p;
   gsize k = MIN (n, source->prefix_len - source->prefix_pos), got = 0;
 
-  memcpy (buffer, source->prefix + source->prefix_pos, k);
+  if (k > 0)
+    memcpy (buffer, source->prefix + source->prefix_pos, k);
   source->prefix_pos += k;
   if (k < n && !g_input_stream_read_all (source->stream, (guint8 *) buffer + k, n - k, &got,
                                          source->cancellable, error))
@@ -178,6 +179,8 @@ read_npy (Source *source, const char *name, gboolean size_known, guint64 size, G
       return NULL;
     }
   data = piq_tensor_get_writable_data (tensor, &n_bytes);
+  if (n_bytes == 0)
+    return g_steal_pointer (&tensor);
   if (bytes != NULL)
     memcpy (data, g_bytes_get_data (bytes, NULL), n_bytes);
   else if (!source_read_exact (source, data, n_bytes, name, "the array's data", error))
