@@ -565,6 +565,13 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
   json_object_iter_init (&iter, json_node_get_object (root));
   while (json_object_iter_next (&iter, &key, &node))
     {
+      /* json-glib decodes escapes such as a lone surrogate (\udb00) into
+       * bytes that are not UTF-8, which no writer could put back */
+      if (!g_utf8_validate (key, -1, NULL))
+        {
+          st_error (error, PIQ_ERROR_FILE_FORMAT, name, "a name in the header is not UTF-8");
+          return NULL;
+        }
       if (strcmp (key, "__metadata__") == 0)
         {
           JsonObjectIter mi;
@@ -579,10 +586,12 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
           json_object_iter_init (&mi, json_node_get_object (node));
           while (json_object_iter_next (&mi, &mk, &mv))
             {
-              if (!JSON_NODE_HOLDS_VALUE (mv) || json_node_get_value_type (mv) != G_TYPE_STRING)
+              if (!JSON_NODE_HOLDS_VALUE (mv) || json_node_get_value_type (mv) != G_TYPE_STRING ||
+                  !g_utf8_validate (mk, -1, NULL) ||
+                  !g_utf8_validate (json_node_get_string (mv), -1, NULL))
                 {
-                  st_error (error, PIQ_ERROR_FILE_FORMAT, name, "__metadata__ '%s' is not a "
-                            "string", mk);
+                  st_error (error, PIQ_ERROR_FILE_FORMAT, name, "__metadata__ has a value "
+                            "that is not a UTF-8 string");
                   return NULL;
                 }
               g_hash_table_replace (metadata, g_strdup (mk), g_strdup (json_node_get_string (mv)));

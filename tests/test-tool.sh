@@ -393,7 +393,7 @@ check_exit "inspect/not-a-tensor-file" 1 'odd.f32: not a .npy, .piqt or safetens
 : > "$tmp/empty"
 check_exit "inspect/empty" 1 'empty: the file is empty' "$tool" inspect "$tmp/empty"
 printf '\007\000\000\000\000\000\000\000{"a":1}' > "$tmp/a.safetensors"
-check_exit "inspect/safetensors-not-yet" 1 'safetensors: not supported by this build yet' \
+check_exit "inspect/safetensors-malformed" 1 "a.safetensors: tensor 'a' is not" \
   "$tool" inspect "$tmp/a.safetensors"
 check_exit "inspect/missing" 1 'cannot open' "$tool" inspect "$tmp/missing.npy"
 check_exit "inspect/pipe" 1 'cannot be read again' sh -c 'cat "$2" | "$1" inspect /dev/stdin' sh \
@@ -953,6 +953,89 @@ if [ -n "$numpy_python" ]; then
 else
   for name in container/explicit-parameters-recorded stochastic/recorded-seed-reproduces \
               dequantize/other-types raw/float-types npy/versions npy/rejections; do
+    skip "$name" "no python3 with numpy"
+  done
+fi
+
+# ---- safetensors checkpoints ----
+# A checkpoint written here from the published format (length, JSON, data),
+# quantized by the tool: every 2-D float tensor to NF4, the bias and the
+# metadata as they were; the result read back here the same way, then
+# dequantized by the tool to within NF4's error of the original.
+
+if [ -n "$numpy_python" ]; then
+  cat > "$tmp/st.py" <<'PY'
+import json, struct, sys
+import numpy as np
+
+def write(path, tensors, meta):
+    head, data, off = {"__metadata__": meta}, b"", 0
+    for name, a in tensors.items():
+        b = a.tobytes()
+        head[name] = {"dtype": {"float32": "F32", "float16": "F16"}[a.dtype.name],
+                      "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        data, off = data + b, off + len(b)
+    h = json.dumps(head).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+
+def read(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    return head, {k: data[v["data_offsets"][0]:v["data_offsets"][1]] for k, v in head.items() if k != "__metadata__"}
+
+rng = np.random.default_rng(7)
+w = rng.standard_normal((64, 128)).astype(np.float32)
+e = rng.standard_normal((16, 64)).astype(np.float16)
+b = rng.standard_normal(64).astype(np.float32)
+if sys.argv[1] == "make":
+    write(sys.argv[2], {"w": w, "emb": e, "b": b}, {"format": "pt"})
+elif sys.argv[1] == "quantized":
+    head, data = read(sys.argv[2])
+    assert sorted(head) == ["__metadata__", "b", "emb", "emb.piq_scales", "w", "w.piq_scales"], sorted(head)
+    assert head["__metadata__"]["format"] == "pt"
+    assert "dtype=nf4" in head["__metadata__"]["w.piq_format"].split("\n")
+    assert head["w"] == {"dtype": "U8", "shape": [64 * 128 // 2], "data_offsets": head["w"]["data_offsets"]}
+    assert data["b"] == b.tobytes(), "the bias is copied"
+    # bitsandbytes' layout: per block of 64 the absmax, as f32
+    absmax = np.abs(w.reshape(-1, 64)).max(axis=1)
+    assert np.frombuffer(data["w.piq_scales"], "<f4").tolist() == absmax.tolist()
+else:
+    head, data = read(sys.argv[2])
+    assert head["w"]["dtype"] == "F32" and head["w"]["shape"] == [64, 128]
+    back = np.frombuffer(data["w"], "<f4").reshape(64, 128)
+    absmax = np.abs(w.reshape(-1, 64)).max(axis=1).repeat(64).reshape(64, 128)
+    # NF4's largest gap between neighbouring codes is 0.3038 of the absmax
+    # (between -1 and -0.6962): nearest rounding errs by at most half of it
+    assert np.all(np.abs(back - w) <= 0.1520 * absmax), (np.abs(back - w) / absmax).max()
+    assert data["b"] == b.tobytes()
+PY
+  if "$numpy_python" "$tmp/st.py" make "$tmp/model.safetensors" &&
+     "$tool" quantize -q -p nf4 "$tmp/model.safetensors" "$tmp/model-nf4.safetensors" &&
+     "$numpy_python" "$tmp/st.py" quantized "$tmp/model-nf4.safetensors" 2> "$tmp/st.err"; then
+    ok "safetensors/quantize-2d-weights"
+  else
+    not_ok "safetensors/quantize-2d-weights" "$(cat "$tmp/st.err" 2>/dev/null)"
+  fi
+  if "$tool" dequantize -q "$tmp/model-nf4.safetensors" "$tmp/back.safetensors" &&
+     "$numpy_python" "$tmp/st.py" dequantized "$tmp/back.safetensors" 2> "$tmp/st.err"; then
+    ok "safetensors/dequantize"
+  else
+    not_ok "safetensors/dequantize" "$(cat "$tmp/st.err" 2>/dev/null)"
+  fi
+  if "$tool" inspect "$tmp/model-nf4.safetensors" > "$tmp/stdout" 2>&1 &&
+     grep -qF '  w: nf4 per block of 64 (f32 scales, high nibble first) [64, 128], 4096 bytes' "$tmp/stdout" &&
+     grep -qF '  b: f32 [64], 256 bytes' "$tmp/stdout" && grep -qF '  format=pt' "$tmp/stdout"; then
+    ok "inspect/safetensors"
+  else
+    not_ok "inspect/safetensors" "$(cat "$tmp/stdout")"
+  fi
+  check_exit "safetensors/input-dtype-refused" 2 'records each tensor' \
+    "$tool" quantize -q -i f32 -p nf4 "$tmp/model.safetensors" "$tmp/x.safetensors"
+else
+  for name in safetensors/quantize-2d-weights safetensors/dequantize inspect/safetensors \
+              safetensors/input-dtype-refused; do
     skip "$name" "no python3 with numpy"
   done
 fi

@@ -1,4 +1,4 @@
-/* piquant-inspect.c: `piquant inspect`: the header of a .npy or .piqt file
+/* piquant-inspect.c: `piquant inspect`: the header of a .npy, .piqt or safetensors file
  *
  * The file's first bytes choose the reader from inspect_formats[]; each reader
  * prints what the file's header says, through the library's own parsers (the
@@ -135,11 +135,41 @@ detect_safetensors (const guint8 *bytes, gsize n_bytes)
   return n_bytes > 8 && bytes[8] == '{';
 }
 
-/* The library reads no safetensors yet: say so, rather than "not a .npy". */
+/* Read whole by the library, which checks every entry against the data; then
+ * one line per tensor (quantized ones with their format) and the metadata. */
 static gboolean
 print_safetensors (Input *input, GError **error)
 {
-  return file_error (error, input->name, "safetensors: not supported by this build yet");
+  g_autoptr(GFile) file = g_file_new_for_path (input->name);
+  g_autoptr(PiqSafetensors) st = piq_safetensors_new_from_file (file, NULL, error);
+  g_auto(GStrv) names = NULL;
+  g_auto(GStrv) keys = NULL;
+
+  if (st == NULL)
+    return FALSE;
+  names = piq_safetensors_get_names (st);
+  keys = piq_safetensors_get_metadata_keys (st);
+  print_field ("file:", "%s", input->name);
+  print_field ("format:", "safetensors");
+  print_field ("tensors:", "%u", g_strv_length (names));
+  for (char **n = names; *n != NULL; n++)
+    {
+      PiqTensor *t = piq_safetensors_get_tensor (st, *n);
+      PiqFormat *f = piq_tensor_get_format (t);
+      guint n_dims;
+      const guint64 *shape = piq_tensor_get_shape (t, &n_dims);
+      g_autofree char *shape_text = format_shape (shape, n_dims);
+      g_autofree char *what = f != NULL ? piq_format_to_string (f)
+                                        : g_strdup (piq_dtype_get_name (piq_tensor_get_dtype (t)));
+
+      g_print ("  %s: %s %s, %" G_GSIZE_FORMAT " bytes\n", *n, what, shape_text,
+               piq_tensor_get_n_bytes (t));
+    }
+  if (keys[0] != NULL)
+    g_print ("metadata:\n");
+  for (char **k = keys; *k != NULL; k++)
+    g_print ("  %s=%s\n", *k, piq_safetensors_get_metadata (st, *k));
+  return TRUE;
 }
 
 static const InspectFormat inspect_formats[] = {

@@ -19,6 +19,8 @@
 
 #include <glib/gstdio.h>
 
+#include <gio/gunixoutputstream.h>
+
 #include "piquant-tool.h"
 
 /* ---- helpers shared by the commands ---- */
@@ -606,6 +608,43 @@ container_read_header (Input *input, PiqContainer *container, char **header_text
   if (header_text != NULL)
     *header_text = g_steal_pointer (&text);
   return TRUE;
+}
+
+gboolean
+output_safetensors (Output *output, PiqSafetensors *st, GError **error)
+{
+  g_autoptr(GOutputStream) stream = NULL;
+
+  /* Nothing of the FILE's buffer is pending: the stream writes its fd. */
+  if (fflush (output->file) != 0)
+    {
+      set_io_error (error, errno, "write", output->name);
+      output_abort (output);
+      return FALSE;
+    }
+  stream = g_unix_output_stream_new (fileno (output->file), FALSE);
+  if (!piq_safetensors_save_to_stream (st, stream, NULL, error))
+    {
+      g_prefix_error (error, "%s: ", output->name);
+      output_abort (output);
+      return FALSE;
+    }
+  return output_commit (output, error);
+}
+
+gboolean
+looks_like_safetensors (Input *input)
+{
+  guint8 start[9];
+  gboolean yes;
+
+  if (g_str_has_suffix (input->name, ".safetensors"))
+    return TRUE;
+  if (!input->regular)
+    return FALSE;
+  yes = fread (start, 1, sizeof start, input->file) == sizeof start && start[8] == '{';
+  rewind (input->file);
+  return yes;
 }
 
 /* "w.npy (f32, [4096, 11008]) → w.piqt: nf4 per block of 64 (…), 22.5 MiB".

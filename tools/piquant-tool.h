@@ -133,6 +133,11 @@ gboolean output_is_direct (const Output *output);
 gboolean output_write  (Output *output, const void *data, gsize size, Progress *progress,
                         GError **error);
 gboolean output_commit (Output *output, GError **error);
+/* Writes @st to @output (already open) and commits it, or aborts it. */
+gboolean output_safetensors (Output *output, PiqSafetensors *st, GError **error);
+/* TRUE when @input (regular, at its start) is named *.safetensors or starts
+ * like one: an 8-byte little-endian header length, then '{'. Rewinds it. */
+gboolean looks_like_safetensors (Input *input);
 void     output_abort  (Output *output);
 
 gboolean container_read_header (Input *input, PiqContainer *container, char **header_text,
