@@ -45,7 +45,7 @@ done
 
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 libdir=/usr/lib/$multiarch
-packages=(libpiquant-1.0-0 libpiquant-1.0-dev gir1.2-piq-1.0 piquant-tools libpiquant-1.0-doc
+packages=(libpiquant-1.0-0 libpiquant-1.0-dev gir1.2-piq-1.0 piquant-tools libpiquant-1.0-doc python3-piquant
           libpiquant-mpi-1.0-0 libpiquant-mpi-1.0-dev)
 # What the examples need besides the packages (their Depends pull in the rest).
 example_deps=(python3-gi python3-numpy gjs lua5.1 lua-lgi valac gcc libc6-dev pkg-config man-db
