@@ -40,4 +40,13 @@ GBytes * piq_io_read_bytes   (PiqReadFunc      read,
                               const char      *what,
                               GError         **error);
 
+/* Opens @file for reading; *name gets its name for messages, *size its size
+ * when it is a regular file (*size_known says whether). */
+GFileInputStream * piq_io_open_file (GFile         *file,
+                                     char         **name,
+                                     gboolean      *size_known,
+                                     guint64       *size,
+                                     GCancellable  *cancellable,
+                                     GError       **error);
+
 G_END_DECLS

@@ -740,30 +740,23 @@ piq_safetensors_new_from_file (GFile         *file,
                                GError       **error)
 {
   g_autoptr(GFileInputStream) stream = NULL;
-  g_autoptr(GFileInfo) info = NULL;
   g_autofree char *name = NULL;
   gboolean size_known;
+  guint64 size;
 
   g_return_val_if_fail (G_IS_FILE (file), NULL);
   g_return_val_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  name = g_file_get_parse_name (file);
-  stream = g_file_read (file, cancellable, error);
+  stream = piq_io_open_file (file, &name, &size_known, &size, cancellable, error);
   if (stream == NULL)
     return NULL;
-  info = g_file_input_stream_query_info (stream, G_FILE_ATTRIBUTE_STANDARD_TYPE ","
-                                         G_FILE_ATTRIBUTE_STANDARD_SIZE, cancellable, NULL);
-  size_known = info != NULL && g_file_info_get_file_type (info) == G_FILE_TYPE_REGULAR &&
-               g_file_info_has_attribute (info, G_FILE_ATTRIBUTE_STANDARD_SIZE);
-  if (size_known && g_file_info_get_size (info) < 8)
+  if (size_known && size < 8)
     {
       st_error (error, PIQ_ERROR_FILE_FORMAT, name, "too short for a safetensors file");
       return NULL;
     }
-  return read_safetensors (G_INPUT_STREAM (stream), name, size_known,
-                           size_known ? (guint64) g_file_info_get_size (info) : 0, cancellable,
-                           error);
+  return read_safetensors (G_INPUT_STREAM (stream), name, size_known, size, cancellable, error);
 }
 
 /* ---- writing ---- */

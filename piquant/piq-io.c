@@ -314,24 +314,45 @@ piq_tensor_new_from_file (GFile         *file,
                           GError       **error)
 {
   g_autoptr(GFileInputStream) stream = NULL;
-  g_autoptr(GFileInfo) info = NULL;
   g_autofree char *name = NULL;
   gboolean size_known;
+  guint64 size;
 
   g_return_val_if_fail (G_IS_FILE (file), NULL);
   g_return_val_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable), NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  name = g_file_get_parse_name (file);
-  stream = g_file_read (file, cancellable, error);
+  stream = piq_io_open_file (file, &name, &size_known, &size, cancellable, error);
+  if (stream == NULL)
+    return NULL;
+  return read_tensor (G_INPUT_STREAM (stream), name, size_known, size, cancellable, error);
+}
+
+GFileInputStream *
+piq_io_open_file (GFile         *file,
+                  char         **name,
+                  gboolean      *size_known,
+                  guint64       *size,
+                  GCancellable  *cancellable,
+                  GError       **error)
+{
+  g_autoptr(GFileInputStream) stream = g_file_read (file, cancellable, error);
+  g_autoptr(GFileInfo) info = NULL;
+
+  *name = g_file_get_parse_name (file);
+  *size_known = FALSE;
+  *size = 0;
   if (stream == NULL)
     return NULL;
   info = g_file_input_stream_query_info (stream, G_FILE_ATTRIBUTE_STANDARD_TYPE ","
                                          G_FILE_ATTRIBUTE_STANDARD_SIZE, cancellable, NULL);
-  size_known = info != NULL && g_file_info_get_file_type (info) == G_FILE_TYPE_REGULAR &&
-               g_file_info_has_attribute (info, G_FILE_ATTRIBUTE_STANDARD_SIZE);
-  return read_tensor (G_INPUT_STREAM (stream), name, size_known,
-                      size_known ? (guint64) g_file_info_get_size (info) : 0, cancellable, error);
+  if (info != NULL && g_file_info_get_file_type (info) == G_FILE_TYPE_REGULAR &&
+      g_file_info_has_attribute (info, G_FILE_ATTRIBUTE_STANDARD_SIZE))
+    {
+      *size_known = TRUE;
+      *size = (guint64) g_file_info_get_size (info);
+    }
+  return g_steal_pointer (&stream);
 }
 
 /* ---- writing ---- */

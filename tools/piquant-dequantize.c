@@ -59,10 +59,25 @@ static const GOptionEntry dequantize_entries[] = {
   G_OPTION_ENTRY_NULL
 };
 
-/* A safetensors file: every quantized tensor is dequantized to the output
- * dtype (f32 unless --output-dtype says otherwise: a tensor does not record
- * what it was quantized from), the rest and the metadata are copied, and the
- * result is a safetensors file. */
+typedef struct {
+  PiqQuantizer *quantizer;
+  PiqDtype      dtype;
+} DequantizeJob;
+
+static PiqTensor *
+dequantize_tensor (PiqTensor *t, gpointer data, GError **error)
+{
+  DequantizeJob *job = data;
+
+  if (piq_tensor_get_format (t) == NULL)
+    return g_object_ref (t);
+  return piq_quantizer_dequantize_new (job->quantizer, t, job->dtype, error);
+}
+
+/* A safetensors file: every quantized tensor dequantized to the output dtype
+ * (f32 unless --output-dtype says otherwise: a tensor does not record what it
+ * was quantized from), the rest and the metadata as they are, into a
+ * safetensors file. */
 static gboolean
 run_dequantize_safetensors (const DequantizeOptions *options,
                             const char              *input_name,
@@ -72,15 +87,11 @@ run_dequantize_safetensors (const DequantizeOptions *options,
                             GError                 **error)
 {
   g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
-  g_autoptr(GFile) file = g_file_new_for_path (input_name);
-  g_autoptr(PiqSafetensors) in = NULL;
-  g_autoptr(PiqSafetensors) out = piq_safetensors_new ();
-  g_auto(GStrv) names = NULL;
-  g_auto(GStrv) keys = NULL;
-  PiqDtype dtype = options->have_output_dtype ? options->output_dtype : PIQ_DTYPE_F32;
-  guint n_done = 0, n_names;
-  guint64 out_bytes = 0;
-  Output output;
+  DequantizeJob job = { quantizer, options->have_output_dtype ? options->output_dtype
+                                                              : PIQ_DTYPE_F32 };
+  g_autofree char *label = g_strdup_printf ("dequantizing to %s", piq_dtype_get_name (job.dtype));
+  g_autofree char *what = g_strdup_printf ("quantized tensors to %s",
+                                           piq_dtype_get_name (job.dtype));
 
   if (options->format != FILE_FORMAT_AUTO)
     {
@@ -88,52 +99,9 @@ run_dequantize_safetensors (const DequantizeOptions *options,
                    "--format does not apply", input_name);
       return FALSE;
     }
-  progress_init (progress, g_get_prgname (), !options->no_progress, 0, 3);
-  progress_begin (progress, 0, "reading %s", input_name);
-  in = piq_safetensors_new_from_file (file, NULL, error);
-  if (in == NULL)
-    return FALSE;
   piq_quantizer_set_n_threads (quantizer, options->n_threads);
-  names = piq_safetensors_get_names (in);
-  n_names = g_strv_length (names);
-  progress_begin (progress, n_names, "dequantizing to %s", piq_dtype_get_name (dtype));
-  for (char **n = names; *n != NULL; n++)
-    {
-      PiqTensor *t = piq_safetensors_get_tensor (in, *n);
-      g_autoptr(PiqTensor) d = NULL;
-
-      progress_advance (progress, 1);
-      if (piq_tensor_get_format (t) == NULL)
-        {
-          piq_safetensors_set_tensor (out, *n, t);
-          out_bytes += piq_tensor_get_n_bytes (t);
-          continue;
-        }
-      d = piq_quantizer_dequantize_new (quantizer, t, dtype, error);
-      if (d == NULL)
-        {
-          g_prefix_error (error, "%s: tensor '%s': ", input_name, *n);
-          return FALSE;
-        }
-      piq_safetensors_set_tensor (out, *n, d);
-      out_bytes += piq_tensor_get_n_bytes (d);
-      n_done++;
-    }
-  keys = piq_safetensors_get_metadata_keys (in);
-  for (char **k = keys; *k != NULL; k++)
-    piq_safetensors_set_metadata (out, *k, piq_safetensors_get_metadata (in, *k));
-
-  progress_begin (progress, 0, "writing %s", output_name);
-  if (!output_open (&output, output_name, error) || !output_safetensors (&output, out, error))
-    return FALSE;
-  {
-    g_autofree char *input_what = g_strdup_printf ("safetensors, %u tensors", n_names);
-    g_autofree char *output_what = g_strdup_printf ("%u quantized tensors to %s", n_done,
-                                                    piq_dtype_get_name (dtype));
-
-    summary_set (summary, &output, input_name, input_what, output_what, out_bytes);
-  }
-  return TRUE;
+  return convert_safetensors (input_name, output_name, dequantize_tensor, &job, progress,
+                              !options->no_progress, label, what, summary, error);
 }
 
 static gboolean

@@ -539,10 +539,33 @@ prefix_quantize_error (GError **error, const QuantizeOptions *options, const cha
     g_prefix_error (error, "%s: ", input_name);
 }
 
-/* A safetensors checkpoint: every 2-D float tensor (the weight matrices) is
- * quantized with the format and recipe (scales derived per tensor), every
- * other tensor (biases, norms, embeddings' 1-D neighbours) and the metadata
- * are copied as they are, and the result is a safetensors file. */
+typedef struct {
+  const QuantizeOptions *options;
+  PiqFormat             *format;
+  PiqRecipe             *recipe;
+  PiqQuantizer          *quantizer;
+} CheckpointJob;
+
+/* Every 2-D float tensor (a weight matrix) is quantized, each deriving its
+ * own scales; the rest is kept. */
+static PiqTensor *
+quantize_weight (PiqTensor *t, gpointer data, GError **error)
+{
+  CheckpointJob *job = data;
+  g_autoptr(PiqRecipe) r = NULL;
+
+  if (piq_tensor_get_format (t) != NULL || !piq_dtype_is_float (piq_tensor_get_dtype (t)) ||
+      piq_tensor_get_n_dims (t) != 2)
+    return g_object_ref (t);
+  r = piq_recipe_copy (job->recipe);
+  if (has_tensor_scale (job->format) && !job->options->have_scale &&
+      !piq_quantizer_compute_params (job->quantizer, job->format, r, t, error))
+    return NULL;
+  return piq_quantizer_quantize_new (job->quantizer, job->format, r, t, error);
+}
+
+/* A safetensors checkpoint: its weight matrices quantized, the other tensors
+ * (biases, norms) and the metadata as they are, into a safetensors file. */
 static gboolean
 run_quantize_safetensors (const QuantizeOptions *options,
                           PiqFormat             *format,
@@ -554,14 +577,11 @@ run_quantize_safetensors (const QuantizeOptions *options,
                           GError               **error)
 {
   g_autoptr(PiqQuantizer) quantizer = piq_quantizer_new ();
-  g_autoptr(GFile) file = g_file_new_for_path (input_name);
-  g_autoptr(PiqSafetensors) in = NULL;
-  g_autoptr(PiqSafetensors) out = piq_safetensors_new ();
-  g_auto(GStrv) names = NULL;
-  g_auto(GStrv) keys = NULL;
-  guint n_quantized = 0, n_names;
-  guint64 out_bytes = 0;
-  Output output;
+  CheckpointJob job = { options, format, recipe, quantizer };
+  g_autofree char *fmt = piq_format_to_string (format);
+  g_autofree char *label = g_strdup_printf ("quantizing the 2-D tensors to %s",
+                                            piq_dtype_get_name (piq_format_get_dtype (format)));
+  g_autofree char *what = g_strdup_printf ("2-D tensors to %s", fmt);
 
   if (options->have_input_dtype)
     {
@@ -569,57 +589,9 @@ run_quantize_safetensors (const QuantizeOptions *options,
                    "tensor's dtype: --input-dtype does not apply", input_name);
       return FALSE;
     }
-  progress_init (progress, g_get_prgname (), !options->no_progress, 0, 3);
-  progress_begin (progress, 0, "reading %s", input_name);
-  in = piq_safetensors_new_from_file (file, NULL, error);
-  if (in == NULL)
-    return FALSE;
   piq_quantizer_set_n_threads (quantizer, options->n_threads);
-  names = piq_safetensors_get_names (in);
-  n_names = g_strv_length (names);
-  progress_begin (progress, n_names, "quantizing the 2-D tensors to %s",
-                  piq_dtype_get_name (piq_format_get_dtype (format)));
-  for (char **n = names; *n != NULL; n++)
-    {
-      PiqTensor *t = piq_safetensors_get_tensor (in, *n);
-      g_autoptr(PiqRecipe) r = NULL;
-      g_autoptr(PiqTensor) q = NULL;
-
-      progress_advance (progress, 1);
-      if (piq_tensor_get_format (t) != NULL || !piq_dtype_is_float (piq_tensor_get_dtype (t)) ||
-          piq_tensor_get_n_dims (t) != 2)
-        {
-          piq_safetensors_set_tensor (out, *n, t);
-          out_bytes += piq_tensor_get_n_bytes (t);
-          continue;
-        }
-      r = piq_recipe_copy (recipe);   /* each tensor derives its own scale */
-      if ((has_tensor_scale (format) && !options->have_scale &&
-           !piq_quantizer_compute_params (quantizer, format, r, t, error)) ||
-          (q = piq_quantizer_quantize_new (quantizer, format, r, t, error)) == NULL)
-        {
-          g_prefix_error (error, "%s: tensor '%s': ", input_name, *n);
-          return FALSE;
-        }
-      piq_safetensors_set_tensor (out, *n, q);
-      out_bytes += piq_tensor_get_n_bytes (q);
-      n_quantized++;
-    }
-  keys = piq_safetensors_get_metadata_keys (in);
-  for (char **k = keys; *k != NULL; k++)
-    piq_safetensors_set_metadata (out, *k, piq_safetensors_get_metadata (in, *k));
-
-  progress_begin (progress, 0, "writing %s", output_name);
-  if (!output_open (&output, output_name, error) || !output_safetensors (&output, out, error))
-    return FALSE;
-  {
-    g_autofree char *input_what = g_strdup_printf ("safetensors, %u tensors", n_names);
-    g_autofree char *fmt = piq_format_to_string (format);
-    g_autofree char *output_what = g_strdup_printf ("%u 2-D tensors to %s", n_quantized, fmt);
-
-    summary_set (summary, &output, input_name, input_what, output_what, out_bytes);
-  }
-  return TRUE;
+  return convert_safetensors (input_name, output_name, quantize_weight, &job, progress,
+                              !options->no_progress, label, what, summary, error);
 }
 
 static gboolean

@@ -633,6 +633,66 @@ output_safetensors (Output *output, PiqSafetensors *st, GError **error)
 }
 
 gboolean
+convert_safetensors (const char        *input_name,
+                     const char        *output_name,
+                     TensorConvertFunc  convert,
+                     gpointer           data,
+                     Progress          *progress,
+                     gboolean           show_progress,
+                     const char        *label,
+                     const char        *what,
+                     Summary           *summary,
+                     GError           **error)
+{
+  g_autoptr(GFile) file = g_file_new_for_path (input_name);
+  g_autoptr(PiqSafetensors) in = NULL;
+  g_autoptr(PiqSafetensors) out = piq_safetensors_new ();
+  g_auto(GStrv) names = NULL;
+  g_auto(GStrv) keys = NULL;
+  guint n_converted = 0, n_names;
+  guint64 out_bytes = 0;
+  Output output;
+
+  progress_init (progress, g_get_prgname (), show_progress, 0, 3);
+  progress_begin (progress, 0, "reading %s", input_name);
+  in = piq_safetensors_new_from_file (file, NULL, error);
+  if (in == NULL)
+    return FALSE;
+  names = piq_safetensors_get_names (in);
+  n_names = g_strv_length (names);
+  progress_begin (progress, n_names, "%s", label);
+  for (char **n = names; *n != NULL; n++)
+    {
+      PiqTensor *t = piq_safetensors_get_tensor (in, *n);
+      g_autoptr(PiqTensor) c = convert (t, data, error);
+
+      if (c == NULL)
+        {
+          g_prefix_error (error, "%s: tensor '%s': ", input_name, *n);
+          return FALSE;
+        }
+      progress_advance (progress, 1);
+      n_converted += c != t;
+      out_bytes += piq_tensor_get_n_bytes (c);
+      piq_safetensors_set_tensor (out, *n, c);
+    }
+  keys = piq_safetensors_get_metadata_keys (in);
+  for (char **k = keys; *k != NULL; k++)
+    piq_safetensors_set_metadata (out, *k, piq_safetensors_get_metadata (in, *k));
+
+  progress_begin (progress, 0, "writing %s", output_name);
+  if (!output_open (&output, output_name, error) || !output_safetensors (&output, out, error))
+    return FALSE;
+  {
+    g_autofree char *input_what = g_strdup_printf ("safetensors, %u tensors", n_names);
+    g_autofree char *output_what = g_strdup_printf ("%u %s", n_converted, what);
+
+    summary_set (summary, &output, input_name, input_what, output_what, out_bytes);
+  }
+  return TRUE;
+}
+
+gboolean
 looks_like_safetensors (Input *input)
 {
   guint8 start[9];

@@ -155,6 +155,26 @@ void summary_set         (Summary *summary, const Output *output, const char *in
                           const char *input_what, const char *output_what, guint64 output_bytes);
 void summary_finish      (Summary *summary, gboolean print);
 
+/* What convert_safetensors() does to one tensor: a new tensor for one it
+ * converts, a new reference to @t for one it keeps as it is, or NULL with
+ * @error set. */
+typedef PiqTensor * (*TensorConvertFunc) (PiqTensor *t, gpointer data, GError **error);
+
+/* Reads the safetensors file @input_name, converts every tensor with
+ * @convert, copies the metadata and writes @output_name atomically; the
+ * summary says "@n_converted @what". @label names the converting step in
+ * the progress line. */
+gboolean convert_safetensors (const char        *input_name,
+                              const char        *output_name,
+                              TensorConvertFunc  convert,
+                              gpointer           data,
+                              Progress          *progress,
+                              gboolean           show_progress,
+                              const char        *label,
+                              const char        *what,
+                              Summary           *summary,
+                              GError           **error);
+
 /* ---- option values shared by quantize and dequantize ---- */
 
 typedef enum {
