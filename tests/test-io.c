@@ -212,7 +212,7 @@ normal_tensor (guint64 rows, guint64 cols)
 static void
 test_piqt_round_trip (void)
 {
-  const char **presets = piq_format_list_presets ();
+  g_autofree const char **presets = piq_format_list_presets ();
   g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
   g_autoptr(PiqTensor) x = normal_tensor (6, 100);
   g_autoptr(GPtrArray) formats = g_ptr_array_new_with_free_func (g_object_unref);
