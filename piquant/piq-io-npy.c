@@ -380,7 +380,13 @@ piq_npy_read_header_from (PiqReadFunc    read,
       return FALSE;
     }
 
-  text = g_malloc (header_len + 1);
+  text = g_try_malloc (header_len + 1);
+  if (text == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%s: cannot allocate %u bytes for "
+                   "the .npy header", name, header_len + 1);
+      return FALSE;
+    }
   if (!read_exact (read, source, text, header_len, name, "the .npy header", error))
     return FALSE;
   text[header_len] = '\0';

@@ -74,6 +74,14 @@ typedef struct {
   PiqScaleRule scale_rule_value; /* version 1: scale_rule, parsed */
 } PiqContainer;
 
+/* Sets @error to "NAME: message" in PIQ_ERROR with @code; always FALSE, so
+ * that a check can return it. The file formats' one way to fail. */
+gboolean piq_io_error                 (GError       **error,
+                                       int            code,
+                                       const char    *name,
+                                       const char    *format,
+                                       ...) G_GNUC_PRINTF (4, 5);
+
 /* Drops the format; the rest is plain data. */
 void     piq_container_clear          (PiqContainer  *container);
 

@@ -160,13 +160,8 @@ piq_container_format_header (const PiqContainer *container,
 
 /* ---- reading ---- */
 
-static gboolean
-container_error (GError **error, PiqError code, const char *name, const char *format, ...)
-  G_GNUC_PRINTF (4, 5);
-
-/* Always FALSE, so that a check can return it. */
-static gboolean
-container_error (GError **error, PiqError code, const char *name, const char *format, ...)
+gboolean
+piq_io_error (GError **error, int code, const char *name, const char *format, ...)
 {
   g_autofree char *message = NULL;
   va_list args;
@@ -185,7 +180,7 @@ container_lookup (GHashTable *keys, const char *key, const char *name, GError **
   const char *value = g_hash_table_lookup (keys, key);
 
   if (value == NULL)
-    container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                      "the container header has no '%s'", key);
   return value;
 }
@@ -199,7 +194,7 @@ container_unsigned (GHashTable *keys, const char *key, const char *name, guint64
   if (value == NULL)
     return FALSE;
   if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, out, NULL))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "%s '%s' is not a whole number", key, value);
   return TRUE;
 }
@@ -224,7 +219,7 @@ container_bool (GHashTable *keys, const char *key, gboolean required, gboolean a
   else if (strcmp (value, "false") == 0)
     *out = FALSE;
   else
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "%s '%s' is not true or false", key, value);
   return TRUE;
 }
@@ -241,7 +236,7 @@ container_scale_dtype (GHashTable *keys, const char *name, PiqContainer *contain
   if (!piq_dtype_from_name (value, &container->scale_dtype) ||
       (container->scale_dtype != PIQ_DTYPE_F32 && container->scale_dtype != PIQ_DTYPE_F16 &&
        container->scale_dtype != PIQ_DTYPE_E8M0))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "scale_dtype '%s' is not f32, f16 or e8m0", value);
   return TRUE;
 }
@@ -255,7 +250,7 @@ container_block_size (GHashTable *keys, const char *name, PiqContainer *containe
   if (!container_unsigned (keys, "block_size", name, &n, error))
     return FALSE;
   if (n == 0 || n > G_MAXUINT)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "block_size %" G_GUINT64_FORMAT " is out of range", n);
   container->block_size = (guint) n;
   return TRUE;
@@ -269,7 +264,7 @@ container_size (GHashTable *keys, const char *key, const char *name, gsize *out,
   if (!container_unsigned (keys, key, name, &n, error))
     return FALSE;
   if (n > G_MAXSIZE)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "%s %" G_GUINT64_FORMAT " is too large", key, n);
   *out = n;
   return TRUE;
@@ -289,7 +284,7 @@ container_parse_format (GHashTable *keys, const char *name, PiqContainer *contai
       if ((value = container_lookup (keys, "axis", name, error)) == NULL)
         return FALSE;
       if (!g_ascii_string_to_signed (value, 10, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1, &axis, NULL))
-        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+        return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "axis '%s' is not a whole number from %d to %d",
                                 value, -PIQ_MAX_DIMS, PIQ_MAX_DIMS - 1);
       container->axis = (int) axis;
@@ -335,7 +330,7 @@ container_parse_v1 (GHashTable *keys, const char *name, PiqContainer *container,
     return FALSE;
   rule = g_enum_get_value_by_nick (rules, value);
   if (rule == NULL)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "scale_rule '%s' is not a piquant scale rule", value);
   container->scale_rule_value = rule->value;
 
@@ -369,11 +364,11 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
         continue;
       eq = strchr (*line, '=');
       if (eq == NULL || eq == *line)
-        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+        return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "container header line '%s' is not KEY=VALUE", *line);
       *eq = '\0';
       if (!g_hash_table_insert (keys, *line, eq + 1))
-        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+        return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "the container header repeats '%s'", *line);
     }
 
@@ -387,21 +382,21 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
   else if (strcmp (value, "block") == 0)
     container->granularity = PIQ_GRANULARITY_BLOCK;
   else
-    return container_error (error, PIQ_ERROR_UNSUPPORTED, name,
+    return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name,
                             "granularity '%s' is not supported by this version of "
                             "piquant (tensor, channel or block)", value);
 
   if ((value = container_lookup (keys, "dtype", name, error)) == NULL)
     return FALSE;
   if (!piq_dtype_from_name (value, &container->dtype) || !piq_dtype_is_quantized (container->dtype))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "dtype '%s' is not a quantized piquant type", value);
 
   if ((value = container_lookup (keys, "source_dtype", name, error)) == NULL)
     return FALSE;
   if (!piq_dtype_from_name (value, &container->source_dtype) ||
       !piq_dtype_is_float (container->source_dtype))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "source_dtype '%s' is not f32, f64, f16 or bf16", value);
 
   if (!(container->version == 1 ? container_parse_v1 (keys, name, container, error)
@@ -414,14 +409,14 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
         return FALSE;
       container->scale = g_ascii_strtod (value, &end);
       if (*value == '\0' || *end != '\0')
-        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+        return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "scale '%s' is not a number", value);
 
       if ((value = container_lookup (keys, "zero_point", name, error)) == NULL)
         return FALSE;
       if (!g_ascii_string_to_signed (value, 10, G_MININT64, G_MAXINT64, &container->zero_point,
                                      NULL))
-        return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+        return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                 "zero_point '%s' is not a whole number", value);
     }
   else
@@ -449,14 +444,14 @@ container_parse_text (const char *text, const char *name, PiqContainer *containe
           if (container->n_dims == PIQ_NPY_MAX_DIMS ||
               !g_ascii_string_to_unsigned (g_strstrip (*e), 10, 0, G_MAXUINT64, &extent, NULL) ||
               !g_uint64_checked_mul (&n, n, extent))
-            return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+            return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                     "shape '%s' is not a list of at most %d extents",
                                     value, PIQ_NPY_MAX_DIMS);
           container->shape[container->n_dims++] = extent;
         }
     }
   if (n != container->n_elements)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "shape '%s' holds %" G_GUINT64_FORMAT " elements, "
                             "n_elements says %" G_GUINT64_FORMAT, value, n, container->n_elements);
   return TRUE;
@@ -487,7 +482,7 @@ container_build_format (PiqContainer *container, const char *name, GError **erro
       if (container->granularity == PIQ_GRANULARITY_CHANNEL)
         {
           if (container->n_elements % container->block_size != 0)
-            return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+            return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                                     "%" G_GUINT64_FORMAT " elements are not whole "
                                     "rows of block_size %u", container->n_elements,
                                     container->block_size);
@@ -497,7 +492,7 @@ container_build_format (PiqContainer *container, const char *name, GError **erro
         }
     }
   else if (container->granularity == PIQ_GRANULARITY_CHANNEL && container->n_dims > PIQ_MAX_DIMS)
-    return container_error (error, PIQ_ERROR_UNSUPPORTED, name,
+    return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name,
                             "per-channel data of %u dimensions (at most %d)",
                             container->n_dims, PIQ_MAX_DIMS);
   else
@@ -517,7 +512,7 @@ container_build_format (PiqContainer *container, const char *name, GError **erro
                                     "double-quant", container->double_quant,
                                     NULL);
   if (!piq_format_validate (container->format, &local_error))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name, "%s", local_error->message);
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "%s", local_error->message);
   return TRUE;
 }
 
@@ -533,9 +528,9 @@ container_check_sizes (const PiqContainer *container, const char *name, GError *
   if (!piq_format_get_sizes (container->format, container->library_shape,
                              container->library_n_dims, &codes_bytes, &scales_bytes,
                              &zero_points_bytes, &local_error))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name, "%s", local_error->message);
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "%s", local_error->message);
   if (container->data_bytes != codes_bytes)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "data_bytes is %" G_GSIZE_FORMAT ", but %"
                             G_GUINT64_FORMAT " %s elements take %" G_GSIZE_FORMAT,
                             container->data_bytes, container->n_elements,
@@ -544,7 +539,7 @@ container_check_sizes (const PiqContainer *container, const char *name, GError *
     return TRUE;
   append_shape (shape, container->library_shape, container->library_n_dims);
   format = piq_format_to_string (container->format);
-  return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+  return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                           "scales_bytes is %" G_GSIZE_FORMAT " and "
                           "zero_points_bytes %" G_GSIZE_FORMAT ", but %" G_GUINT64_FORMAT
                           " elements of shape %s in the format %s take %" G_GSIZE_FORMAT
@@ -563,19 +558,19 @@ piq_container_parse_prefix (const guint8   prefix[PIQ_CONTAINER_PREFIX_LEN],
   piq_container_clear (container);
   memset (container, 0, sizeof *container);
   if (memcmp (prefix, PIQ_CONTAINER_MAGIC, PIQ_CONTAINER_MAGIC_LEN) != 0)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "not a piquant container (it does not start "
                             "with 'PIQT'; `piquant quantize` writes them)");
   container->version = get_u32_le (prefix + 4);
   if (container->version < 1 || container->version > PIQ_CONTAINER_VERSION)
-    return container_error (error, PIQ_ERROR_UNSUPPORTED, name,
+    return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name,
                             "container format version %u is not supported "
                             "(this piquant reads versions 1 to %u)", container->version,
                             PIQ_CONTAINER_VERSION);
   *text_len = get_u32_le (prefix + 8);
   if (*text_len > PIQ_CONTAINER_MAX_HEADER_LEN ||
       (PIQ_CONTAINER_PREFIX_LEN + *text_len) % PIQ_CONTAINER_ALIGN != 0)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "header length %u is invalid (at most %u, and "
                             "12 + length must be a multiple of %u)", *text_len,
                             PIQ_CONTAINER_MAX_HEADER_LEN, PIQ_CONTAINER_ALIGN);
@@ -596,9 +591,12 @@ piq_container_parse_header (const char    *text,
   /* A NUL would end the text early for every string function below. */
   if (text_len > 0 &&
       (memchr (text, '\0', text_len) != NULL || !g_utf8_validate (text, text_len, NULL)))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "the container header is not UTF-8 text");
-  copy = g_malloc (text_len + 1);
+  copy = g_try_malloc (text_len + 1);
+  if (copy == NULL)
+    return piq_io_error (error, PIQ_ERROR_NO_MEMORY, name, "cannot allocate %" G_GSIZE_FORMAT
+                         " bytes for the container header", text_len + 1);
   if (text_len > 0)
     memcpy (copy, text, text_len);
   copy[text_len] = '\0';
@@ -621,7 +619,7 @@ piq_container_get_file_size (const PiqContainer *container,
   if (!g_uint64_checked_add (&total, total, container->data_bytes) ||
       !g_uint64_checked_add (&total, total, container->scales_bytes) ||
       !g_uint64_checked_add (&total, total, container->zero_points_bytes))
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "the sizes in the container header overflow");
   *size = total;
   return TRUE;
@@ -640,12 +638,12 @@ piq_container_check_file_size (const PiqContainer *container,
   if (file_size == total)
     return TRUE;
   if (container->scales_bytes == 0 && container->zero_points_bytes == 0)
-    return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+    return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                             "the file has %" G_GUINT64_FORMAT " bytes; "
                             "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
                             " of header, %" G_GSIZE_FORMAT " of data)", file_size, total,
                             container->data_offset, container->data_bytes);
-  return container_error (error, PIQ_ERROR_FILE_FORMAT, name,
+  return piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name,
                           "the file has %" G_GUINT64_FORMAT " bytes; "
                           "its header announces %" G_GUINT64_FORMAT " (%" G_GSIZE_FORMAT
                           " of header, %" G_GSIZE_FORMAT " of data, %" G_GSIZE_FORMAT

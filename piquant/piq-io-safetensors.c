@@ -66,23 +66,6 @@ st_dtype_from_name (const char *name, PiqDtype *dtype)
   return FALSE;
 }
 
-static gboolean st_error (GError **error, int code, const char *name, const char *format, ...)
-  G_GNUC_PRINTF (4, 5);
-
-/* Always FALSE, so that a check can return it. */
-static gboolean
-st_error (GError **error, int code, const char *name, const char *format, ...)
-{
-  g_autofree char *message = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-  g_set_error (error, PIQ_ERROR, code, "%s: %s", name, message);
-  return FALSE;
-}
-
 /* ---- the object ---- */
 
 struct _PiqSafetensors {
@@ -354,7 +337,7 @@ parse_entry (const char *key, JsonNode *node, const char *name, GError **error)
   dtype = json_object_get_string_member (obj, "dtype");
   if (!st_dtype_from_name (dtype, &e->dtype))
     {
-      st_error (error, PIQ_ERROR_UNSUPPORTED, name, "tensor '%s': dtype '%s' is not supported",
+      piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name, "tensor '%s': dtype '%s' is not supported",
                 key, dtype);
       entry_free (e);
       return NULL;
@@ -362,7 +345,7 @@ parse_entry (const char *key, JsonNode *node, const char *name, GError **error)
   shape = json_object_get_array_member (obj, "shape");
   if (json_array_get_length (shape) > PIQ_MAX_DIMS)
     {
-      st_error (error, PIQ_ERROR_UNSUPPORTED, name, "tensor '%s' has %u dimensions; a tensor "
+      piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name, "tensor '%s' has %u dimensions; a tensor "
                 "has at most %d", key, json_array_get_length (shape), PIQ_MAX_DIMS);
       entry_free (e);
       return NULL;
@@ -379,7 +362,7 @@ parse_entry (const char *key, JsonNode *node, const char *name, GError **error)
     goto bad;
   if (!piq_dtype_get_size_for_n (e->dtype, n, &bytes, &local_error) || bytes != e->end - e->begin)
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s': its offsets hold %"
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s': its offsets hold %"
                 G_GUINT64_FORMAT " bytes, its dtype and shape %" G_GUINT64_FORMAT " elements",
                 key, e->end - e->begin, n);
       entry_free (e);
@@ -388,7 +371,7 @@ parse_entry (const char *key, JsonNode *node, const char *name, GError **error)
   return e;
 
 bad:
-  st_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s' is not {\"dtype\": string, "
+  piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s' is not {\"dtype\": string, "
             "\"shape\": [whole numbers], \"data_offsets\": [begin, end]}", key);
   entry_free (e);
   return NULL;
@@ -405,7 +388,7 @@ read_exact (GInputStream *stream, void *buffer, gsize n, const char *name, const
       g_prefix_error (error, "%s: ", name);
       return FALSE;
     }
-  return got == n || st_error (error, PIQ_ERROR_FILE_FORMAT, name, "the file ends inside %s",
+  return got == n || piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "the file ends inside %s",
                                what);
 }
 
@@ -431,7 +414,7 @@ plain_tensor (Entry *e, const char *name, GError **error)
 
   if (e->dtype == PIQ_DTYPE_FP8_E4M3 || e->dtype == PIQ_DTYPE_FP8_E5M2)
     {
-      st_error (error, PIQ_ERROR_UNSUPPORTED, name, "tensor '%s' holds %s codes without the "
+      piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name, "tensor '%s' holds %s codes without the "
                 "piquant format (metadata '%s" ST_FORMAT_SUFFIX "') that decodes them",
                 e->name, st_dtype_name (e->dtype), e->name);
       return NULL;
@@ -472,7 +455,7 @@ quantized_tensor (const char *key, const char *text, GHashTable *entries, const 
     return NULL;
   if (codes == NULL)
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "metadata '%s" ST_FORMAT_SUFFIX "' has no "
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "metadata '%s" ST_FORMAT_SUFFIX "' has no "
                 "tensor '%s'", key, key);
       return NULL;
     }
@@ -480,7 +463,7 @@ quantized_tensor (const char *key, const char *text, GHashTable *entries, const 
       (scales != NULL ? g_bytes_get_size (scales->data) : 0) != c.scales_bytes ||
       (zero_points != NULL ? g_bytes_get_size (zero_points->data) : 0) != c.zero_points_bytes)
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s': its entries hold %" G_GSIZE_FORMAT
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s': its entries hold %" G_GSIZE_FORMAT
                 ", %" G_GSIZE_FORMAT " and %" G_GSIZE_FORMAT " bytes of codes, scales and "
                 "zero points; its format announces %" G_GSIZE_FORMAT ", %" G_GSIZE_FORMAT
                 " and %" G_GSIZE_FORMAT, key, g_bytes_get_size (codes->data),
@@ -528,7 +511,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
 
   if (G_BYTE_ORDER != G_LITTLE_ENDIAN)
     {
-      st_error (error, PIQ_ERROR_UNSUPPORTED, name, "safetensors files are little-endian; this "
+      piq_io_error (error, PIQ_ERROR_UNSUPPORTED, name, "safetensors files are little-endian; this "
                 "host is not");
       return NULL;
     }
@@ -539,11 +522,17 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
   if (header_len > ST_MAX_HEADER_LEN || header_len < 2 ||
       (size_known && header_len > size - 8))
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "a safetensors header of %" G_GUINT64_FORMAT
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "a safetensors header of %" G_GUINT64_FORMAT
                 " bytes is not possible here", header_len);
       return NULL;
     }
-  text = g_malloc (header_len + 1);
+  text = g_try_malloc (header_len + 1);
+  if (text == NULL)
+    {
+      piq_io_error (error, PIQ_ERROR_NO_MEMORY, name, "cannot allocate %" G_GUINT64_FORMAT
+                " bytes for the header", header_len + 1);
+      return NULL;
+    }
   if (!read_exact (stream, text, header_len, name, "the header", cancellable, error))
     return NULL;
   text[header_len] = '\0';
@@ -551,14 +540,14 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
       !g_utf8_validate (text, header_len, NULL) ||
       !json_parser_load_from_data (parser, text, header_len, &local_error))
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "the header is not a JSON object%s%s",
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "the header is not a JSON object%s%s",
                 local_error != NULL ? ": " : "", local_error != NULL ? local_error->message : "");
       return NULL;
     }
   root = json_parser_get_root (parser);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "the header is not a JSON object");
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "the header is not a JSON object");
       return NULL;
     }
 
@@ -569,7 +558,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
        * bytes that are not UTF-8, which no writer could put back */
       if (!g_utf8_validate (key, -1, NULL))
         {
-          st_error (error, PIQ_ERROR_FILE_FORMAT, name, "a name in the header is not UTF-8");
+          piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "a name in the header is not UTF-8");
           return NULL;
         }
       if (strcmp (key, "__metadata__") == 0)
@@ -580,7 +569,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
 
           if (!JSON_NODE_HOLDS_OBJECT (node))
             {
-              st_error (error, PIQ_ERROR_FILE_FORMAT, name, "__metadata__ is not an object");
+              piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "__metadata__ is not an object");
               return NULL;
             }
           json_object_iter_init (&mi, json_node_get_object (node));
@@ -590,7 +579,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
                   !g_utf8_validate (mk, -1, NULL) ||
                   !g_utf8_validate (json_node_get_string (mv), -1, NULL))
                 {
-                  st_error (error, PIQ_ERROR_FILE_FORMAT, name, "__metadata__ has a value "
+                  piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "__metadata__ has a value "
                             "that is not a UTF-8 string");
                   return NULL;
                 }
@@ -604,7 +593,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
           /* the names a save could not write back */
           if (key[0] == '\0' || g_str_has_suffix (key, ST_FORMAT_SUFFIX))
             {
-              st_error (error, PIQ_ERROR_FILE_FORMAT, name, "'%s' cannot name a tensor", key);
+              piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "'%s' cannot name a tensor", key);
               return NULL;
             }
           e = parse_entry (key, node, name, error);
@@ -626,7 +615,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
 
       if (e->begin != expected)
         {
-          st_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s' starts at byte %"
+          piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "tensor '%s' starts at byte %"
                     G_GUINT64_FORMAT " of the data, where %" G_GUINT64_FORMAT " was expected "
                     "(the tensors must tile the data)", e->name, e->begin, expected);
           return NULL;
@@ -634,7 +623,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
       expected = e->end;
       if (size_known && expected > size - 8 - header_len)
         {
-          st_error (error, PIQ_ERROR_FILE_FORMAT, name, "the file is too short: its header "
+          piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "the file is too short: its header "
                     "announces %" G_GUINT64_FORMAT " bytes of data, %" G_GUINT64_FORMAT
                     " follow it", expected, size - 8 - header_len);
           return NULL;
@@ -648,7 +637,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
     }
   if (size_known && expected != size - 8 - header_len)
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "%" G_GUINT64_FORMAT " bytes follow the "
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "%" G_GUINT64_FORMAT " bytes follow the "
                 "data the header announces", size - 8 - header_len - expected);
       return NULL;
     }
@@ -666,7 +655,7 @@ read_safetensors (GInputStream *stream, const char *name, gboolean size_known, g
         continue;
       if (len == slen)
         {
-          st_error (error, PIQ_ERROR_FILE_FORMAT, name, "metadata '%s' names no tensor", mk);
+          piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "metadata '%s' names no tensor", mk);
           return NULL;
         }
       tname = g_strndup (mk, len - slen);
@@ -753,7 +742,7 @@ piq_safetensors_new_from_file (GFile         *file,
     return NULL;
   if (size_known && size < 8)
     {
-      st_error (error, PIQ_ERROR_FILE_FORMAT, name, "too short for a safetensors file");
+      piq_io_error (error, PIQ_ERROR_FILE_FORMAT, name, "too short for a safetensors file");
       return NULL;
     }
   return read_safetensors (G_INPUT_STREAM (stream), name, size_known, size, cancellable, error);
@@ -831,7 +820,7 @@ add_tensor (GPtrArray *outs, JsonBuilder *meta, const char *key, PiqTensor *t,
   static const char *suffixes[] = { ST_FORMAT_SUFFIX, ST_SCALES_SUFFIX, ST_ZERO_POINTS_SUFFIX };
 
   if (strcmp (key, "__metadata__") == 0 || key[0] == '\0' || g_str_has_suffix (key, ST_FORMAT_SUFFIX))
-    return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' cannot name a tensor",
+    return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' cannot name a tensor",
                      key);
   if (format == NULL)
     {
@@ -840,7 +829,7 @@ add_tensor (GPtrArray *outs, JsonBuilder *meta, const char *key, PiqTensor *t,
 
       /* FP8 codes mean nothing without their format and scale */
       if (name == NULL || dtype == PIQ_DTYPE_FP8_E4M3 || dtype == PIQ_DTYPE_FP8_E5M2)
-        return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "tensor '%s': "
+        return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "tensor '%s': "
                          "safetensors has no dtype for %s data without a format", key,
                          piq_dtype_get_name (dtype));
       data = packed_bytes (t, error);
@@ -859,7 +848,7 @@ add_tensor (GPtrArray *outs, JsonBuilder *meta, const char *key, PiqTensor *t,
 
       if (g_hash_table_contains (tensors, k) ||
           (metadata != NULL && g_hash_table_contains (metadata, k)))
-        return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' is taken: the "
+        return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' is taken: the "
                          "quantized tensor '%s' stores its %s under that name", k, key,
                          i == 0 ? "format" : i == 1 ? "scales" : "zero points");
     }
@@ -948,7 +937,7 @@ prepare (GHashTable *tensors, GHashTable *metadata, GPtrArray *outs, GString **h
   guint8 len_bytes[8];
 
   if (G_BYTE_ORDER != G_LITTLE_ENDIAN)
-    return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "safetensors files are "
+    return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "safetensors files are "
                      "little-endian; this host is not");
   json_builder_begin_object (meta);
   if (metadata != NULL)
@@ -957,7 +946,7 @@ prepare (GHashTable *tensors, GHashTable *metadata, GPtrArray *outs, GString **h
       for (GList *l = keys; l != NULL; l = l->next)
         {
           if (g_str_has_suffix (l->data, ST_FORMAT_SUFFIX))
-            return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "metadata keys ending "
+            return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "metadata keys ending "
                              "in '" ST_FORMAT_SUFFIX "' are piquant's own ('%s')",
                              (const char *) l->data);
           json_builder_set_member_name (meta, l->data);
@@ -971,7 +960,7 @@ prepare (GHashTable *tensors, GHashTable *metadata, GPtrArray *outs, GString **h
       PiqTensor *t = g_hash_table_lookup (tensors, l->data);
 
       if (!PIQ_IS_TENSOR (t))
-        return st_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' is not a tensor",
+        return piq_io_error (error, PIQ_ERROR_UNSUPPORTED, "safetensors", "'%s' is not a tensor",
                          (const char *) l->data);
       if (!add_tensor (outs, meta, l->data, t, tensors, metadata, error))
         return FALSE;

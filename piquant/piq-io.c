@@ -204,7 +204,13 @@ read_piqt (Source *source, const char *name, gboolean size_known, guint64 size, 
   if (!source_read_exact (source, prefix, sizeof prefix, name, "the container's prefix", error) ||
       !piq_container_parse_prefix (prefix, name, &container, &text_len, error))
     return NULL;
-  text = g_malloc (text_len);
+  text = g_try_malloc (MAX (text_len, 1));
+  if (text == NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%s: cannot allocate %u bytes for "
+                   "the container header", name, text_len);
+      return NULL;
+    }
   if (!source_read_exact (source, text, text_len, name, "the container header", error) ||
       !piq_container_parse_header (text, text_len, name, &container, error))
     return NULL;
