@@ -1823,6 +1823,26 @@ skip('aliasing/requantize/overlap', `${NO_ADDRESS} (no two writable tensors over
 // length 118, the dict padded with spaces to byte 127, '\n'
 const NPY_23_DICT = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
 
+test('tensor/addresses', () => {
+    // GJS cannot read memory at an address: the addresses are numbers here,
+    // with the sizes of the buffers they point to.
+    const q = new Piq.Quantizer();
+    const x = f32Shaped(Array.from({length: 128}, (_, i) => Math.sin(i) * 3), [2, 64]);
+    for (const fmt of [Piq.Format.new_preset('nf4'), Piq.Format.new_per_channel(Piq.Dtype.UINT8, 0)]) {
+        const t = q.quantize_new(fmt, null, x);
+        const pairs = [[t.get_address(), t.get_bytes()], [t.get_scales_address(), t.get_scales()],
+            [t.get_zero_points_address(), t.get_zero_points()]];
+        for (const [[address, size], bytes] of pairs) {
+            if (bytes === null)
+                check(address === 0 && size === 0, 'no buffer: address 0, size 0');
+            else
+                check(address !== 0 && size === bytes.get_size(), `address ${address}, size ${size}`);
+        }
+    }
+    const [a, n] = Piq.Tensor.new(Piq.Dtype.F32, 0).get_address();
+    check(a === 0 && n === 0, 'an empty tensor');
+});
+
 test('io/npy-piqt/round-trip', () => {
     const q = new Piq.Quantizer();
     const dir = GLib.dir_make_tmp('piq-io-XXXXXX');

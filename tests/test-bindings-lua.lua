@@ -2132,6 +2132,31 @@ local function read_file(path)
   return s
 end
 
+test('tensor/addresses', function()
+  -- lgi gives the addresses as numbers; Lua cannot read memory at them
+  local q = Piq.Quantizer()
+  local xv = {}
+  for i = 0, 127 do xv[#xv + 1] = math.sin(i) * 3 end
+  local x = f32_tensor(xv)
+  check(x:reshape({ 2, 64 }), 'reshape')
+  for _, fmt in ipairs({ Piq.Format.new_preset('nf4'), Piq.Format.new_per_channel('UINT8', 0) }) do
+    local t = assert(q:quantize_new(fmt, nil, x))
+    local getters = { { t.get_address, t.get_bytes }, { t.get_scales_address, t.get_scales },
+      { t.get_zero_points_address, t.get_zero_points } }
+    for _, g in ipairs(getters) do
+      local address, size = g[1](t)
+      local bytes = g[2](t)
+      if bytes == nil then
+        check(address == 0 and size == 0, 'no buffer: address 0, size 0')
+      else
+        check(address ~= 0 and size == #bytes:get_data(), 'address and size')
+      end
+    end
+  end
+  local a, n = Piq.Tensor.new('F32', 0):get_address()
+  check(a == 0 and n == 0, 'an empty tensor')
+end)
+
 test('io/npy-piqt/round-trip', function()
   local q = Piq.Quantizer()
   local dir = assert(GLib.dir_make_tmp('piq-io-XXXXXX'))

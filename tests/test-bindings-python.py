@@ -1250,6 +1250,27 @@ NPY_23_HEADER = (b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': Fa
                  + b" " * 58 + b"\n")   # numpy.save's header for a (2, 3) float32 array (NEP 1)
 
 
+@test("tensor/addresses")
+def _():
+    import ctypes
+    q = Piq.Quantizer()
+    x, _x = f32_tensor([math.sin(i) * 3 for i in range(128)])
+    check(x.reshape([2, 64]), "reshape")
+    for fmt in (Piq.Format.new_preset("nf4"), Piq.Format.new_per_channel(Piq.Dtype.UINT8, 0)):
+        t = q.quantize_new(fmt, None, x)
+        for get_address, get_bytes in ((t.get_address, t.get_bytes), (t.get_scales_address, t.get_scales),
+                                       (t.get_zero_points_address, t.get_zero_points)):
+            address, size = get_address()
+            b = get_bytes()
+            if b is None:
+                check((address, size) == (0, 0), "no buffer: address 0, size 0")
+            else:
+                check(address != 0 and size == b.get_size(), "address and size %r" % ((address, size),))
+                check(ctypes.string_at(address, size) == b.get_data(), "the bytes at the address")
+    empty = Piq.Tensor.new(Piq.Dtype.F32, 0)
+    check(empty.get_address() == (0, 0), "an empty tensor")
+
+
 @test("io/npy-piqt/round-trip")
 def _():
     import os

@@ -1900,6 +1900,34 @@ TestCase[] make_tests () {
         });
     });
 
+    tests += new TestCase ("vala/tensor/addresses", () => {
+        var q = new Piq.Quantizer ();
+        float[] xv = new float[128];
+        for (int i = 0; i < 128; i++)
+            xv[i] = (float) (Math.sin (i) * 3);
+        var x = f32_tensor (xv);
+        check (x.reshape ({ 2, 64 }), "reshape");
+        Piq.Format[] formats = { new Piq.Format.preset ("nf4"), new Piq.Format.per_channel (Piq.Dtype.UINT8, 0) };
+        foreach (var fmt in formats) {
+            var t = q.quantize_new (fmt, null, x);
+            for (int which = 0; which < 3; which++) {
+                size_t size;
+                uintptr address = which == 0 ? t.get_address (out size)
+                                : which == 1 ? t.get_scales_address (out size)
+                                             : t.get_zero_points_address (out size);
+                GLib.Bytes? b = which == 0 ? t.get_bytes () : which == 1 ? t.get_scales () : t.get_zero_points ();
+                if (b == null) {
+                    check (address == 0 && size == 0, "no buffer: address 0, size 0");
+                } else {
+                    check (address != 0 && size == b.get_size (), "address and size");
+                    check (Memory.cmp ((void*) address, b.get_data (), size) == 0, "the bytes at the address");
+                }
+            }
+        }
+        size_t n;
+        check (new Piq.Tensor (Piq.Dtype.F32, 0).get_address (out n) == 0 && n == 0, "an empty tensor");
+    });
+
     tests += new TestCase ("vala/io/npy-piqt/round-trip", () => {
         var q = new Piq.Quantizer ();
         string dir = DirUtils.make_tmp ("piq-io-XXXXXX");
