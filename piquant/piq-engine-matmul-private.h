@@ -1,0 +1,88 @@
+/* piq-engine-matmul-private.h: what the matrix-multiply files of the engine share
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The packed weights' layout and the conversions at the two ends of a product; the
+ * products themselves are in piq-engine-matmul.c (float and dynamic-int8 policies)
+ * and piq-engine-matmul-int.c (the int8 GEMM on quantized operands).
+ */
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "piq-engine-private.h"
+#include "simd/piq-convert-private.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Weight rows decoded at a time: 8 rows start every panel on a byte for any code width. */
+#define PANEL 8
+/* Rows of X per call of the tile kernel (its contract: mr ≤ 4, nr ≤ 8). */
+#define TILE_M 4
+/* Integer dot products are taken over at most this many elements at a time, so an
+ * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
+#define DOT_CHUNK 4096
+/* Below this many multiply-adds a call stays on the calling thread. */
+#define PARALLEL_MIN_MACS (UINT64_C (1) << 18)
+
+enum { DT_F32 = 0, DT_F64 = 1, DT_BF16 = 2, DT_F16 = 3, DT_INT32 = 25, DT_Q8_0 = 41, DT_Q4_0 = 42 };
+enum { GRAN_TENSOR = 0, GRAN_CHANNEL = 1, GRAN_BLOCK = 2 };
+
+struct PiqEnginePacked {
+  int      activation;
+  uint64_t n, k;
+  /* float: the weights as given; double-quantized scales expanded into `owned_scales` */
+  PiqEngineQuant q;
+  float   *owned_scales;
+  /* dynamic int8 */
+  uint64_t group, groups;      /* elements per scale along K, groups per row */
+  uint8_t *codes;              /* [n][k] code + offset, or (signed_codes) code − zero point */
+  int      signed_codes;       /* every code − zero point fits an int8: the zero points are folded */
+  int      q4;                 /* 4-bit: code − zero point + 8, two to a byte (Q4_0's layout) */
+  size_t   row_bytes;          /* bytes of a row of codes: k, or k / 2 */
+  int64_t *sums;               /* [n][groups] Σ stored codes (the int8 GEMM's offsets) */
+  float   *scales;             /* [n][groups] */
+  int32_t *zps;                /* [n][groups] zero point + offset */
+  size_t   bytes;
+};
+
+/* the engine's own error and allocation helpers (piq-engine.c), by shorter names */
+#define failf piq_engine_fail
+#define try_alloc piq_engine_alloc
+
+/* @n elements of a float buffer as binary32: f32 copied, bf16 and f16 widened, f64
+ * rounded to nearest. */
+static inline void
+to_f32 (const void *src, int dtype, uint64_t n, float *dst)
+{
+  for (uint64_t i = 0; i < n; i++)
+    {
+      if (dtype == DT_F64)
+        {
+          double d;
+          memcpy (&d, (const uint8_t *) src + i * 8, 8);
+          dst[i] = piq_f64_to_f32 (d);
+        }
+      else
+        dst[i] = piq_load_f (src, i, dtype);
+    }
+}
+
+/* Element j of a float output row: y stored (rounded to the dtype) or added (in
+ * binary32, or binary64 for f64). */
+static inline void
+store_float (uint8_t *row, uint64_t j, float y, int dtype, int add)
+{
+  if (dtype == DT_F64)
+    {
+      double d;
+      memcpy (&d, row + j * 8, 8);
+      d = add ? d + (double) y : (double) y;
+      memcpy (row + j * 8, &d, 8);
+    }
+  else
+    piq_store_f (row, j, add ? piq_load_f (row, j, dtype) + y : y, dtype);
+}
