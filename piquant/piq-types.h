@@ -208,6 +208,8 @@ typedef enum {
  * @PIQ_SIMD_LEVEL_AVX512: x86-64 AVX-512 F, BW, VL and DQ
  * @PIQ_SIMD_LEVEL_AVX512_BF16: AVX-512 with the BF16 conversion instructions
  * @PIQ_SIMD_LEVEL_AVX512_FP16: AVX-512 with the FP16 instructions
+ * @PIQ_SIMD_LEVEL_AVX512_VNNI: AVX-512 with VNNI and VPOPCNTDQ (the integer and
+ *   binary matrix products; every CPU with AVX-512 FP16 has them)
  *
  * A family of kernels. Levels are ordered: capping a quantizer at a level
  * (see [property@Piq.Quantizer:max-simd-level]) allows that level and every
@@ -223,6 +225,7 @@ typedef enum {
   PIQ_SIMD_LEVEL_AVX512      = 40,
   PIQ_SIMD_LEVEL_AVX512_BF16 = 41,
   PIQ_SIMD_LEVEL_AVX512_FP16 = 42,
+  PIQ_SIMD_LEVEL_AVX512_VNNI = 50,
 } PiqSimdLevel;
 
 G_END_DECLS

@@ -770,6 +770,8 @@ check_cpu_features (void)
   CPU_CMP_ (AVX512DQ, "avx512dq")
   CPU_CMP_ (AVX512BF16, "avx512bf16")
   CPU_CMP_ (AVX512VBMI, "avx512vbmi")
+  CPU_CMP_ (AVX512VNNI, "avx512vnni")
+  CPU_CMP_ (AVX512VPOPCNTDQ, "avx512vpopcntdq")
 # ifndef __clang__   /* names clang 14 rejects */
   CPU_CMP_ (F16C, "f16c")
   CPU_CMP_ (AVX512FP16, "avx512fp16")

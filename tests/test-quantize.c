@@ -69,6 +69,7 @@ setup_levels (void)
   static const PiqSimdLevel caps[] = {
     PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2, PIQ_SIMD_LEVEL_AVX2,
     PIQ_SIMD_LEVEL_AVX512, PIQ_SIMD_LEVEL_AVX512_BF16, PIQ_SIMD_LEVEL_AVX512_FP16,
+    PIQ_SIMD_LEVEL_AVX512_VNNI,
   };
 
   for (gsize k = 0; k < G_N_ELEMENTS (caps); k++)

@@ -27,7 +27,9 @@
   X (AVX512DQ,   "avx512dq",   7, 0, EBX, 17, PIQ_XCR0_AVX512) \
   X (AVX512BF16, "avx512bf16", 7, 1, EAX,  5, PIQ_XCR0_AVX512) \
   X (AVX512FP16, "avx512fp16", 7, 0, EDX, 23, PIQ_XCR0_AVX512) \
-  X (AVX512VBMI, "avx512vbmi", 7, 0, ECX,  1, PIQ_XCR0_AVX512)
+  X (AVX512VBMI, "avx512vbmi", 7, 0, ECX,  1, PIQ_XCR0_AVX512) \
+  X (AVX512VNNI, "avx512vnni", 7, 0, ECX, 11, PIQ_XCR0_AVX512) \
+  X (AVX512VPOPCNTDQ, "avx512vpopcntdq", 7, 0, ECX, 14, PIQ_XCR0_AVX512)
 
 #define PIQ_XCR0_AVX    0x06u   /* XMM and YMM state */
 #define PIQ_XCR0_AVX512 0xe6u   /* and opmask, ZMM_Hi256, Hi16_ZMM */

@@ -2,7 +2,7 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Included by piq-kernels-{sse42,avx2,avx512,neon}.c after they define
+ * Included by piq-kernels-{sse42,avx2,avx512,avx512vnni,neon}.c after they define
  *   PIQ_W                      binary32 lanes of the unit's native vector (4, 8, 16)
  *   PIQ_VEC_TABLE              the name of the unit's exported table
  *   PIQ_VEC_LABEL, PIQ_VEC_LEVEL, PIQ_VEC_REQUIRED
@@ -49,6 +49,11 @@
  * and where the ISA has a fused multiply-add (the matrix multiply's f32 tile,
  * piq-matmul-vec-body.h),
  *   PIQ_VEC_FMA(a, b, c)       a · b + c on vf, rounded once
+ * and where the ISA has them (the integer and binary products),
+ *   PIQ_VEC_DPBUSD(acc, u, s)  acc (vi) + the sums of four adjacent products of the
+ *                              unsigned bytes of u and the signed bytes of s (vbw), exact
+ *   PIQ_VEC_POPCNT64(v)        the set bits of each 64-bit lane
+ *   PIQ_VEC_ONLY_MATMUL        (defined) the unit fills only the matrix-multiply entries
  *
  * The bodies use GCC vector extensions, so the compiler lowers the same source to
  * each ISA, and every operation is the IEEE operation the scalar reference does:
@@ -68,6 +73,12 @@
 #include "piq-cpu-private.h"
 
 #pragma GCC diagnostic ignored "-Wpsabi"
+/* A unit that adds only instructions the products use (PIQ_VEC_ONLY_MATMUL) fills only
+ * the matrix-multiply entries of its table; the conversion kernels are static, so the
+ * compiler drops them unused. */
+#ifdef PIQ_VEC_ONLY_MATMUL
+# pragma GCC diagnostic ignored "-Wunused-function"
+#endif
 
 #define VINLINE static inline __attribute__((always_inline))
 /* Source elements to prefetch ahead in the streaming loops: the hardware prefetcher
@@ -1076,11 +1087,13 @@ const PiqKernelTable PIQ_VEC_TABLE = {
   .name = PIQ_VEC_LABEL,
   .level = PIQ_VEC_LEVEL,
   .required = PIQ_VEC_REQUIRED,
-  PIQ_FORMAT_SLOTS
   PIQ_MATMUL_SLOTS
+#ifndef PIQ_VEC_ONLY_MATMUL
+  PIQ_FORMAT_SLOTS
   SLOTS (f32, F32)
   SLOTS (bf16, BF16)
-#if HAVE_F16
+# if HAVE_F16
   SLOTS (f16, F16)
+# endif
 #endif
 };
