@@ -61,6 +61,47 @@ test_new (gconstpointer data)
   g_assert_true (w);
 }
 
+/* Storage of several MiB comes from its own mapping (piq-tensor.c): it must read as
+ * zero, be aligned, and take writes up to its last byte, for plain and quantized
+ * tensors, just as the small posix_memalign storage does. */
+static void
+test_large_storage (void)
+{
+  static const guint64 sizes[] = { (4u << 20) - 4, 4u << 20, (5u << 20) + 12345 };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (sizes); k++)
+    {
+      guint64 shape[2] = { 3, sizes[k] / 3 };
+      g_autoptr(PiqTensor) t = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, shape, 2, NULL);
+      g_autoptr(PiqFormat) f = piq_format_new_preset ("nf4", NULL);
+      g_autoptr(PiqTensor) q = NULL;
+      guint64 qshape[1] = { sizes[k] * 2 };
+      gsize size, qsize;
+      guint8 *d = piq_tensor_get_writable_data (t, &size);
+      const guint8 *qd;
+      gsize nonzero = 0;
+
+      g_assert_nonnull (d);
+      g_assert_cmpuint (size, ==, shape[0] * shape[1]);
+      g_assert_cmpuint ((guintptr) d % 64, ==, 0);
+      for (gsize i = 0; i < size; i++)
+        nonzero += d[i] != 0;
+      g_assert_cmpuint (nonzero, ==, 0);
+      memset (d, 0xa5, size);
+      g_assert_cmpuint (d[size - 1], ==, 0xa5);
+
+      g_assert_nonnull (f);
+      q = piq_tensor_new_quantized (f, qshape, 1, NULL);
+      g_assert_nonnull (q);
+      qd = piq_tensor_get_data (q, &qsize);
+      g_assert_cmpuint (qsize, ==, sizes[k]);
+      g_assert_cmpuint ((guintptr) qd % 64, ==, 0);
+      for (gsize i = 0; i < qsize; i++)
+        nonzero += qd[i] != 0;
+      g_assert_cmpuint (nonzero, ==, 0);
+    }
+}
+
 /* Random bytes of the dtype: every integer bit pattern, and float values
  * with NaN, ±Inf, −0 and subnormals. The padding bits of a partial last byte
  * are zero. */
@@ -683,6 +724,7 @@ main (int argc, char **argv)
   g_test_add_func ("/tensor/new-from-values/rounding", test_from_values_rounding);
   g_test_add_func ("/tensor/format", test_format);
   g_test_add_func ("/tensor/scales-address", test_scales_address);
+  g_test_add_func ("/tensor/large-storage", test_large_storage);
 
   ret = g_test_run ();
   g_ptr_array_unref (all_cases);
