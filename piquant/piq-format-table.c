@@ -20,7 +20,7 @@
 #define TABLE_OPTS     (PIQ_OPT_FLOAT_SCALES | PIQ_OPT_PER_TENSOR | PIQ_OPT_DOUBLE_QUANT)
 #define BFP_OPTS       (PIQ_OPT_E8M0 | PIQ_OPT_PER_TENSOR)
 
-static const PiqDtypeInfo dtype_table[] = {
+const PiqDtypeInfo piq_dtype_rows[PIQ_DTYPE_TABLE_ROWS] = {
 #define FLOAT_ROW(N, n, i, ctype) \
   [i] = { .name = #n, .bits = sizeof (ctype) * 8, .kind = PIQ_KIND_FLOAT, .is_signed = 1, \
           .kernel_index = PIQ_F_##N, .description = "float" },
@@ -93,22 +93,12 @@ static const PiqDtypeInfo dtype_table[] = {
 /* The table is indexed by the same numbers as the kernel layer's lists (piq-dtype.c
  * checks them against PiqDtype); tests/test-kernels.c checks that every code of
  * PIQ_CODE_TYPES has its row. */
-_Static_assert (sizeof dtype_table / sizeof dtype_table[0] == 65, "dtype table size");
-
-const PiqDtypeInfo *
-piq_dtype_info (int dtype)
-{
-  if (dtype < 0 || (size_t) dtype >= sizeof dtype_table / sizeof dtype_table[0] ||
-      dtype_table[dtype].name == NULL)
-    return NULL;
-  return &dtype_table[dtype];
-}
 
 const PiqDtypeInfo *
 piq_dtype_table (size_t *n)
 {
-  *n = sizeof dtype_table / sizeof dtype_table[0];
-  return dtype_table;
+  *n = sizeof piq_dtype_rows / sizeof piq_dtype_rows[0];
+  return piq_dtype_rows;
 }
 
 const char *
