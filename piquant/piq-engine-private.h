@@ -268,4 +268,12 @@ int piq_engine_matmul_decoded (const PiqEngine *eng, const PiqEngineQuant *a,
                                const uint64_t *a_shape, unsigned a_dims,
                                const PiqEnginePacked *w, const PiqEngineView *bias,
                                const PiqEngineView *y, int add, PiqEngineError *e) PIQ_INTERNAL;
+/* Y = A · Wᵀ (+ bias) on block integers (piq-engine-matmul-quant.c): A signed integer
+ * codes per block without zero points (MXINT8, int8/int4 blocks), W packed for dynamic
+ * int8 with groups of A's block size; the dynamic-int8 policy's arithmetic with A's
+ * own codes and scales, exact per block. */
+int piq_engine_matmul_blocks (const PiqEngine *eng, const PiqEngineQuant *a,
+                              const uint64_t *a_shape, unsigned a_dims,
+                              const PiqEnginePacked *w, const PiqEngineView *bias,
+                              const PiqEngineView *y, int add, PiqEngineError *e) PIQ_INTERNAL;
 

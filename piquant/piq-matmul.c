@@ -468,8 +468,9 @@ piq_quantizer_matmul_new (PiqQuantizer     *self,
   return g_steal_pointer (&y);
 }
 
-/* matmul_quantized with weights packed for float activations: the float policy's
- * product of A decoded (piq-engine-matmul-quant.c). */
+/* matmul_quantized with weights packed for float activations (the float policy's
+ * product of A decoded), or with A in integer blocks and weights packed for dynamic
+ * int8 (the exact block-integer product): piq-engine-matmul-quant.c. */
 static gboolean
 matmul_decoded (PiqQuantizer     *self,
                 PiqTensor        *a,
@@ -480,6 +481,7 @@ matmul_decoded (PiqQuantizer     *self,
                 PiqReduceOp       op,
                 GError          **error)
 {
+  gboolean blocks = weights->activation == PIQ_ACTIVATION_DYNAMIC_INT8;
   PiqEngine eng;
   PiqEngineQuant aq;
   PiqEngineView bv, yv;
@@ -489,10 +491,11 @@ matmul_decoded (PiqQuantizer     *self,
 
   if (!piq_dtype_is_float (piq_tensor_get_dtype (y)) || piq_tensor_get_format (y) != NULL)
     {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "with weights packed for float "
-                   "activations the output is a float tensor (f32, f64, bf16, f16), not %s: "
-                   "int32 and requantized outputs take uint8/int8 inputs and weights packed "
-                   "for dynamic int8", piq_dtype_describe (piq_tensor_get_dtype (y)));
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "with %s the output is a float "
+                   "tensor (f32, f64, bf16, f16), not %s: int32 and requantized outputs take "
+                   "uint8/int8 inputs per tensor or per row and weights packed for dynamic int8",
+                   blocks ? "an input quantized per block" : "weights packed for float activations",
+                   piq_dtype_describe (piq_tensor_get_dtype (y)));
       return FALSE;
     }
   if (recipe != NULL)
@@ -507,8 +510,9 @@ matmul_decoded (PiqQuantizer     *self,
   if (bias != NULL)
     piq_tensor_to_engine (bias, &bv);
   shape = piq_tensor_get_shape (a, &n_dims);
-  if (!piq_engine_matmul_decoded (&eng, &aq, shape, n_dims, weights->packed,
-                                  bias != NULL ? &bv : NULL, &yv, op == PIQ_REDUCE_ADD, &e))
+  if (!(blocks ? piq_engine_matmul_blocks : piq_engine_matmul_decoded)
+      (&eng, &aq, shape, n_dims, weights->packed, bias != NULL ? &bv : NULL, &yv,
+       op == PIQ_REDUCE_ADD, &e))
     {
       piq_set_engine_error (error, &e);
       return FALSE;
@@ -523,8 +527,8 @@ matmul_decoded (PiqQuantizer     *self,
  *   %PIQ_ACTIVATION_FLOAT, in any format whose rows decode on their own (FP8
  *   per tensor or per row, MXFP8/6/4, MXINT8, MSFP, BFP, NF4, integers …);
  *   for weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8, uint8 or int8
- *   quantized per tensor, or a matrix quantized per row (per channel along
- *   axis 0)
+ *   quantized per tensor, a matrix quantized per row (per channel along
+ *   axis 0), or signed integers per block of the weights' group size
  * @weights: weights [out, in] packed for %PIQ_ACTIVATION_FLOAT (any format),
  *   or int8 or uint8 weights per tensor or per output channel packed for
  *   %PIQ_ACTIVATION_DYNAMIC_INT8
@@ -550,8 +554,16 @@ matmul_decoded (PiqQuantizer     *self,
  * the dequantized @a, for every thread count and SIMD level. @a is decoded
  * a block of rows at a time, never whole.
  *
- * With weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8, this is the int8
- * GEMM of FBGEMM and oneDNN on quantized operands. The sums
+ * With weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8 per block and @a of
+ * signed integer codes per block of the same size without zero points
+ * (MXINT8 × MXINT8, int8_block, int4_block), @y is the dynamic-int8 policy's
+ * product with @a's own codes and scales: exact integer sums per block,
+ * ((double) I · sw) · sa accumulated in binary64 in block order, rounded once
+ * to binary32 (docs/matmul.md); @y is a float tensor.
+ *
+ * With weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8 and @a uint8 or int8
+ * per tensor or per row, this is the int8 GEMM of FBGEMM and oneDNN on
+ * quantized operands. The sums
  * I = Σ (a − za) · (w − zw) are exact (the zero points fold through row and
  * column sums); an int32 output receives them (%PIQ_ERROR_OVERFLOW, and
  * nothing written, if one does not fit), a float output
@@ -601,7 +613,9 @@ piq_quantizer_matmul_quantized (PiqQuantizer     *self,
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "the output tensor is read-only");
       return FALSE;
     }
-  if (weights->activation == PIQ_ACTIVATION_FLOAT)
+  if (weights->activation == PIQ_ACTIVATION_FLOAT ||
+      (weights->activation == PIQ_ACTIVATION_DYNAMIC_INT8 &&
+       piq_format_get_granularity (piq_tensor_get_format (a)) == PIQ_GRANULARITY_BLOCK))
     return matmul_decoded (self, a, weights, bias, recipe, y, op, error);
   ydt = piq_tensor_get_dtype (y);
   yf = piq_tensor_get_format (y);
