@@ -2853,6 +2853,247 @@ test_both_long (void)
   bq_check_equal ("M 4100 (several blocks of rows)", piq_quantizer_get_default (), a, pw, NULL, y, PIQ_REDUCE_ADD);
 }
 
+
+/* ---- both operands integer blocks: the exact block-integer product ----
+ *
+ * A signed integer codes per block (MXINT8, int8/int4 blocks) × W packed for dynamic
+ * int8 with groups of A's block size (docs/matmul.md): I_g = Σ (a − za)(w − zw)
+ * exact; acc = acc + ((double) I_g · sw_g) · sa_g in binary64, groups in order;
+ * v = (float) acc, + bias in binary32, stored as every product stores. The oracle
+ * reads both operands' codes and scales from their bytes (weights_ints). */
+
+typedef struct {
+  const char *a, *w;
+} BlkPair;
+
+static const BlkPair blk_pairs[] = {
+  { "mxint8", "mxint8" },   { "int8_block", "int8_block" }, { "int4_block", "int4_block" },
+  { "mxint8", "q8_0" },     { "mxint8", "q4_0" },           { "mxint8", "int8-block32-f16" },
+  { "int4_block", "uint4-block64-affine" },                 { "int4_block", "int8_block" },
+};
+
+static PiqFormat *
+blk_format (const char *name)
+{
+  if (g_str_equal (name, "int8-block32-f16"))
+    return piq_format_new_per_block (PIQ_DTYPE_INT8, 32, PIQ_DTYPE_F16);
+  if (g_str_equal (name, "uint4-block64-affine"))
+    return g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT4, "granularity", PIQ_GRANULARITY_BLOCK,
+                         "block-size", 64, "scale-dtype", PIQ_DTYPE_F32, "symmetric", FALSE, NULL);
+  return bq_format (name);
+}
+
+/* The definition's bytes for A (M rows) × W, into y (holding Y's old bytes). */
+static void
+blk_oracle (const Weights *A, const Weights *W, const float *bf, PiqDtype ydt, PiqReduceOp op, guint8 *y)
+{
+  guint64 M = A->N, N = W->N, K = W->K, G = W->G;
+
+  g_assert_cmpuint (A->G, ==, G);
+  for (guint64 m = 0; m < M; m++)
+    for (guint64 n = 0; n < N; n++)
+      {
+        double acc = 0;
+        float v;
+        for (guint64 g = 0; g < W->n_groups; g++)
+          {
+            gint64 I = 0;
+            for (guint64 k = g * G; k < K && k < (g + 1) * G; k++)
+              I += (gint64) A->cz[m * K + k] * W->cz[n * K + k];
+            acc += (double) I * (double) W->s[n * W->n_groups + g] * (double) A->s[m * A->n_groups + g];
+          }
+        v = (float) acc;
+        if (bf != NULL)
+          v = v + bf[n];
+        if (ydt == PIQ_DTYPE_F64)
+          {
+            double old = o_read_float (ydt, y, m * N + n);
+            o_write_float (ydt, y, m * N + n, op == PIQ_REDUCE_ADD ? old + (double) v : (double) v);
+          }
+        else
+          {
+            float o = op == PIQ_REDUCE_ADD ? (float) o_read_float (ydt, y, m * N + n) + v : v;
+            o_store_f32 (ydt, y, m * N + n, isnan (o) ? NAN : o);
+          }
+      }
+}
+
+static void
+blk_run (const char *what, PiqQuantizer *q, const Weights *A, const Weights *W, PiqPackedWeights *pw,
+         PiqTensor *bias, PiqDtype ydt, PiqReduceOp op)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqTensor) y = bq_y (ydt, A->N, W->N);
+  gsize n = piq_tensor_get_n_bytes (y);
+  g_autofree guint8 *want = g_memdup2 (piq_tensor_get_data (y, NULL), n);
+  g_autofree float *bf = NULL;
+
+  if (bias != NULL)
+    {
+      bf = g_new (float, W->N);
+      for (guint64 i = 0; i < W->N; i++)
+        bf[i] = to_f32 (piq_tensor_get_dtype (bias), piq_tensor_get_data (bias, NULL), i);
+    }
+  blk_oracle (A, W, bf, ydt, op, want);
+  if (!piq_quantizer_matmul_quantized (q, A->w, pw, bias, NULL, y, op, &error))
+    g_error ("%s: failed: %s", what, error->message);
+  if (memcmp (want, piq_tensor_get_data (y, NULL), n) != 0)
+    {
+      const guint8 *got = piq_tensor_get_data (y, NULL);
+      gsize i = 0;
+      while (want[i] == got[i])
+        i++;
+      g_error ("%s: byte %zu is %#x, the definition gives %#x", what, i, got[i], want[i]);
+    }
+}
+
+static void
+test_blocks (gconstpointer data)
+{
+  const BlkPair *pair = data;
+  g_autoptr(PiqFormat) af = blk_format (pair->a);
+  g_autoptr(PiqFormat) wf = blk_format (pair->w);
+  guint salt = g_str_hash (pair->a) ^ g_str_hash (pair->w);
+  static const guint64 shapes3[][3] = {
+    { 1, 9, 31 }, { 2, 17, 32 }, { 3, 8, 64 }, { 7, 5, 100 }, { 64, 9, 128 }, { 65, 17, 129 },
+  };
+
+  for (gsize si = 0; si < G_N_ELEMENTS (shapes3); si++)
+    {
+      guint64 M = shapes3[si][0], N = shapes3[si][1], K = shapes3[si][2];
+      Weights A, W;
+      g_autoptr(GError) error = NULL;
+      g_autoptr(PiqPackedWeights) pw = NULL;
+      g_autofree double *bv = random_values (N, 0, 0.25);
+      guint64 nb = N;
+      g_autoptr(PiqTensor) bias = float_tensor (float_dtypes[(si + salt) % 4], &nb, 1, bv);
+
+      make_weights (&A, af, M, K, TRUE);
+      make_weights (&W, wf, N, K, TRUE);
+      pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+      g_assert_no_error (error);
+      for (gsize di = 0; di < 4; di++)
+        for (int j = 0; j < 2; j++)
+          {
+            char what[160];
+            PiqDtype ydt = float_dtypes[(di + si) % 4];
+            g_snprintf (what, sizeof what, "blocks: A %s × W %s, M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT
+                        " K %" G_GUINT64_FORMAT ", Y %s, %s%s", pair->a, pair->w, M, N, K, o_dtype_name (ydt),
+                        j ? "ADD" : "SET", (di + j) % 2 ? ", bias" : "");
+            blk_run (what, piq_quantizer_get_default (), &A, &W, pw, (di + j) % 2 ? bias : NULL, ydt,
+                     j ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET);
+          }
+      /* every SIMD level × 1…4 threads on the largest shape */
+      if (si == G_N_ELEMENTS (shapes3) - 1)
+        {
+          static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                                 PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+          for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+            for (guint t = 1; t <= 4; t++)
+              {
+                g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+                char what[160];
+                piq_quantizer_set_n_threads (qt, t);
+                piq_quantizer_set_max_simd_level (qt, levels[li]);
+                g_snprintf (what, sizeof what, "blocks: A %s × W %s, %u threads, max SIMD level %d", pair->a,
+                            pair->w, t, levels[li]);
+                blk_run (what, qt, &A, &W, pw, bias, PIQ_DTYPE_F32, PIQ_REDUCE_SET);
+              }
+        }
+      weights_clear (&A);
+      weights_clear (&W);
+    }
+}
+
+/* MXINT8 A from raw bytes with −128 codes (never written by quantize, outside the
+ * signed kernels' contract) and the extremes ±127, × signed and unsigned weights. */
+static void
+test_blocks_extreme (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) af = bq_format ("mxint8");
+  guint64 M = 5, K = 96, shape[2] = { M, K };
+  g_autofree guint8 *codes = g_new (guint8, M * K);
+  g_autofree guint8 *scales = g_new (guint8, M * 3);
+  g_autoptr(GBytes) cb = NULL, sb = NULL;
+  Weights A;
+  static const char *const wnames[] = { "mxint8", "int8-block32-f16", "q8_0", "q4_0" };
+
+  for (guint64 i = 0; i < M * K; i++)
+    codes[i] = (guint8) (i % 7 == 0 ? 0x80 : i % 7 == 1 ? 0x7f : i % 7 == 2 ? 0x81 : rnd ());
+  for (guint64 i = 0; i < M * 3; i++)
+    scales[i] = (guint8) (110 + rnd () % 30);
+  cb = g_bytes_new (codes, M * K);
+  sb = g_bytes_new (scales, M * 3);
+  memset (&A, 0, sizeof A);
+  A.N = M;
+  A.K = K;
+  A.w = piq_tensor_new_quantized_from_bytes (af, shape, 2, cb, sb, NULL, 1.0, 0, &error);
+  g_assert_no_error (error);
+  {
+    g_autoptr(PiqTensor) ad = piq_quantizer_dequantize_new (piq_quantizer_get_default (), A.w, PIQ_DTYPE_F32,
+                                                            &error);
+    g_assert_no_error (error);
+    A.wd = g_memdup2 (piq_tensor_get_data (ad, NULL), M * K * 4);
+  }
+  weights_ints (&A);
+  for (gsize i = 0; i < G_N_ELEMENTS (wnames); i++)
+    {
+      g_autoptr(PiqFormat) wf = blk_format (wnames[i]);
+      g_autoptr(PiqPackedWeights) pw = NULL;
+      Weights W;
+      make_weights (&W, wf, 11, K, TRUE);
+      pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+      g_assert_no_error (error);
+      for (gsize li = 0; li < 4; li++)
+        {
+          g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+          char what[128];
+          piq_quantizer_set_max_simd_level (qt, (PiqSimdLevel) li);
+          g_snprintf (what, sizeof what, "blocks: MXINT8 A with −128 × W %s, max SIMD level %zu", wnames[i], li);
+          blk_run (what, qt, &A, &W, pw, NULL, PIQ_DTYPE_F32, PIQ_REDUCE_SET);
+        }
+      weights_clear (&W);
+    }
+  weights_clear (&A);
+}
+
+/* Bad input of the block-integer product: a GError, nothing written. */
+static void
+test_blocks_bad_input (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) mx = bq_format ("mxint8");
+  g_autoptr(PiqFormat) i8b = bq_format ("int8_block");
+  g_autoptr(PiqFormat) f8b = bq_format ("fp8_e4m3-block16-f16");
+  g_autoptr(PiqFormat) u8b = blk_format ("uint4-block64-affine");
+  g_autoptr(PiqTensor) a = bq_quantize (mx, 4, 64, 1.0);
+  g_autoptr(PiqTensor) a64 = bq_quantize (i8b, 4, 64, 1.0);
+  g_autoptr(PiqTensor) af8 = bq_quantize (f8b, 4, 64, 1.0);
+  g_autoptr(PiqTensor) au = bq_quantize (u8b, 4, 64, 1.0);
+  g_autoptr(PiqTensor) w = bq_quantize (mx, 9, 64, 0.5);
+  g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+  guint64 ys[2] = { 4, 9 }, n8 = 8;
+  g_autoptr(PiqTensor) y = gemm_plain (PIQ_DTYPE_F32, ys, 2);
+  g_autoptr(PiqTensor) yi = gemm_plain (PIQ_DTYPE_INT32, ys, 2);
+  g_autoptr(PiqTensor) b8 = gemm_plain (PIQ_DTYPE_F32, &n8, 1);
+  g_autoptr(PiqTensor) a31 = bq_quantize (mx, 4, 63, 1.0);
+
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_matmul_quantized (piq_quantizer_get_default (), a, pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                                                 &error));
+  g_assert_no_error (error);
+  gemm_expect_fail ("blocks: int8 blocks of 64 × MXINT8 groups of 32", a64, pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                    PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: FP8 per block × weights packed for dynamic int8", af8, pw, NULL, NULL, y,
+                    PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: uint4 blocks with zero points", au, pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                    PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: int32 Y", a, pw, NULL, NULL, yi, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: K mismatch", a31, pw, NULL, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+  gemm_expect_fail ("blocks: bias of N − 1", a, pw, b8, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+}
+
 /* ---- registration ---- */
 
 static GPtrArray *cases;
@@ -2944,6 +3185,13 @@ main (int argc, char **argv)
   g_test_add_func ("/matmul/both-quantized/bad-input", test_both_bad_input);
   g_test_add_func ("/matmul/both-quantized/layout", test_both_layout);
   g_test_add_func ("/matmul/both-quantized/long", test_both_long);
+  g_test_add_func ("/matmul/blocks/extreme", test_blocks_extreme);
+  g_test_add_func ("/matmul/blocks/bad-input", test_blocks_bad_input);
+  for (gsize i = 0; i < G_N_ELEMENTS (blk_pairs); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/matmul/blocks/%s/%s", blk_pairs[i].a, blk_pairs[i].w);
+      g_test_add_data_func (path, &blk_pairs[i], test_blocks);
+    }
   for (gsize i = 0; i < G_N_ELEMENTS (bq_pairs); i++)
     {
       g_autofree char *path = g_strdup_printf ("/matmul/both-quantized/%s/%s", bq_pairs[i].a, bq_pairs[i].w);
