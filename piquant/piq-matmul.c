@@ -530,8 +530,8 @@ matmul_decoded (PiqQuantizer     *self,
  *   quantized per tensor, a matrix quantized per row (per channel along
  *   axis 0), or signed integers per block of the weights' group size
  * @weights: weights [out, in] packed for %PIQ_ACTIVATION_FLOAT (any format),
- *   or int8 or uint8 weights per tensor or per output channel packed for
- *   %PIQ_ACTIVATION_DYNAMIC_INT8
+ *   or packed for %PIQ_ACTIVATION_DYNAMIC_INT8: int8 or uint8 per tensor or
+ *   per output channel (the int8 GEMM), integers per block (block inputs)
  * @bias: (nullable): a float vector of out elements (float and requantized
  *   outputs), or %NULL
  * @recipe: (nullable): the output scale and zero point, for a quantized @y
@@ -544,8 +544,9 @@ matmul_decoded (PiqQuantizer     *self,
  * @op: %PIQ_REDUCE_SET, or %PIQ_REDUCE_ADD for int32 and float outputs
  * @error: return location for a #GError
  *
- * A product whose input is quantized too. Which arithmetic is that of the
- * weights' [enum@Piq.Activation] policy.
+ * A product whose input is quantized too. The weights'
+ * [enum@Piq.Activation] policy picks the arithmetic; any other pairing is
+ * %PIQ_ERROR_UNSUPPORTED, with a message that says what is accepted.
  *
  * With weights packed for %PIQ_ACTIVATION_FLOAT (FP8 × FP8, MX × MX,
  * MSFP × MSFP and every other pair), @y is the float policy's product of
