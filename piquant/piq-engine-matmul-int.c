@@ -99,8 +99,10 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   int ok = 0;
 
   if (ai == NULL || ai->kind != PIQ_KIND_INT || ai->bits != 8)
-    return failf (e, PIQ_E_UNSUPPORTED, "the int8 GEMM takes uint8 or int8 inputs, not %s",
-                  ai != NULL ? ai->name : "this dtype");
+    return failf (e, PIQ_E_UNSUPPORTED, "the int8 GEMM takes uint8 or int8 inputs, not %s "
+                  "(an input in any other format multiplies weights packed for float "
+                  "activations, and signed integers per block, MXINT8, weights packed for "
+                  "dynamic int8 per block)", ai != NULL ? ai->name : "this dtype");
   if (b->activation != PIQ_ACT_DYNAMIC_INT8 || bi->bits != 8 || b->group != k)
     return failf (e, PIQ_E_UNSUPPORTED, "the int8 GEMM takes weights of int8 or uint8 per "
                   "tensor or per output channel, packed for dynamic int8 activations (these are "

@@ -271,3 +271,20 @@ int piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const 
                            unsigned a_dims, const PiqEnginePacked *b, const PiqEngineView *bias,
                            PiqEngineMatmulOut *out, PiqEngineError *e) PIQ_INTERNAL;
 
+/* Y = decode (A) · Wᵀ (+ bias) under the float policy (piq-engine-matmul-quant.c): A
+ * quantized in any format whose rows decode on their own, [..., K], W packed for float
+ * activations; Y [..., N] a float view, overwritten or added to. Equal, byte for byte,
+ * to piq_engine_matmul of A dequantized to binary32. */
+int piq_engine_matmul_decoded (const PiqEngine *eng, const PiqEngineQuant *a,
+                               const uint64_t *a_shape, unsigned a_dims,
+                               const PiqEnginePacked *w, const PiqEngineView *bias,
+                               const PiqEngineView *y, int add, PiqEngineError *e) PIQ_INTERNAL;
+/* Y = A · Wᵀ (+ bias) on block integers (piq-engine-matmul-quant.c): A signed integer
+ * codes per block without zero points (MXINT8, int8/int4 blocks), W packed for dynamic
+ * int8 with groups of A's block size; the dynamic-int8 policy's arithmetic with A's
+ * own codes and scales, exact per block. */
+int piq_engine_matmul_blocks (const PiqEngine *eng, const PiqEngineQuant *a,
+                              const uint64_t *a_shape, unsigned a_dims,
+                              const PiqEnginePacked *w, const PiqEngineView *bias,
+                              const PiqEngineView *y, int add, PiqEngineError *e) PIQ_INTERNAL;
+

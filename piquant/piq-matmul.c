@@ -468,25 +468,103 @@ piq_quantizer_matmul_new (PiqQuantizer     *self,
   return g_steal_pointer (&y);
 }
 
+/* matmul_quantized with weights packed for float activations (the float policy's
+ * product of A decoded), or with A in integer blocks and weights packed for dynamic
+ * int8 (the exact block-integer product): piq-engine-matmul-quant.c. */
+static gboolean
+matmul_decoded (PiqQuantizer     *self,
+                PiqTensor        *a,
+                PiqPackedWeights *weights,
+                PiqTensor        *bias,
+                PiqRecipe        *recipe,
+                PiqTensor        *y,
+                PiqReduceOp       op,
+                GError          **error)
+{
+  gboolean blocks = weights->activation == PIQ_ACTIVATION_DYNAMIC_INT8;
+  PiqEngine eng;
+  PiqEngineQuant aq;
+  PiqEngineView bv, yv;
+  PiqEngineError e;
+  const guint64 *shape;
+  guint n_dims;
+
+  if (!piq_dtype_is_float (piq_tensor_get_dtype (y)) || piq_tensor_get_format (y) != NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "with %s the output is a float "
+                   "tensor (f32, f64, bf16, f16), not %s: int32 and requantized outputs take "
+                   "uint8/int8 inputs per tensor or per row and weights packed for dynamic int8",
+                   blocks ? "an input quantized per block" : "weights packed for float activations",
+                   piq_dtype_describe (piq_tensor_get_dtype (y)));
+      return FALSE;
+    }
+  if (recipe != NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "a recipe is for a requantized "
+                   "output; a float output takes none");
+      return FALSE;
+    }
+  piq_quantizer_get_engine (self, &eng);
+  piq_tensor_to_engine_quant (a, &aq);
+  piq_tensor_to_engine (y, &yv);
+  if (bias != NULL)
+    piq_tensor_to_engine (bias, &bv);
+  shape = piq_tensor_get_shape (a, &n_dims);
+  if (!(blocks ? piq_engine_matmul_blocks : piq_engine_matmul_decoded)
+      (&eng, &aq, shape, n_dims, weights->packed, bias != NULL ? &bv : NULL, &yv,
+       op == PIQ_REDUCE_ADD, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /**
  * piq_quantizer_matmul_quantized:
  * @self: a quantizer
- * @a: the input, a uint8 or int8 tensor [..., in] quantized per tensor, or a
- *   matrix quantized per row (per channel along axis 0)
- * @weights: int8 or uint8 weights [out, in] per tensor or per output channel,
- *   packed for %PIQ_ACTIVATION_DYNAMIC_INT8
+ * @a: the input [..., in], quantized: for weights packed for
+ *   %PIQ_ACTIVATION_FLOAT, in any format whose rows decode on their own (FP8
+ *   per tensor or per row, MXFP8/6/4, MXINT8, MSFP, BFP, NF4, integers …);
+ *   for weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8, uint8 or int8
+ *   quantized per tensor, a matrix quantized per row (per channel along
+ *   axis 0), or signed integers per block of the weights' group size
+ * @weights: weights [out, in] packed for %PIQ_ACTIVATION_FLOAT (any format),
+ *   or packed for %PIQ_ACTIVATION_DYNAMIC_INT8: int8 or uint8 per tensor or
+ *   per output channel (the int8 GEMM), integers per block (block inputs)
  * @bias: (nullable): a float vector of out elements (float and requantized
  *   outputs), or %NULL
  * @recipe: (nullable): the output scale and zero point, for a quantized @y
  *   (a scale is needed; without a zero point, the type's symmetric one);
  *   %NULL otherwise
- * @y: the output [..., out]: an int32 tensor for the exact sums, a float
- *   tensor for the dequantized product, or a uint8/int8 tensor quantized per
- *   tensor (piq_tensor_new_quantized()) for the requantized one
+ * @y: the output [..., out]: a float tensor; with weights packed for dynamic
+ *   int8 also an int32 tensor for the exact sums or a uint8/int8 tensor
+ *   quantized per tensor (piq_tensor_new_quantized()) for the requantized
+ *   product
  * @op: %PIQ_REDUCE_SET, or %PIQ_REDUCE_ADD for int32 and float outputs
  * @error: return location for a #GError
  *
- * The int8 GEMM of FBGEMM and oneDNN on quantized operands. The sums
+ * A product whose input is quantized too. The weights'
+ * [enum@Piq.Activation] policy picks the arithmetic; any other pairing is
+ * %PIQ_ERROR_UNSUPPORTED, with a message that says what is accepted.
+ *
+ * With weights packed for %PIQ_ACTIVATION_FLOAT (FP8 × FP8, MX × MX,
+ * MSFP × MSFP and every other pair), @y is the float policy's product of
+ * @a decoded to binary32 exactly as [method@Piq.Quantizer.dequantize]
+ * decodes it: byte for byte what [method@Piq.Quantizer.matmul] gives for
+ * the dequantized @a, for every thread count and SIMD level. @a is decoded
+ * a block of rows at a time, never whole.
+ *
+ * With weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8 per block and @a of
+ * signed integer codes per block of the same size without zero points
+ * (MXINT8 × MXINT8, int8_block, int4_block), @y is the dynamic-int8 policy's
+ * product with @a's own codes and scales: exact integer sums per block,
+ * ((double) I · sw) · sa accumulated in binary64 in block order, rounded once
+ * to binary32 (docs/matmul.md); @y is a float tensor.
+ *
+ * With weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8 and @a uint8 or int8
+ * per tensor or per row, this is the int8 GEMM of FBGEMM and oneDNN on
+ * quantized operands. The sums
  * I = Σ (a − za) · (w − zw) are exact (the zero points fold through row and
  * column sums); an int32 output receives them (%PIQ_ERROR_OVERFLOW, and
  * nothing written, if one does not fit), a float output
@@ -536,6 +614,10 @@ piq_quantizer_matmul_quantized (PiqQuantizer     *self,
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "the output tensor is read-only");
       return FALSE;
     }
+  if (weights->activation == PIQ_ACTIVATION_FLOAT ||
+      (weights->activation == PIQ_ACTIVATION_DYNAMIC_INT8 &&
+       piq_format_get_granularity (piq_tensor_get_format (a)) == PIQ_GRANULARITY_BLOCK))
+    return matmul_decoded (self, a, weights, bias, recipe, y, op, error);
   ydt = piq_tensor_get_dtype (y);
   yf = piq_tensor_get_format (y);
   piq_tensor_to_engine (y, &out.view);

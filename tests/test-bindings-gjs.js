@@ -1810,6 +1810,28 @@ test('matmul/int8-gemm/zero-points', () => {
     check(codes.get_scale() === 0.25 && codes.get_zero_point() === 128, 'output scale and zero point');
 });
 
+test('matmul/fp8/both-quantized', () => {
+    const q = new Piq.Quantizer();
+    const fp8 = Piq.Format.new_preset('fp8_e4m3');
+    const x = f32Shaped([1, -2, 0.5, 3, 0.25, -1], [2, 3]);
+    const wx = f32Shaped([1, 2, 3, -4, 5, -6], [2, 3]);
+    const a = q.quantize_new(fp8, Piq.Recipe.new_fixed(1.0), x);     // every value is an E4M3 value
+    const w = q.quantize_new(fp8, Piq.Recipe.new_fixed(1.0), wx);
+    const pw = Piq.PackedWeights.new(w, Piq.Activation.FLOAT);
+    const bias = f32Tensor([0.5, -1]);
+    const y = Piq.Tensor.new_shaped(Piq.Dtype.F32, [2, 2]);
+    check(q.matmul_quantized(a, pw, bias, null, y, Piq.ReduceOp.SET) === true, 'matmul_quantized');
+    checkList(y.to_values(), [-1, -18, 1, -5.75], 'A·Wᵀ + bias');
+    const ref = q.matmul_new(q.dequantize_new(a, Piq.Dtype.F32), pw, bias, Piq.Dtype.F32);
+    checkList([...tensorBytes(y)], [...tensorBytes(ref)], 'the bytes of matmul(dequantize(A), W)');
+    check(q.matmul_quantized(a, pw, bias, null, y, Piq.ReduceOp.ADD) === true, 'matmul_quantized ADD');
+    checkList(y.to_values(), [-2, -36, 2, -11.5], 'ADD');
+    const w8 = q.quantize_new(Piq.Format.new_preset('int8_block'), null, wx);
+    const pw8 = Piq.PackedWeights.new(w8, Piq.Activation.DYNAMIC_INT8);
+    expectError(Piq.Error.UNSUPPORTED, () => q.matmul_quantized(a, pw8, null, null, y, Piq.ReduceOp.SET));
+    checkList(y.to_values(), [-2, -36, 2, -11.5], 'nothing written on error');
+});
+
 // ----------------------------------------------- not for this language ----
 
 const NO_ADDRESS = 'GJS cannot take the address of a buffer: the raw and new_for_address forms are for C, Vala and Python';

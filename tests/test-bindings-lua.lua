@@ -2112,6 +2112,28 @@ test('matmul/int8-gemm/zero-points', function()
   check(codes:get_scale() == 0.25 and codes:get_zero_point() == 128, 'output scale and zero point')
 end)
 
+test('matmul/fp8/both-quantized', function()
+  local q = Piq.Quantizer()
+  local fp8 = assert(Piq.Format.new_preset('fp8_e4m3'))
+  local x = f32_shaped({ 1, -2, 0.5, 3, 0.25, -1 }, { 2, 3 })
+  local wx = f32_shaped({ 1, 2, 3, -4, 5, -6 }, { 2, 3 })
+  local a = assert(q:quantize_new(fp8, Piq.Recipe.new_fixed(1.0), x))  -- every value is an E4M3 value
+  local w = assert(q:quantize_new(fp8, Piq.Recipe.new_fixed(1.0), wx))
+  local pw = assert(Piq.PackedWeights.new(w, 'FLOAT'))
+  local bias = f32_tensor({ 0.5, -1 })
+  local y = assert(Piq.Tensor.new_shaped('F32', { 2, 2 }))
+  check(q:matmul_quantized(a, pw, bias, nil, y, 'SET') == true, 'matmul_quantized')
+  check_list(y:to_values(), { -1, -18, 1, -5.75 }, 'A*W^T + bias')
+  local ref = assert(q:matmul_new(assert(q:dequantize_new(a, 'F32')), pw, bias, 'F32'))
+  check(y:get_bytes():get_data() == ref:get_bytes():get_data(), 'the bytes of matmul(dequantize(A), W)')
+  check(q:matmul_quantized(a, pw, bias, nil, y, 'ADD') == true, 'matmul_quantized ADD')
+  check_list(y:to_values(), { -2, -36, 2, -11.5 }, 'ADD')
+  local w8 = assert(q:quantize_new(assert(Piq.Format.new_preset('int8_block')), nil, wx))
+  local pw8 = assert(Piq.PackedWeights.new(w8, 'DYNAMIC_INT8'))
+  expect_error('UNSUPPORTED', q:matmul_quantized(a, pw8, nil, nil, y, 'SET'))
+  check_list(y:to_values(), { -2, -36, 2, -11.5 }, 'nothing written on error')
+end)
+
 -- ----------------------------------------------- not for this language ----
 
 skip('address/quantize-into-buffer', NO_ADDRESS)

@@ -1247,6 +1247,31 @@ def _():
     check((codes.get_scale(), codes.get_zero_point()) == (0.25, 128), "output scale and zero point")
 
 
+
+@test("matmul/fp8/both-quantized")
+def _():
+    q = Piq.Quantizer()
+    fp8 = Piq.Format.new_preset("fp8_e4m3")
+    x, _x = f32_tensor([1.0, -2.0, 0.5, 3.0, 0.25, -1.0])
+    check(x.reshape([2, 3]), "reshape A")
+    wx, _w = f32_tensor([1.0, 2.0, 3.0, -4.0, 5.0, -6.0])
+    check(wx.reshape([2, 3]), "reshape W")
+    a = q.quantize_new(fp8, Piq.Recipe.new_fixed(1.0), x)     # every value is an E4M3 value
+    w = q.quantize_new(fp8, Piq.Recipe.new_fixed(1.0), wx)
+    pw = Piq.PackedWeights.new(w, Piq.Activation.FLOAT)
+    bias, _b = f32_tensor([0.5, -1.0])
+    y = Piq.Tensor.new_shaped(Piq.Dtype.F32, [2, 2])
+    check(q.matmul_quantized(a, pw, bias, None, y, Piq.ReduceOp.SET), "matmul_quantized")
+    check_list(y.to_values(), [-1.0, -18.0, 1.0, -5.75], "A·Wᵀ + bias")
+    ref = q.matmul_new(q.dequantize_new(a, Piq.Dtype.F32), pw, bias, Piq.Dtype.F32)
+    check(tensor_bytes(y) == tensor_bytes(ref), "the bytes of matmul(dequantize(A), W)")
+    check(q.matmul_quantized(a, pw, bias, None, y, Piq.ReduceOp.ADD), "matmul_quantized ADD")
+    check_list(y.to_values(), [-2.0, -36.0, 2.0, -11.5], "ADD")
+    w8 = q.quantize_new(Piq.Format.new_preset("int8_block"), None, wx)
+    pw8 = Piq.PackedWeights.new(w8, Piq.Activation.DYNAMIC_INT8)
+    expect_error(Piq.Error.UNSUPPORTED, q.matmul_quantized, a, pw8, None, None, y, Piq.ReduceOp.SET)
+    check_list(y.to_values(), [-2.0, -36.0, 2.0, -11.5], "nothing written on error")
+
 NPY_23_HEADER = (b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
                  + b" " * 58 + b"\n")   # numpy.save's header for a (2, 3) float32 array (NEP 1)
 

@@ -2057,6 +2057,32 @@ TestCase[] make_tests () {
         check (codes.get_scale () == 0.25 && codes.get_zero_point () == 128, "output scale and zero point");
     });
 
+    tests += new TestCase ("vala/matmul/fp8/both-quantized", () => {
+        var q = new Piq.Quantizer ();
+        var fp8 = new Piq.Format.preset ("fp8_e4m3");
+        var x = f32_matrix ({ 1, -2, 0.5f, 3, 0.25f, -1 }, 2, 3);
+        var wx = f32_matrix ({ 1, 2, 3, -4, 5, -6 }, 2, 3);
+        var a = q.quantize_new (fp8, new Piq.Recipe.fixed (1.0), x);   /* every value is an E4M3 value */
+        var w = q.quantize_new (fp8, new Piq.Recipe.fixed (1.0), wx);
+        var pw = new Piq.PackedWeights (w, Piq.Activation.FLOAT);
+        var bias = f32_tensor ({ 0.5f, -1 });
+        var y = new Piq.Tensor.shaped (Piq.Dtype.F32, { 2, 2 });
+        check (q.matmul_quantized (a, pw, bias, null, y, Piq.ReduceOp.SET), "matmul_quantized");
+        check_doubles (y.to_values (), { -1, -18, 1, -5.75 }, "A·Wᵀ + bias");
+        var reference = q.matmul_new (q.dequantize_new (a, Piq.Dtype.F32), pw, bias, Piq.Dtype.F32);
+        check (y.get_bytes ().compare (reference.get_bytes ()) == 0, "the bytes of matmul(dequantize(A), W)");
+        check (q.matmul_quantized (a, pw, bias, null, y, Piq.ReduceOp.ADD), "matmul_quantized ADD");
+        check_doubles (y.to_values (), { -2, -36, 2, -11.5 }, "ADD");
+        var w8 = q.quantize_new (new Piq.Format.preset ("int8_block"), null, wx);
+        var pw8 = new Piq.PackedWeights (w8, Piq.Activation.DYNAMIC_INT8);
+        try {
+            q.matmul_quantized (a, pw8, null, null, y, Piq.ReduceOp.SET);
+            throw new TestError.FAILED ("FP8 A with weights packed for dynamic int8 accepted");
+        } catch (Piq.Error.UNSUPPORTED e) {
+        }
+        check_doubles (y.to_values (), { -2, -36, 2, -11.5 }, "nothing written on error");
+    });
+
     tests += new TestCase ("vala/large/threads-and-simd", () => {
         int n = 262147;
         double[] g = normals (n, 20240611);

@@ -2227,6 +2227,9 @@ gemm_plain (PiqDtype dt, const guint64 *shape, guint nd)
   return t;
 }
 
+static void bq_check_equal (const char *what, PiqQuantizer *q, PiqTensor *a, PiqPackedWeights *pw,
+                            PiqTensor *bias, PiqTensor *y0, PiqReduceOp op);
+
 /* Bad input: a GError and Y's bytes unchanged. */
 static void
 test_gemm_bad_input (void)
@@ -2277,7 +2280,11 @@ test_gemm_bad_input (void)
     g_autoptr(PiqPackedWeights) pwb = pack_dyn (wb);
     g_autoptr(PiqPackedWeights) pwf = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
     g_assert_no_error (error);
-    gemm_expect_fail ("weights packed for float activations", a, pwf, NULL, NULL, y, PIQ_REDUCE_SET, -1);
+    /* uint8 A with weights packed for float activations: the float policy's product
+     * of decode (A) (docs/matmul.md), not the int8 GEMM */
+    bq_check_equal ("uint8 A × int8 W packed for float activations", q, a, pwf, b, y, PIQ_REDUCE_SET);
+    gemm_expect_fail ("int32 Y, weights packed for float activations", a, pwf, NULL, NULL, yi, PIQ_REDUCE_SET,
+                      PIQ_ERROR_UNSUPPORTED);
     gemm_expect_fail ("int4 weights", a, pw4, NULL, NULL, y, PIQ_REDUCE_SET, -1);
     gemm_expect_fail ("per-block weights", a, pwb, NULL, NULL, y, PIQ_REDUCE_SET, -1);
   }
@@ -2330,6 +2337,761 @@ test_gemm_bad_input (void)
     g_clear_object (&yr);
     g_free (mem);
   }
+}
+
+/* ---- both operands quantized: matmul_quantized with weights packed for float ----
+ *
+ * The definition (docs/matmul.md): Y = the float policy's product of A decoded to
+ * binary32 as dequantize decodes it, so (a) Y's bytes equal matmul (dequantize (A), W)
+ * and (c) do not depend on threads or the SIMD level. (b) bounds Y against a double
+ * product of A and W decoded here, from their bytes, by the published definitions
+ * (../shared/FORMATS.md §4–6, docs/formats.md): the minifloats, E8M0, MXINT8's
+ * q · 2⁻⁶, and MSFP/BFP's sign and magnitude · 2^(E − 127 − m). */
+
+/* Element i of a little-endian bit stream of w-bit codes (FP6's layout; FP4 and
+ * 4-bit BFP low nibble first, 8-bit codes one per byte). */
+static guint32
+bq_bits (const guint8 *b, guint64 i, guint w)
+{
+  guint64 bit = i * w;
+  guint32 v = 0;
+
+  for (guint j = 0; j < w; j++)
+    v |= (guint32) ((b[(bit + j) / 8] >> ((bit + j) % 8)) & 1) << j;
+  return v;
+}
+
+/* An OCP minifloat: sign, ebits of exponent (bias 2^(ebits−1) − 1), mbits of
+ * mantissa; E4M3 S.1111.111 NaN, E5M2 exponent 31 Inf/NaN, FP6/FP4 none. */
+static double
+bq_minifloat (guint32 c, int ebits, int mbits, PiqDtype dt)
+{
+  int s = (c >> (ebits + mbits)) & 1, e = (c >> mbits) & ((1 << ebits) - 1), m = c & ((1 << mbits) - 1);
+  int bias = (1 << (ebits - 1)) - 1;
+  double v;
+
+  if (dt == PIQ_DTYPE_FP8_E4M3 && e == 15 && m == 7)
+    return NAN;
+  if (dt == PIQ_DTYPE_FP8_E5M2 && e == 31)
+    return m ? NAN : s ? -INFINITY : INFINITY;
+  v = e == 0 ? ldexp (m, 1 - bias - mbits) : ldexp (1.0 + ldexp (m, -mbits), e - bias);
+  return s ? -v : v;
+}
+
+/* Whether the test decodes dt itself (else (b) is skipped for it). */
+static gboolean
+bq_decodes (PiqFormat *f)
+{
+  PiqDtype dt = piq_format_get_dtype (f);
+  return (dt >= PIQ_DTYPE_FP8_E4M3 && dt <= PIQ_DTYPE_FP4_E2M1) ||
+         (dt >= PIQ_DTYPE_BFP2 && dt <= PIQ_DTYPE_BFP8) ||
+         (dt == PIQ_DTYPE_INT8 && piq_format_get_scale_dtype (f) == PIQ_DTYPE_E8M0 &&
+          piq_format_get_granularity (f) == PIQ_GRANULARITY_BLOCK);
+}
+
+/* The values of a quantized [R, K] tensor, in double, from its bytes. */
+static double *
+bq_decode (PiqTensor *t, guint64 R, guint64 K)
+{
+  PiqFormat *f = piq_tensor_get_format (t);
+  PiqDtype dt = piq_format_get_dtype (f), sdt = piq_format_get_scale_dtype (f);
+  PiqGranularity gran = piq_format_get_granularity (f);
+  const guint8 *codes = piq_tensor_get_data (t, NULL);
+  g_autoptr(GBytes) sb = piq_tensor_get_scales (t);
+  const guint8 *scales = sb ? g_bytes_get_data (sb, NULL) : NULL;
+  guint block = piq_format_get_block_size (f);
+  guint bits = dt >= PIQ_DTYPE_BFP2 ? 2 + (dt - PIQ_DTYPE_BFP2) + 1     /* sign + 2 … 8 */
+               : dt == PIQ_DTYPE_FP6_E2M3 || dt == PIQ_DTYPE_FP6_E3M2 ? 6
+               : dt == PIQ_DTYPE_FP4_E2M1 ? 4 : 8;
+  double *v = g_new (double, R * K);
+
+  if (block == 0)
+    block = sdt == PIQ_DTYPE_E8M0 ? 32 : 64;
+  for (guint64 r = 0; r < R; r++)
+    for (guint64 k = 0; k < K; k++)
+      {
+        guint32 c = bq_bits (codes, r * K + k, bits);
+        double e, s;
+        switch (dt)
+          {
+          case PIQ_DTYPE_FP8_E4M3: e = bq_minifloat (c, 4, 3, dt); break;
+          case PIQ_DTYPE_FP8_E5M2: e = bq_minifloat (c, 5, 2, dt); break;
+          case PIQ_DTYPE_FP6_E2M3: e = bq_minifloat (c, 2, 3, dt); break;
+          case PIQ_DTYPE_FP6_E3M2: e = bq_minifloat (c, 3, 2, dt); break;
+          case PIQ_DTYPE_FP4_E2M1: e = bq_minifloat (c, 2, 1, dt); break;
+          case PIQ_DTYPE_INT8:     e = ldexp ((gint8) c, -6); break;   /* MXINT8 */
+          default:
+            {
+              guint mb = bits - 1;                                     /* BFP: sign, magnitude */
+              e = ldexp (c & ((1u << mb) - 1), -(int) mb);
+              e = (c >> mb) & 1 ? -e : e;
+            }
+          }
+        if (gran == PIQ_GRANULARITY_TENSOR)
+          s = piq_tensor_get_scale (t);
+        else if (gran == PIQ_GRANULARITY_CHANNEL)
+          {
+            g_assert_cmpint (piq_format_get_axis (f), ==, 0);
+            s = scale_at (sdt, scales, r);
+          }
+        else
+          {
+            guint64 bpr = (K + block - 1) / block, i = r * bpr + k / block;
+            s = sdt == PIQ_DTYPE_E8M0 ? (scales[i] == 0xff ? NAN : ldexp (1.0, scales[i] - 127))
+                                      : scale_at (sdt, scales, i);
+          }
+        v[r * K + k] = e * s;
+      }
+  return v;
+}
+
+static PiqFormat *
+bq_format (const char *name)
+{
+  g_autoptr(GError) error = NULL;
+  PiqFormat *f;
+
+  if (g_str_equal (name, "fp8_e4m3-row"))
+    return piq_format_new_per_channel (PIQ_DTYPE_FP8_E4M3, 0);
+  if (g_str_equal (name, "fp8_e5m2-row"))
+    return piq_format_new_per_channel (PIQ_DTYPE_FP8_E5M2, 0);
+  if (g_str_equal (name, "bfp5-box32"))
+    return piq_format_new_per_block (PIQ_DTYPE_BFP5, 32, PIQ_DTYPE_E8M0);
+  if (g_str_equal (name, "fp8_e4m3-block16-f16"))
+    return piq_format_new_per_block (PIQ_DTYPE_FP8_E4M3, 16, PIQ_DTYPE_F16);
+  if (g_str_equal (name, "int8-channel0"))
+    return piq_format_new_per_channel (PIQ_DTYPE_INT8, 0);
+  f = piq_format_new_preset (name, &error);
+  g_assert_no_error (error);
+  return f;
+}
+
+/* Whether rows of K elements of f may start anywhere: FP6 and 4-bit codes need
+ * K a multiple of 4 or 2 only for the test's own row slicing (none here). */
+typedef struct {
+  const char *a, *w;
+} BqPair;
+
+static const BqPair bq_pairs[] = {
+  { "fp8_e4m3", "fp8_e4m3" },         { "fp8_e5m2", "fp8_e5m2" },
+  { "fp8_e4m3-row", "fp8_e4m3-row" }, { "fp8_e5m2-row", "fp8_e5m2" },
+  { "mxfp8_e4m3", "mxfp8_e4m3" },     { "mxfp8_e5m2", "mxfp8_e5m2" },
+  { "mxfp6_e2m3", "mxfp6_e2m3" },     { "mxfp6_e3m2", "mxfp6_e3m2" },
+  { "mxfp4", "mxfp4" },               { "mxint8", "mxint8" },
+  { "msfp12", "msfp12" },             { "msfp16", "msfp16" },
+  { "bfp5-box32", "bfp5-box32" },
+  /* cross pairs */
+  { "fp8_e4m3", "mxfp4" },            { "msfp16", "fp8_e5m2" },
+  { "mxint8", "msfp12" },             { "fp8_e4m3-block16-f16", "mxfp6_e2m3" },
+  { "nf4", "fp8_e4m3" },              { "int8-channel0", "mxfp8_e4m3" },
+  { "q4_0", "msfp16" },               { "nf4_dq", "nf4" },
+};
+
+/* M, N, K: M of the issue; K across 16, the blocks of 16 and 32, odd */
+static const guint64 bq_shapes[][3] = {
+  { 1, 9, 31 }, { 2, 17, 33 }, { 3, 8, 64 }, { 7, 5, 100 }, { 64, 9, 47 }, { 65, 17, 129 },
+};
+
+/* A random float tensor [R, K] quantized to f, rows of varying magnitude. */
+static PiqTensor *
+bq_quantize (PiqFormat *f, guint64 R, guint64 K, double base)
+{
+  guint64 shape[2] = { R, K };
+  return quantize_random (f, shape, 2, base);
+}
+
+/* Y for a product [M, N] of dtype dt: fresh bytes (a pattern of finite values for ADD). */
+static PiqTensor *
+bq_y (PiqDtype dt, guint64 M, guint64 N)
+{
+  g_autofree double *v = random_values (M * N, 0, 1.0);
+  guint64 shape[2] = { M, N };
+  return float_tensor (dt, shape, 2, v);
+}
+
+static PiqTensor *
+bq_copy (PiqTensor *t)
+{
+  g_autoptr(GError) error = NULL;
+  guint n_dims;
+  const guint64 *shape = piq_tensor_get_shape (t, &n_dims);
+  PiqTensor *c = piq_tensor_new_shaped (piq_tensor_get_dtype (t), shape, n_dims, &error);
+
+  g_assert_no_error (error);
+  memcpy (piq_tensor_get_writable_data (c, NULL), piq_tensor_get_data (t, NULL), piq_tensor_get_n_bytes (t));
+  return c;
+}
+
+/* (a): matmul_quantized (A, W) against matmul (dequantize (A) as f32, W), same Y
+ * before, same bias, same op: identical bytes. Returns the product (f32 SET, no bias:
+ * for the bounds). */
+static void
+bq_check_equal (const char *what, PiqQuantizer *q, PiqTensor *a, PiqPackedWeights *pw, PiqTensor *bias,
+                PiqTensor *y0, PiqReduceOp op)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqTensor) ad = piq_quantizer_dequantize_new (q, a, PIQ_DTYPE_F32, &error);
+  g_autoptr(PiqTensor) y1 = NULL, y2 = NULL;
+  gsize n = piq_tensor_get_n_bytes (y0);
+
+  g_assert_no_error (error);
+  y1 = bq_copy (y0);
+  y2 = bq_copy (y0);
+  if (!piq_quantizer_matmul_quantized (q, a, pw, bias, NULL, y1, op, &error))
+    g_error ("%s: matmul_quantized failed: %s", what, error->message);
+  if (!piq_quantizer_matmul (q, ad, pw, bias, y2, op, &error))
+    g_error ("%s: matmul failed: %s", what, error->message);
+  if (memcmp (piq_tensor_get_data (y1, NULL), piq_tensor_get_data (y2, NULL), n) != 0)
+    {
+      const guint8 *p1 = piq_tensor_get_data (y1, NULL), *p2 = piq_tensor_get_data (y2, NULL);
+      gsize i = 0;
+      while (p1[i] == p2[i])
+        i++;
+      g_error ("%s: matmul_quantized (A, W) differs from matmul (dequantize (A), W) at byte %zu", what, i);
+    }
+}
+
+static void
+test_both_quantized (gconstpointer data)
+{
+  const BqPair *pair = data;
+  g_autoptr(PiqFormat) af = bq_format (pair->a);
+  g_autoptr(PiqFormat) wf = bq_format (pair->w);
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  guint salt = g_str_hash (pair->a) ^ g_str_hash (pair->w);
+
+  for (gsize si = 0; si < G_N_ELEMENTS (bq_shapes); si++)
+    {
+      guint64 M = bq_shapes[si][0], N = bq_shapes[si][1], K = bq_shapes[si][2];
+      g_autoptr(GError) error = NULL;
+      g_autoptr(PiqTensor) a = bq_quantize (af, M, K, 1.0);
+      g_autoptr(PiqTensor) w = bq_quantize (wf, N, K, 0.5);
+      g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
+      g_autofree double *bv = random_values (N, 0, 0.25);
+      guint64 nb = N;
+      g_autoptr(PiqTensor) bias = float_tensor (float_dtypes[(si + salt) % 4], &nb, 1, bv);
+
+      g_assert_no_error (error);
+      /* (a) every output dtype, SET and ADD, with and without a bias */
+      for (gsize di = 0; di < 4; di++)
+        for (int j = 0; j < 2; j++)
+          {
+            g_autoptr(PiqTensor) y0 = bq_y (float_dtypes[(di + si) % 4], M, N);
+            char what[160];
+            g_snprintf (what, sizeof what, "A %s × W %s, M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT
+                        " K %" G_GUINT64_FORMAT ", Y %s, %s%s", pair->a, pair->w, M, N, K,
+                        o_dtype_name (float_dtypes[(di + si) % 4]), j ? "ADD" : "SET", (di + j) % 2 ? ", bias" : "");
+            bq_check_equal (what, q, a, pw, (di + j) % 2 ? bias : NULL, y0, j ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET);
+          }
+
+      /* (b) f32 SET with a bias against the double product of the independent decode */
+      if (bq_decodes (af) && bq_decodes (wf))
+        {
+          g_autofree double *av = bq_decode (a, M, K);
+          g_autofree double *wv = bq_decode (w, N, K);
+          g_autoptr(PiqTensor) ad = piq_quantizer_dequantize_new (q, a, PIQ_DTYPE_F32, &error);
+          g_autoptr(PiqTensor) wd = piq_quantizer_dequantize_new (q, w, PIQ_DTYPE_F32, &error);
+          g_autoptr(PiqTensor) y = bq_y (PIQ_DTYPE_F32, M, N);
+          const float *adf = piq_tensor_get_data (ad, NULL), *wdf = piq_tensor_get_data (wd, NULL);
+          const float *yf;
+          const guint8 *bb = piq_tensor_get_data (bias, NULL);
+
+          g_assert_no_error (error);
+          /* the library's decode is the published one (rounded to binary32) */
+          for (guint64 i = 0; i < M * K; i++)
+            if (!(adf[i] == (float) av[i] || (isnan (adf[i]) && isnan (av[i]))))
+              g_error ("A %s: element %" G_GUINT64_FORMAT " decodes to %.9g, the definition gives %.17g",
+                       pair->a, i, adf[i], av[i]);
+          for (guint64 i = 0; i < N * K; i++)
+            if (!(wdf[i] == (float) wv[i] || (isnan (wdf[i]) && isnan (wv[i]))))
+              g_error ("W %s: element %" G_GUINT64_FORMAT " decodes to %.9g, the definition gives %.17g",
+                       pair->w, i, wdf[i], wv[i]);
+          g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, bias, NULL, y, PIQ_REDUCE_SET, &error));
+          g_assert_no_error (error);
+          yf = piq_tensor_get_data (y, NULL);
+          for (guint64 m = 0; m < M; m++)
+            for (guint64 n = 0; n < N; n++)
+              {
+                double exact = 0, mag = 0, b = (float) o_read_float (piq_tensor_get_dtype (bias), bb, n);
+                double bound, err;
+                for (guint64 k = 0; k < K; k++)
+                  {
+                    exact += av[m * K + k] * wv[n * K + k];
+                    mag += fabs (av[m * K + k] * wv[n * K + k]);
+                  }
+                exact += b;
+                /* K/16 + 4 fma/add roundings per lane chain and tree, the operands'
+                 * rounding to binary32 (2), the bias and the store: (K/16 + 8) u Σ|a w| */
+                bound = ((double) K / 16 + 8) * ldexp (1.0, -24) * (mag + fabs (b)) + 1e-300;
+                err = fabs ((double) yf[m * N + n] - exact);
+                if (!(err <= bound))
+                  g_error ("A %s × W %s [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]: Y %.9g, exact %.17g, "
+                           "error %.3g above %.3g", pair->a, pair->w, m, n, yf[m * N + n], exact, err, bound);
+              }
+        }
+    }
+
+  /* (c) one shape, every SIMD level × 1…4 threads: the default quantizer's bytes */
+  {
+    guint64 M = 65, N = 17, K = 129;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PiqTensor) a = bq_quantize (af, M, K, 1.0);
+    g_autoptr(PiqTensor) w = bq_quantize (wf, N, K, 0.5);
+    g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
+    g_autoptr(PiqTensor) ref = bq_y (PIQ_DTYPE_F32, M, N);
+    static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                           PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+
+    g_assert_no_error (error);
+    g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, NULL, NULL, ref, PIQ_REDUCE_SET, &error));
+    g_assert_no_error (error);
+    for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+      for (guint t = 1; t <= 4; t++)
+        {
+          g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+          g_autoptr(PiqTensor) y = bq_y (PIQ_DTYPE_F32, M, N);
+          piq_quantizer_set_n_threads (qt, t);
+          piq_quantizer_set_max_simd_level (qt, levels[li]);
+          g_assert_true (piq_quantizer_matmul_quantized (qt, a, pw, NULL, NULL, y, PIQ_REDUCE_SET, &error));
+          g_assert_no_error (error);
+          if (memcmp (piq_tensor_get_data (y, NULL), piq_tensor_get_data (ref, NULL), M * N * 4) != 0)
+            g_error ("A %s × W %s: %u threads at max SIMD level %d (%d in use) differ from the default quantizer",
+                     pair->a, pair->w, t, levels[li], piq_quantizer_get_simd_level (qt));
+        }
+  }
+}
+
+
+/* Bad input of the both-quantized product: a GError and Y's bytes unchanged. */
+static void
+test_both_bad_input (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) f8 = bq_format ("fp8_e4m3");
+  g_autoptr(PiqFormat) mx = bq_format ("mxfp4");
+  g_autoptr(PiqFormat) i8 = piq_format_new (PIQ_DTYPE_INT8);
+  g_autoptr(PiqTensor) a = bq_quantize (f8, 4, 32, 1.0);
+  g_autoptr(PiqTensor) w = bq_quantize (mx, 9, 32, 0.5);
+  g_autoptr(PiqTensor) wi = bq_quantize (i8, 9, 32, 0.5);
+  g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
+  g_autoptr(PiqPackedWeights) pwi = pack_dyn (wi);
+  guint64 ys[2] = { 4, 9 }, n8 = 8, n9 = 9;
+  g_autoptr(PiqTensor) y = gemm_plain (PIQ_DTYPE_F32, ys, 2);
+  g_autoptr(PiqTensor) b = gemm_plain (PIQ_DTYPE_F32, &n9, 1);
+  PiqQuantizer *q = piq_quantizer_get_default ();
+
+  g_assert_no_error (error);
+  /* the base case works, SET and ADD */
+  g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, b, NULL, y, PIQ_REDUCE_SET, &error));
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, NULL, NULL, y, PIQ_REDUCE_ADD, &error));
+  g_assert_no_error (error);
+  {
+    g_autoptr(PiqTensor) a31 = bq_quantize (f8, 4, 31, 1.0);
+    g_autoptr(PiqTensor) b8 = gemm_plain (PIQ_DTYPE_F32, &n8, 1);
+    guint64 bs2[2] = { 1, 9 }, y8s[2] = { 4, 8 }, y5s[2] = { 5, 9 }, y1s[1] = { 36 }, y3s[3] = { 2, 2, 9 };
+    g_autoptr(PiqTensor) b2 = gemm_plain (PIQ_DTYPE_F32, bs2, 2);
+    g_autoptr(PiqTensor) y8 = gemm_plain (PIQ_DTYPE_F32, y8s, 2);
+    g_autoptr(PiqTensor) y5 = gemm_plain (PIQ_DTYPE_F32, y5s, 2);
+    g_autoptr(PiqTensor) y1 = gemm_plain (PIQ_DTYPE_F32, y1s, 1);
+    g_autoptr(PiqTensor) y3 = gemm_plain (PIQ_DTYPE_F32, y3s, 3);
+    g_autoptr(PiqTensor) yi = gemm_plain (PIQ_DTYPE_INT32, ys, 2);
+    g_autoptr(PiqTensor) af = gemm_plain (PIQ_DTYPE_F32, (guint64[]) { 4, 32 }, 2);
+    g_autoptr(PiqFormat) yf = piq_format_new (PIQ_DTYPE_UINT8);
+    g_autoptr(PiqTensor) qy = piq_tensor_new_quantized (yf, ys, 2, &error);
+    g_autoptr(PiqRecipe) r = piq_recipe_new_affine (0.5, 128);
+    g_assert_no_error (error);
+    memset (piq_tensor_get_writable_data (qy, NULL), 0x5a, piq_tensor_get_n_bytes (qy));
+    gemm_expect_fail ("fp8: K mismatch", a31, pw, NULL, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: Y with N − 1 columns", a, pw, NULL, NULL, y8, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: Y with M + 1 rows", a, pw, NULL, NULL, y5, PIQ_REDUCE_ADD, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: Y 1-D of M·N elements", a, pw, NULL, NULL, y1, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: Y [2, 2, N] for A [4, K]", a, pw, NULL, NULL, y3, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: bias of N − 1", a, pw, b8, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: bias [1, N]", a, pw, b2, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+    gemm_expect_fail ("fp8: int32 Y", a, pw, NULL, NULL, yi, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+    gemm_expect_fail ("fp8: quantized Y", a, pw, NULL, r, qy, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+    gemm_expect_fail ("fp8: a recipe for a float Y", a, pw, NULL, r, y, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+    gemm_expect_fail ("f32 A", af, pw, NULL, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+    /* an unsupported pair: FP8 A with weights packed for dynamic int8 */
+    gemm_expect_fail ("fp8 A × int8 W packed for dynamic int8", a, pwi, NULL, NULL, y, PIQ_REDUCE_SET,
+                      PIQ_ERROR_UNSUPPORTED);
+  }
+  {
+    /* A [2, 2, K] with one scale per channel of axis 1: not rows of a matrix */
+    g_autoptr(PiqFormat) fc1 = piq_format_new_per_channel (PIQ_DTYPE_FP8_E4M3, 1);
+    guint64 as3[3] = { 2, 2, 32 }, ys3[3] = { 2, 2, 9 };
+    g_autoptr(PiqTensor) a3 = quantize_random (fc1, as3, 3, 1.0);
+    g_autoptr(PiqTensor) y3 = gemm_plain (PIQ_DTYPE_F32, ys3, 3);
+    gemm_expect_fail ("A [2, 2, K] per channel of axis 1", a3, pw, NULL, NULL, y3, PIQ_REDUCE_SET,
+                      PIQ_ERROR_UNSUPPORTED);
+  }
+  {
+    /* Y over A's codes, over the bias; read-only Y */
+    guint8 *mem = g_malloc0 (4 * 9 * 4 + 64);
+    g_autoptr(GBytes) codes = NULL;
+    g_autoptr(PiqTensor) am = NULL, ya = NULL, yr = NULL, ba = NULL, yb = NULL;
+    gsize n;
+    const guint8 *src = piq_tensor_get_data (a, &n);
+    memcpy (mem, src, n);
+    codes = g_bytes_new_static (mem, n);
+    am = piq_tensor_new_quantized_from_bytes (f8, (guint64[]) { 4, 32 }, 2, codes, NULL, NULL,
+                                              piq_tensor_get_scale (a), 0, &error);
+    g_assert_no_error (error);
+    ya = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) (mem + 8), 4 * 9 * 4, 0, TRUE, &error);
+    g_assert_no_error (error);
+    gemm_expect_fail ("Y over A's codes", am, pw, NULL, NULL, ya, PIQ_REDUCE_SET, PIQ_ERROR_OVERLAP);
+    yb = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) (mem + 4 * 9 * 4 + 64 - 4 * 9 * 4), 4 * 9 * 4,
+                                     0, TRUE, &error);
+    g_assert_no_error (error);
+    ba = piq_tensor_new_for_address (PIQ_DTYPE_F32, &n9, 1, (guintptr) (mem + 4 * 9 * 4 + 64 - 36), 36, 0, FALSE,
+                                     &error);
+    g_assert_no_error (error);
+    gemm_expect_fail ("Y over the bias", a, pw, ba, NULL, yb, PIQ_REDUCE_SET, PIQ_ERROR_OVERLAP);
+    yr = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) mem, 4 * 9 * 4, 0, FALSE, &error);
+    g_assert_no_error (error);
+    gemm_expect_fail ("read-only Y", a, pw, NULL, NULL, yr, PIQ_REDUCE_SET, PIQ_ERROR_READ_ONLY);
+    g_clear_object (&am);
+    g_clear_object (&ya);
+    g_clear_object (&yb);
+    g_clear_object (&ba);
+    g_clear_object (&yr);
+    g_clear_pointer (&codes, g_bytes_unref);
+    g_free (mem);
+  }
+}
+
+/* A [2, 3, K] (leading extents kept), 1-D A, unaligned and strided operands. */
+static void
+test_both_layout (void)
+{
+  g_autoptr(GError) error = NULL;
+  PiqQuantizer *q = piq_quantizer_get_default ();
+  static const char *const names[] = { "msfp16", "mxfp4", "fp8_e5m2", "mxfp6_e3m2" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(PiqFormat) f = bq_format (names[i]);
+      guint64 K = 33, N = 7;
+      guint64 as3[3] = { 2, 3, K }, ys3[3] = { 2, 3, N }, as1[1] = { K }, ys1[1] = { N };
+      g_autoptr(PiqTensor) a3 = quantize_random (f, as3, 3, 1.0);
+      g_autoptr(PiqTensor) a1 = quantize_random (f, as1, 1, 1.0);
+      g_autoptr(PiqTensor) w = bq_quantize (f, N, K, 0.5);
+      g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
+      g_autoptr(PiqTensor) y3 = gemm_plain (PIQ_DTYPE_F32, ys3, 3);
+      g_autoptr(PiqTensor) y1 = gemm_plain (PIQ_DTYPE_BF16, ys1, 1);
+
+      g_assert_no_error (error);
+      bq_check_equal ("A [2, 3, K]", q, a3, pw, NULL, y3, PIQ_REDUCE_ADD);
+      bq_check_equal ("A [K]", q, a1, pw, NULL, y1, PIQ_REDUCE_SET);
+
+      /* A's codes and scales at odd addresses, Y unaligned with strided rows */
+      {
+        guint64 M = 7, as[2] = { M, K }, ys[2] = { M, N };
+        g_autoptr(PiqTensor) a = bq_quantize (f, M, K, 1.0);
+        g_autoptr(GBytes) sc = piq_tensor_get_scales (a);
+        gsize cn, sn = sc ? g_bytes_get_size (sc) : 0, ystride = N * 4 + 12, ybytes = (M - 1) * ystride + N * 4;
+        const guint8 *cd = piq_tensor_get_data (a, &cn);
+        guint8 *cmem = g_malloc (cn + 1), *smem = g_malloc (sn + 1), *ymem = g_malloc (ybytes + 2);
+        guint8 *yref = g_malloc (ybytes + 2);
+        g_autoptr(GBytes) cb = NULL, sb = NULL;
+        g_autoptr(PiqTensor) au = NULL, yu = NULL, want = NULL;
+        g_autoptr(PiqTensor) ad = piq_quantizer_dequantize_new (q, a, PIQ_DTYPE_F32, &error);
+
+        g_assert_no_error (error);
+        memcpy (cmem + 1, cd, cn);
+        if (sn)
+          memcpy (smem + 1, g_bytes_get_data (sc, NULL), sn);
+        cb = g_bytes_new_static (cmem + 1, cn);
+        sb = sn ? g_bytes_new_static (smem + 1, sn) : NULL;
+        au = piq_tensor_new_quantized_from_bytes (f, as, 2, cb, sb, NULL, piq_tensor_get_scale (a), 0, &error);
+        g_assert_no_error (error);
+        for (gsize j = 0; j < ybytes + 2; j++)
+          ymem[j] = (guint8) (0x35 + j);
+        memcpy (yref, ymem, ybytes + 2);
+        yu = piq_tensor_new_for_address (PIQ_DTYPE_F32, ys, 2, (guintptr) (ymem + 1), ybytes, ystride, TRUE, &error);
+        g_assert_no_error (error);
+        g_assert_true (piq_quantizer_matmul_quantized (q, au, pw, NULL, NULL, yu, PIQ_REDUCE_ADD, &error));
+        g_assert_no_error (error);
+        want = gemm_plain (PIQ_DTYPE_F32, ys, 2);
+        for (guint64 m = 0; m < M; m++)
+          memcpy ((guint8 *) piq_tensor_get_writable_data (want, NULL) + m * N * 4, yref + 1 + m * ystride, N * 4);
+        g_assert_true (piq_quantizer_matmul (q, ad, pw, NULL, want, PIQ_REDUCE_ADD, &error));
+        g_assert_no_error (error);
+        for (guint64 m = 0; m < M; m++)
+          {
+            g_assert_cmpmem (ymem + 1 + m * ystride, N * 4,
+                             (const guint8 *) piq_tensor_get_data (want, NULL) + m * N * 4, N * 4);
+            memcpy (yref + 1 + m * ystride, ymem + 1 + m * ystride, N * 4);
+          }
+        g_assert_cmpmem (yref, ybytes + 2, ymem, ybytes + 2);   /* nothing else written */
+        g_clear_object (&au);
+        g_clear_object (&yu);
+        g_clear_pointer (&cb, g_bytes_unref);
+        g_clear_pointer (&sb, g_bytes_unref);
+        g_free (cmem);
+        g_free (smem);
+        g_free (ymem);
+        g_free (yref);
+      }
+    }
+}
+
+/* Rows of A past one block of decoded rows (2 MiB of binary32): M = 4100, K = 160,
+ * N = 3, against matmul (dequantize (A)). */
+static void
+test_both_long (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) f = bq_format ("mxfp8_e4m3");
+  g_autoptr(PiqTensor) a = bq_quantize (f, 4100, 160, 1.0);
+  g_autoptr(PiqTensor) w = bq_quantize (f, 3, 160, 0.5);
+  g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
+  g_autoptr(PiqTensor) y = bq_y (PIQ_DTYPE_F16, 4100, 3);
+
+  g_assert_no_error (error);
+  bq_check_equal ("M 4100 (several blocks of rows)", piq_quantizer_get_default (), a, pw, NULL, y, PIQ_REDUCE_ADD);
+}
+
+
+/* ---- both operands integer blocks: the exact block-integer product ----
+ *
+ * A signed integer codes per block (MXINT8, int8/int4 blocks) × W packed for dynamic
+ * int8 with groups of A's block size (docs/matmul.md): I_g = Σ (a − za)(w − zw)
+ * exact; acc = acc + ((double) I_g · sw_g) · sa_g in binary64, groups in order;
+ * v = (float) acc, + bias in binary32, stored as every product stores. The oracle
+ * reads both operands' codes and scales from their bytes (weights_ints). */
+
+typedef struct {
+  const char *a, *w;
+} BlkPair;
+
+static const BlkPair blk_pairs[] = {
+  { "mxint8", "mxint8" },   { "int8_block", "int8_block" }, { "int4_block", "int4_block" },
+  { "mxint8", "q8_0" },     { "mxint8", "q4_0" },           { "mxint8", "int8-block32-f16" },
+  { "int4_block", "uint4-block64-affine" },                 { "int4_block", "int8_block" },
+};
+
+static PiqFormat *
+blk_format (const char *name)
+{
+  if (g_str_equal (name, "int8-block32-f16"))
+    return piq_format_new_per_block (PIQ_DTYPE_INT8, 32, PIQ_DTYPE_F16);
+  if (g_str_equal (name, "uint4-block64-affine"))
+    return g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_UINT4, "granularity", PIQ_GRANULARITY_BLOCK,
+                         "block-size", 64, "scale-dtype", PIQ_DTYPE_F32, "symmetric", FALSE, NULL);
+  return bq_format (name);
+}
+
+/* The definition's bytes for A (M rows) × W, into y (holding Y's old bytes). */
+static void
+blk_oracle (const Weights *A, const Weights *W, const float *bf, PiqDtype ydt, PiqReduceOp op, guint8 *y)
+{
+  guint64 M = A->N, N = W->N, K = W->K, G = W->G;
+
+  g_assert_cmpuint (A->G, ==, G);
+  for (guint64 m = 0; m < M; m++)
+    for (guint64 n = 0; n < N; n++)
+      {
+        double acc = 0;
+        float v;
+        for (guint64 g = 0; g < W->n_groups; g++)
+          {
+            gint64 I = 0;
+            for (guint64 k = g * G; k < K && k < (g + 1) * G; k++)
+              I += (gint64) A->cz[m * K + k] * W->cz[n * K + k];
+            acc += (double) I * (double) W->s[n * W->n_groups + g] * (double) A->s[m * A->n_groups + g];
+          }
+        v = (float) acc;
+        if (bf != NULL)
+          v = v + bf[n];
+        if (ydt == PIQ_DTYPE_F64)
+          {
+            double old = o_read_float (ydt, y, m * N + n);
+            o_write_float (ydt, y, m * N + n, op == PIQ_REDUCE_ADD ? old + (double) v : (double) v);
+          }
+        else
+          {
+            float o = op == PIQ_REDUCE_ADD ? (float) o_read_float (ydt, y, m * N + n) + v : v;
+            o_store_f32 (ydt, y, m * N + n, isnan (o) ? NAN : o);
+          }
+      }
+}
+
+static void
+blk_run (const char *what, PiqQuantizer *q, const Weights *A, const Weights *W, PiqPackedWeights *pw,
+         PiqTensor *bias, PiqDtype ydt, PiqReduceOp op)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqTensor) y = bq_y (ydt, A->N, W->N);
+  gsize n = piq_tensor_get_n_bytes (y);
+  g_autofree guint8 *want = g_memdup2 (piq_tensor_get_data (y, NULL), n);
+  g_autofree float *bf = NULL;
+
+  if (bias != NULL)
+    {
+      bf = g_new (float, W->N);
+      for (guint64 i = 0; i < W->N; i++)
+        bf[i] = to_f32 (piq_tensor_get_dtype (bias), piq_tensor_get_data (bias, NULL), i);
+    }
+  blk_oracle (A, W, bf, ydt, op, want);
+  if (!piq_quantizer_matmul_quantized (q, A->w, pw, bias, NULL, y, op, &error))
+    g_error ("%s: failed: %s", what, error->message);
+  if (memcmp (want, piq_tensor_get_data (y, NULL), n) != 0)
+    {
+      const guint8 *got = piq_tensor_get_data (y, NULL);
+      gsize i = 0;
+      while (want[i] == got[i])
+        i++;
+      g_error ("%s: byte %zu is %#x, the definition gives %#x", what, i, got[i], want[i]);
+    }
+}
+
+static void
+test_blocks (gconstpointer data)
+{
+  const BlkPair *pair = data;
+  g_autoptr(PiqFormat) af = blk_format (pair->a);
+  g_autoptr(PiqFormat) wf = blk_format (pair->w);
+  guint salt = g_str_hash (pair->a) ^ g_str_hash (pair->w);
+  static const guint64 shapes3[][3] = {
+    { 1, 9, 31 }, { 2, 17, 32 }, { 3, 8, 64 }, { 7, 5, 100 }, { 64, 9, 128 }, { 65, 17, 129 },
+  };
+
+  for (gsize si = 0; si < G_N_ELEMENTS (shapes3); si++)
+    {
+      guint64 M = shapes3[si][0], N = shapes3[si][1], K = shapes3[si][2];
+      Weights A, W;
+      g_autoptr(GError) error = NULL;
+      g_autoptr(PiqPackedWeights) pw = NULL;
+      g_autofree double *bv = random_values (N, 0, 0.25);
+      guint64 nb = N;
+      g_autoptr(PiqTensor) bias = float_tensor (float_dtypes[(si + salt) % 4], &nb, 1, bv);
+
+      make_weights (&A, af, M, K, TRUE);
+      make_weights (&W, wf, N, K, TRUE);
+      pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+      g_assert_no_error (error);
+      for (gsize di = 0; di < 4; di++)
+        for (int j = 0; j < 2; j++)
+          {
+            char what[160];
+            PiqDtype ydt = float_dtypes[(di + si) % 4];
+            g_snprintf (what, sizeof what, "blocks: A %s × W %s, M %" G_GUINT64_FORMAT " N %" G_GUINT64_FORMAT
+                        " K %" G_GUINT64_FORMAT ", Y %s, %s%s", pair->a, pair->w, M, N, K, o_dtype_name (ydt),
+                        j ? "ADD" : "SET", (di + j) % 2 ? ", bias" : "");
+            blk_run (what, piq_quantizer_get_default (), &A, &W, pw, (di + j) % 2 ? bias : NULL, ydt,
+                     j ? PIQ_REDUCE_ADD : PIQ_REDUCE_SET);
+          }
+      /* every SIMD level × 1…4 threads on the largest shape */
+      if (si == G_N_ELEMENTS (shapes3) - 1)
+        {
+          static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+                                                 PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+          for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+            for (guint t = 1; t <= 4; t++)
+              {
+                g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+                char what[160];
+                piq_quantizer_set_n_threads (qt, t);
+                piq_quantizer_set_max_simd_level (qt, levels[li]);
+                g_snprintf (what, sizeof what, "blocks: A %s × W %s, %u threads, max SIMD level %d", pair->a,
+                            pair->w, t, levels[li]);
+                blk_run (what, qt, &A, &W, pw, bias, PIQ_DTYPE_F32, PIQ_REDUCE_SET);
+              }
+        }
+      weights_clear (&A);
+      weights_clear (&W);
+    }
+}
+
+/* MXINT8 A from raw bytes with −128 codes (never written by quantize, outside the
+ * signed kernels' contract) and the extremes ±127, × signed and unsigned weights. */
+static void
+test_blocks_extreme (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) af = bq_format ("mxint8");
+  guint64 M = 5, K = 96, shape[2] = { M, K };
+  g_autofree guint8 *codes = g_new (guint8, M * K);
+  g_autofree guint8 *scales = g_new (guint8, M * 3);
+  g_autoptr(GBytes) cb = NULL, sb = NULL;
+  Weights A;
+  static const char *const wnames[] = { "mxint8", "int8-block32-f16", "q8_0", "q4_0" };
+
+  for (guint64 i = 0; i < M * K; i++)
+    codes[i] = (guint8) (i % 7 == 0 ? 0x80 : i % 7 == 1 ? 0x7f : i % 7 == 2 ? 0x81 : rnd ());
+  for (guint64 i = 0; i < M * 3; i++)
+    scales[i] = (guint8) (110 + rnd () % 30);
+  cb = g_bytes_new (codes, M * K);
+  sb = g_bytes_new (scales, M * 3);
+  memset (&A, 0, sizeof A);
+  A.N = M;
+  A.K = K;
+  A.w = piq_tensor_new_quantized_from_bytes (af, shape, 2, cb, sb, NULL, 1.0, 0, &error);
+  g_assert_no_error (error);
+  {
+    g_autoptr(PiqTensor) ad = piq_quantizer_dequantize_new (piq_quantizer_get_default (), A.w, PIQ_DTYPE_F32,
+                                                            &error);
+    g_assert_no_error (error);
+    A.wd = g_memdup2 (piq_tensor_get_data (ad, NULL), M * K * 4);
+  }
+  weights_ints (&A);
+  for (gsize i = 0; i < G_N_ELEMENTS (wnames); i++)
+    {
+      g_autoptr(PiqFormat) wf = blk_format (wnames[i]);
+      g_autoptr(PiqPackedWeights) pw = NULL;
+      Weights W;
+      make_weights (&W, wf, 11, K, TRUE);
+      pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+      g_assert_no_error (error);
+      for (gsize li = 0; li < 4; li++)
+        {
+          g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+          char what[128];
+          piq_quantizer_set_max_simd_level (qt, (PiqSimdLevel) li);
+          g_snprintf (what, sizeof what, "blocks: MXINT8 A with −128 × W %s, max SIMD level %zu", wnames[i], li);
+          blk_run (what, qt, &A, &W, pw, NULL, PIQ_DTYPE_F32, PIQ_REDUCE_SET);
+        }
+      weights_clear (&W);
+    }
+  weights_clear (&A);
+}
+
+/* Bad input of the block-integer product: a GError, nothing written. */
+static void
+test_blocks_bad_input (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PiqFormat) mx = bq_format ("mxint8");
+  g_autoptr(PiqFormat) i8b = bq_format ("int8_block");
+  g_autoptr(PiqFormat) f8b = bq_format ("fp8_e4m3-block16-f16");
+  g_autoptr(PiqFormat) u8b = blk_format ("uint4-block64-affine");
+  g_autoptr(PiqTensor) a = bq_quantize (mx, 4, 64, 1.0);
+  g_autoptr(PiqTensor) a64 = bq_quantize (i8b, 4, 64, 1.0);
+  g_autoptr(PiqTensor) af8 = bq_quantize (f8b, 4, 64, 1.0);
+  g_autoptr(PiqTensor) au = bq_quantize (u8b, 4, 64, 1.0);
+  g_autoptr(PiqTensor) w = bq_quantize (mx, 9, 64, 0.5);
+  g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_DYNAMIC_INT8, &error);
+  guint64 ys[2] = { 4, 9 }, n8 = 8;
+  g_autoptr(PiqTensor) y = gemm_plain (PIQ_DTYPE_F32, ys, 2);
+  g_autoptr(PiqTensor) yi = gemm_plain (PIQ_DTYPE_INT32, ys, 2);
+  g_autoptr(PiqTensor) b8 = gemm_plain (PIQ_DTYPE_F32, &n8, 1);
+  g_autoptr(PiqTensor) a31 = bq_quantize (mx, 4, 63, 1.0);
+
+  g_assert_no_error (error);
+  g_assert_true (piq_quantizer_matmul_quantized (piq_quantizer_get_default (), a, pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                                                 &error));
+  g_assert_no_error (error);
+  gemm_expect_fail ("blocks: int8 blocks of 64 × MXINT8 groups of 32", a64, pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                    PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: FP8 per block × weights packed for dynamic int8", af8, pw, NULL, NULL, y,
+                    PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: uint4 blocks with zero points", au, pw, NULL, NULL, y, PIQ_REDUCE_SET,
+                    PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: int32 Y", a, pw, NULL, NULL, yi, PIQ_REDUCE_SET, PIQ_ERROR_UNSUPPORTED);
+  gemm_expect_fail ("blocks: K mismatch", a31, pw, NULL, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
+  gemm_expect_fail ("blocks: bias of N − 1", a, pw, b8, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
 }
 
 /* ---- registration ---- */
@@ -2420,5 +3182,20 @@ main (int argc, char **argv)
   g_test_add_func ("/matmul/int8-gemm/extreme-mix", test_gemm_extreme_mix);
   g_test_add_func ("/matmul/int8-gemm/requant", test_gemm_requant);
   g_test_add_func ("/matmul/int8-gemm/bad-input", test_gemm_bad_input);
+  g_test_add_func ("/matmul/both-quantized/bad-input", test_both_bad_input);
+  g_test_add_func ("/matmul/both-quantized/layout", test_both_layout);
+  g_test_add_func ("/matmul/both-quantized/long", test_both_long);
+  g_test_add_func ("/matmul/blocks/extreme", test_blocks_extreme);
+  g_test_add_func ("/matmul/blocks/bad-input", test_blocks_bad_input);
+  for (gsize i = 0; i < G_N_ELEMENTS (blk_pairs); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/matmul/blocks/%s/%s", blk_pairs[i].a, blk_pairs[i].w);
+      g_test_add_data_func (path, &blk_pairs[i], test_blocks);
+    }
+  for (gsize i = 0; i < G_N_ELEMENTS (bq_pairs); i++)
+    {
+      g_autofree char *path = g_strdup_printf ("/matmul/both-quantized/%s/%s", bq_pairs[i].a, bq_pairs[i].w);
+      g_test_add_data_func (path, &bq_pairs[i], test_both_quantized);
+    }
   return g_test_run ();
 }
