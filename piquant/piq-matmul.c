@@ -177,7 +177,8 @@ quantized_with_format (PiqTensor  *t,
  * Whether weights of @format multiply under @activation: the float policy
  * takes every quantized format; dynamic int8 takes integer codes of at most 8
  * bits (per tensor, per output channel or per block along the input) and the
- * ggml blocks Q8_0 and Q4_0.
+ * ggml blocks Q8_0 and Q4_0; binary takes binary weights per tensor, per
+ * output channel or per block along the input.
  *
  * Returns: %TRUE if they do; otherwise %FALSE with @error saying why
  *
@@ -468,6 +469,48 @@ piq_quantizer_matmul_new (PiqQuantizer     *self,
   return g_steal_pointer (&y);
 }
 
+/* A binary input times weights packed for the binary policy, into a float @y. */
+static gboolean
+matmul_binary_quantized (PiqQuantizer     *self,
+                         PiqTensor        *a,
+                         PiqPackedWeights *weights,
+                         PiqTensor        *bias,
+                         PiqRecipe        *recipe,
+                         PiqTensor        *y,
+                         PiqReduceOp       op,
+                         GError          **error)
+{
+  PiqEngine eng;
+  PiqEngineQuant aq;
+  PiqEngineView bv, yv;
+  PiqEngineError e;
+  const guint64 *shape;
+  guint n_dims;
+
+  if (recipe != NULL)
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "a binary product has a float "
+                   "output: it takes no recipe");
+      return FALSE;
+    }
+  if (!float_tensor (y, "output of a binary product", error))
+    return FALSE;
+  piq_quantizer_get_engine (self, &eng);
+  piq_tensor_to_engine_quant (a, &aq);
+  piq_tensor_to_engine (y, &yv);
+  if (bias != NULL)
+    piq_tensor_to_engine (bias, &bv);
+  shape = piq_tensor_get_shape (a, &n_dims);
+  if (!piq_engine_matmul_binary_quantized (&eng, &aq, shape, n_dims, weights->packed,
+                                           bias != NULL ? &bv : NULL, &yv,
+                                           op == PIQ_REDUCE_ADD, &e))
+    {
+      piq_set_engine_error (error, &e);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /**
  * piq_quantizer_matmul_quantized:
  * @self: a quantizer
@@ -485,6 +528,12 @@ piq_quantizer_matmul_new (PiqQuantizer     *self,
  *   tensor (piq_tensor_new_quantized()) for the requantized one
  * @op: %PIQ_REDUCE_SET, or %PIQ_REDUCE_ADD for int32 and float outputs
  * @error: return location for a #GError
+ *
+ * With weights packed for %PIQ_ACTIVATION_BINARY, @a is instead a binary
+ * tensor [..., in] whose blocks along the input are the weights' (per block
+ * of the same size; per tensor, or per row of a matrix, where the weights
+ * have one scale per row), @y a float tensor, and @recipe %NULL: the
+ * XNOR-popcount product of the binary policy (docs/matmul.md) + bias.
  *
  * The int8 GEMM of FBGEMM and oneDNN on quantized operands. The sums
  * I = Σ (a − za) · (w − zw) are exact (the zero points fold through row and
@@ -536,6 +585,8 @@ piq_quantizer_matmul_quantized (PiqQuantizer     *self,
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "the output tensor is read-only");
       return FALSE;
     }
+  if (weights->activation == PIQ_ACTIVATION_BINARY)
+    return matmul_binary_quantized (self, a, weights, bias, recipe, y, op, error);
   ydt = piq_tensor_get_dtype (y);
   yf = piq_tensor_get_format (y);
   piq_tensor_to_engine (y, &out.view);
