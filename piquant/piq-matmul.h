@@ -31,7 +31,7 @@ G_BEGIN_DECLS
  *   the weights' binary format (sign bits and the format's own scales, as
  *   [method@Piq.Quantizer.quantize] does) and takes XNOR-popcount products,
  *   exact per block, scaled and summed in binary64; binary weights only
- *   (per block, per output channel or per tensor). Since: 1.0
+ *   (per block, per output channel or per tensor)
  *
  * How [method@Piq.Quantizer.matmul] treats the activations (see docs/matmul.md
  * for the exact arithmetic of each).
