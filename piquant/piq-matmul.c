@@ -30,8 +30,9 @@
  * bytes at every call, so it costs no memory besides expanded
  * double-quantized scales; the dynamic-int8 policy unpacks the codes into one
  * byte per weight with a scale and zero point per group, and no longer reads
- * the tensor. Either way the tensor stays usable; after changing its bytes,
- * pack it again.
+ * the tensor; the binary policy copies the sign bits into 64-bit words per
+ * block with binary32 scales, and no longer reads the tensor either. Either
+ * way the tensor stays usable; after changing its bytes, pack it again.
  *
  * Since: 1.0
  */
