@@ -47,7 +47,20 @@ struct PiqEnginePacked {
   float   *scales;             /* [n][groups] */
   int32_t *zps;                /* [n][groups] zero point + offset */
   size_t   bytes;
+  /* binary (piq-engine-matmul-binary.c): sign bits [n][bnb][bwords], each block from a
+   * word and zero-padded, and binary32 scales [n][bnb]; blocks of bblock along K */
+  uint64_t *bits;
+  float    *bscales;
+  uint64_t  bblock, bnb, bwords;
 };
+
+/* piq-engine-matmul-binary.c: pack binary weights (p->n, p->k set), and the binary
+ * policy's product (called by piq_engine_matmul after nothing but its dispatch). */
+int piq_engine_binary_pack (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngineQuant *w,
+                            PiqEngineError *e) PIQ_INTERNAL;
+int piq_engine_matmul_binary (const PiqEngine *eng, const PiqEngineView *x,
+                              const PiqEnginePacked *w, const PiqEngineView *bias,
+                              const PiqEngineView *y, int add, PiqEngineError *e) PIQ_INTERNAL;
 
 /* the engine's own error and allocation helpers (piq-engine.c), by shorter names */
 #define failf piq_engine_fail

@@ -75,6 +75,18 @@ piq_engine_matmul_supports (const PiqEngineFormat *f, int activation, PiqEngineE
                   info->name);
   if (activation == PIQ_ACT_FLOAT)
     return 1;   /* everything that decodes multiplies as it decodes */
+  if (activation == PIQ_ACT_BINARY)
+    {
+      /* XNOR-popcount products (piq-engine-matmul-binary.c) */
+      if (f->dtype != 32 + PIQ_C_BINARY)
+        return failf (e, PIQ_E_UNSUPPORTED, "binary activations multiply binary weights only, "
+                      "not %s: use the float policy", piq_dtype_label (f->dtype, buf));
+      if (f->granularity == GRAN_CHANNEL && !(f->axis == 0 || f->axis == -2))
+        return failf (e, PIQ_E_UNSUPPORTED, "binary weights with one scale per input channel "
+                      "(axis %d) cannot factor the scales out of a popcount; use the float "
+                      "policy or scales per output channel (axis 0) or per block", f->axis);
+      return 1;
+    }
   if (activation != PIQ_ACT_DYNAMIC_INT8)
     return failf (e, PIQ_E_UNSUPPORTED, "activation policy %d does not exist", activation);
   if (f->dtype == DT_Q8_0 || f->dtype == DT_Q4_0)
@@ -210,6 +222,12 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
   p->q = *w;
   info = piq_dtype_info (w->f.dtype);
 
+  if (activation == PIQ_ACT_BINARY)
+    {
+      if (!piq_engine_binary_pack (eng, p, w, e))
+        goto fail;
+      return p;
+    }
   if (activation == PIQ_ACT_FLOAT)
     {
       float *panel;
@@ -342,6 +360,8 @@ piq_engine_packed_free (PiqEnginePacked *p)
   free (p->scales);
   free (p->zps);
   free (p->sums);
+  free (p->bits);
+  free (p->bscales);
   free (p);
 }
 
@@ -582,6 +602,8 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   unsigned threads;
   int ok = 0;
 
+  if (w->activation == PIQ_ACT_BINARY)
+    return piq_engine_matmul_binary (eng, x, w, bias, y, add, e);
   memset (&job, 0, sizeof job);
   if (!piq_engine_float_view (x, "input", &nx, &x_span, e) ||
       !piq_engine_float_view (y, "output", &ny, &y_span, e) ||

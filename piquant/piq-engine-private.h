@@ -229,7 +229,7 @@ int piq_engine_int_row_params (const PiqEngineQuant *w, uint64_t rows, uint64_t 
 /* ---------------------------------------------------------------------------
  * Matrix multiply (piq-engine-matmul.c): Y [M, N] = X [M, K] · Wᵀ + bias */
 
-enum { PIQ_ACT_FLOAT = 0, PIQ_ACT_DYNAMIC_INT8 = 1 };
+enum { PIQ_ACT_FLOAT = 0, PIQ_ACT_DYNAMIC_INT8 = 1, PIQ_ACT_BINARY = 2 };
 
 typedef struct PiqEnginePacked PiqEnginePacked;
 
@@ -264,6 +264,15 @@ typedef struct {
   int64_t       zero_point;
   int           add;         /* int32 and float: add to the output */
 } PiqEngineMatmulOut;
+
+/* Y = A · Wᵀ (+ bias) into the float view @y for a binary A [..., K] (per block of
+ * the weights' block size along K, per row, or per tensor) and weights packed for the
+ * binary policy (piq-engine-matmul-binary.c). */
+int piq_engine_matmul_binary_quantized (const PiqEngine *eng, const PiqEngineQuant *a,
+                                        const uint64_t *a_shape, unsigned a_dims,
+                                        const PiqEnginePacked *w, const PiqEngineView *bias,
+                                        const PiqEngineView *y, int add, PiqEngineError *e)
+  PIQ_INTERNAL;
 
 /* Y = A · Bᵀ on quantized operands: A uint8/int8 [..., K] per tensor or per row, B
  * packed for dynamic int8 from int8/uint8 [N, K] per tensor or per output channel. */

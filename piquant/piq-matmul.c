@@ -30,8 +30,9 @@
  * bytes at every call, so it costs no memory besides expanded
  * double-quantized scales; the dynamic-int8 policy unpacks the codes into one
  * byte per weight with a scale and zero point per group, and no longer reads
- * the tensor. Either way the tensor stays usable; after changing its bytes,
- * pack it again.
+ * the tensor; the binary policy copies the sign bits into 64-bit words per
+ * block with binary32 scales, and no longer reads the tensor either. Either
+ * way the tensor stays usable; after changing its bytes, pack it again.
  *
  * Since: 1.0
  */
@@ -177,7 +178,8 @@ quantized_with_format (PiqTensor  *t,
  * Whether weights of @format multiply under @activation: the float policy
  * takes every quantized format; dynamic int8 takes integer codes of at most 8
  * bits (per tensor, per output channel or per block along the input) and the
- * ggml blocks Q8_0 and Q4_0.
+ * ggml blocks Q8_0 and Q4_0; binary takes binary weights per tensor, per
+ * output channel or per block along the input.
  *
  * Returns: %TRUE if they do; otherwise %FALSE with @error saying why
  *
@@ -468,20 +470,31 @@ piq_quantizer_matmul_new (PiqQuantizer     *self,
   return g_steal_pointer (&y);
 }
 
-/* matmul_quantized with weights packed for float activations (the float policy's
- * product of A decoded), or with A in integer blocks and weights packed for dynamic
- * int8 (the exact block-integer product): piq-engine-matmul-quant.c. */
+/* The products of matmul_quantized whose output is a float tensor, by the weights'
+ * policy: float (the float policy's product of A decoded) and dynamic int8 with A in
+ * integer blocks (the exact block-integer product), piq-engine-matmul-quant.c; binary
+ * (the XNOR-popcount product of a binary A), piq-engine-matmul-binary.c. */
+typedef int (*FloatProduct) (const PiqEngine *eng, const PiqEngineQuant *a, const uint64_t *a_shape,
+                             unsigned a_dims, const PiqEnginePacked *w, const PiqEngineView *bias,
+                             const PiqEngineView *y, int add, PiqEngineError *e);
+
 static gboolean
-matmul_decoded (PiqQuantizer     *self,
-                PiqTensor        *a,
-                PiqPackedWeights *weights,
-                PiqTensor        *bias,
-                PiqRecipe        *recipe,
-                PiqTensor        *y,
-                PiqReduceOp       op,
-                GError          **error)
+matmul_float_output (PiqQuantizer     *self,
+                     PiqTensor        *a,
+                     PiqPackedWeights *weights,
+                     PiqTensor        *bias,
+                     PiqRecipe        *recipe,
+                     PiqTensor        *y,
+                     PiqReduceOp       op,
+                     GError          **error)
 {
-  gboolean blocks = weights->activation == PIQ_ACTIVATION_DYNAMIC_INT8;
+  PiqActivation act = weights->activation;
+  FloatProduct product = act == PIQ_ACTIVATION_BINARY ? piq_engine_matmul_binary_quantized
+                       : act == PIQ_ACTIVATION_DYNAMIC_INT8 ? piq_engine_matmul_blocks
+                       : piq_engine_matmul_decoded;
+  const char *what = act == PIQ_ACTIVATION_BINARY ? "weights packed for binary activations"
+                   : act == PIQ_ACTIVATION_DYNAMIC_INT8 ? "an input quantized per block"
+                   : "weights packed for float activations";
   PiqEngine eng;
   PiqEngineQuant aq;
   PiqEngineView bv, yv;
@@ -494,8 +507,7 @@ matmul_decoded (PiqQuantizer     *self,
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "with %s the output is a float "
                    "tensor (f32, f64, bf16, f16), not %s: int32 and requantized outputs take "
                    "uint8/int8 inputs per tensor or per row and weights packed for dynamic int8",
-                   blocks ? "an input quantized per block" : "weights packed for float activations",
-                   piq_dtype_describe (piq_tensor_get_dtype (y)));
+                   what, piq_dtype_describe (piq_tensor_get_dtype (y)));
       return FALSE;
     }
   if (recipe != NULL)
@@ -510,9 +522,8 @@ matmul_decoded (PiqQuantizer     *self,
   if (bias != NULL)
     piq_tensor_to_engine (bias, &bv);
   shape = piq_tensor_get_shape (a, &n_dims);
-  if (!(blocks ? piq_engine_matmul_blocks : piq_engine_matmul_decoded)
-      (&eng, &aq, shape, n_dims, weights->packed, bias != NULL ? &bv : NULL, &yv,
-       op == PIQ_REDUCE_ADD, &e))
+  if (!product (&eng, &aq, shape, n_dims, weights->packed, bias != NULL ? &bv : NULL, &yv,
+                op == PIQ_REDUCE_ADD, &e))
     {
       piq_set_engine_error (error, &e);
       return FALSE;
@@ -528,10 +539,12 @@ matmul_decoded (PiqQuantizer     *self,
  *   per tensor or per row, MXFP8/6/4, MXINT8, MSFP, BFP, NF4, integers …);
  *   for weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8, uint8 or int8
  *   quantized per tensor, a matrix quantized per row (per channel along
- *   axis 0), or signed integers per block of the weights' group size
+ *   axis 0), or signed integers per block of the weights' group size; for
+ *   weights packed for %PIQ_ACTIVATION_BINARY, binary
  * @weights: weights [out, in] packed for %PIQ_ACTIVATION_FLOAT (any format),
  *   or packed for %PIQ_ACTIVATION_DYNAMIC_INT8: int8 or uint8 per tensor or
- *   per output channel (the int8 GEMM), integers per block (block inputs)
+ *   per output channel (the int8 GEMM), integers per block (block inputs), or
+ *   binary weights packed for %PIQ_ACTIVATION_BINARY
  * @bias: (nullable): a float vector of out elements (float and requantized
  *   outputs), or %NULL
  * @recipe: (nullable): the output scale and zero point, for a quantized @y
@@ -561,6 +574,12 @@ matmul_decoded (PiqQuantizer     *self,
  * product with @a's own codes and scales: exact integer sums per block,
  * ((double) I · sw) · sa accumulated in binary64 in block order, rounded once
  * to binary32 (docs/matmul.md); @y is a float tensor.
+ *
+ * With weights packed for %PIQ_ACTIVATION_BINARY, @a is a binary tensor
+ * [..., in] whose blocks along the input are the weights' (per block of the
+ * same size; per tensor, or per row of a matrix, where the weights have one
+ * scale per row), @y a float tensor, and @recipe %NULL: the XNOR-popcount
+ * product of the binary policy (docs/matmul.md) + bias.
  *
  * With weights packed for %PIQ_ACTIVATION_DYNAMIC_INT8 and @a uint8 or int8
  * per tensor or per row, this is the int8 GEMM of FBGEMM and oneDNN on
@@ -614,10 +633,10 @@ piq_quantizer_matmul_quantized (PiqQuantizer     *self,
       g_set_error (error, PIQ_ERROR, PIQ_ERROR_READ_ONLY, "the output tensor is read-only");
       return FALSE;
     }
-  if (weights->activation == PIQ_ACTIVATION_FLOAT ||
+  if (weights->activation == PIQ_ACTIVATION_FLOAT || weights->activation == PIQ_ACTIVATION_BINARY ||
       (weights->activation == PIQ_ACTIVATION_DYNAMIC_INT8 &&
        piq_format_get_granularity (piq_tensor_get_format (a)) == PIQ_GRANULARITY_BLOCK))
-    return matmul_decoded (self, a, weights, bias, recipe, y, op, error);
+    return matmul_float_output (self, a, weights, bias, recipe, y, op, error);
   ydt = piq_tensor_get_dtype (y);
   yf = piq_tensor_get_format (y);
   piq_tensor_to_engine (y, &out.view);

@@ -27,6 +27,11 @@ G_BEGIN_DECLS
  *   symmetric int8 per group of the weights' scales (as ggml's Q8_0
  *   activations do) and takes exact integer dot products with the weights'
  *   codes; integer formats of at most 8 bits, Q8_0 and Q4_0
+ * @PIQ_ACTIVATION_BINARY: each call quantizes every row of the activations to
+ *   the weights' binary format (sign bits and the format's own scales, as
+ *   [method@Piq.Quantizer.quantize] does) and takes XNOR-popcount products,
+ *   exact per block, scaled and summed in binary64; binary weights only
+ *   (per block, per output channel or per tensor)
  *
  * How [method@Piq.Quantizer.matmul] treats the activations (see docs/matmul.md
  * for the exact arithmetic of each).
@@ -36,6 +41,7 @@ G_BEGIN_DECLS
 typedef enum {
   PIQ_ACTIVATION_FLOAT        = 0,
   PIQ_ACTIVATION_DYNAMIC_INT8 = 1,
+  PIQ_ACTIVATION_BINARY       = 2,
 } PiqActivation;
 
 #define PIQ_TYPE_PACKED_WEIGHTS (piq_packed_weights_get_type ())

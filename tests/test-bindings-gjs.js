@@ -1787,6 +1787,39 @@ test('matmul/int8-weights/both-policies', () => {
         Piq.Activation.DYNAMIC_INT8));
 });
 
+test('matmul/binary/xnor-popcount', () => {
+    const q = new Piq.Quantizer();
+    const fmt = Piq.Format.new_preset('binary');   // blocks of 128 > 40: one block per row
+    // W [3, 40]: row 0 all +, row 1 all −, row 2 + for its first 20; scales 2, 0.5, 1
+    const codes = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0xff, 0xff, 0x0f, 0, 0]);
+    const scales = new Uint8Array(new Float32Array([2, 0.5, 1]).buffer);
+    const w = Piq.Tensor.new_quantized_from_bytes(fmt, [3, 40], new GLib.Bytes(codes), new GLib.Bytes(scales),
+        null, 1.0, 0);
+    const pw = Piq.PackedWeights.new(w, Piq.Activation.BINARY);
+    check(pw.get_activation() === Piq.Activation.BINARY, 'packed for the binary policy');
+    // X [2, 40]: row 0 −2 ×10 then 1 ×30 (mean |x| 1.25), row 1 0.5 ×30 then −0.5 ×10 (mean 0.5)
+    const xs = [];
+    for (let i = 0; i < 40; i++) xs.push(i < 10 ? -2 : 1);
+    for (let i = 0; i < 40; i++) xs.push(i < 30 ? 0.5 : -0.5);
+    const x = f32Tensor(xs);
+    check(x.reshape([2, 40]) === true, 'reshape');
+    const bias = f32Tensor([0.5, -1, 0.25]);
+    // sx · sw · (agreeing − disagreeing bits) + bias
+    const want = [1.25 * 2 * 20 + 0.5, 1.25 * 0.5 * -20 - 1, 1.25 * -20 + 0.25,
+        0.5 * 2 * 20 + 0.5, 0.5 * 0.5 * -20 - 1, 0.5 * 20 + 0.25];
+    const y = q.matmul_new(x, pw, bias, Piq.Dtype.F32);
+    checkList(y.get_shape(), [2, 3], 'output shape');
+    checkList(y.to_values(), want, 'XNOR-popcount product');
+    check(q.matmul(x, pw, bias, y, Piq.ReduceOp.ADD) === true, 'matmul ADD');
+    checkList(y.to_values(), want.map(v => 2 * v), 'ADD');
+    const a = q.quantize_new(fmt, null, x);
+    const y2 = Piq.Tensor.new_shaped(Piq.Dtype.F32, [2, 3]);
+    check(q.matmul_quantized(a, pw, bias, null, y2, Piq.ReduceOp.SET) === true, 'matmul_quantized, binary A');
+    checkList(y2.to_values(), want, 'binary A × binary W');
+    expectError(Piq.Error.UNSUPPORTED, () => Piq.PackedWeights.supports(Piq.Format.new_preset('nf4'),
+        Piq.Activation.BINARY));
+});
+
 test('matmul/int8-gemm/zero-points', () => {
     const q = new Piq.Quantizer();
     // A = [[130, 126, 128]] with zero point 128 and scale 0.5: a − za = [2, −2, 0]

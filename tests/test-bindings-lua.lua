@@ -2089,6 +2089,39 @@ test('matmul/int8-weights/both-policies', function()
   expect_error('UNSUPPORTED', Piq.PackedWeights.supports(Piq.Format.new_preset('nf4'), 'DYNAMIC_INT8'))
 end)
 
+test('matmul/binary/xnor-popcount', function()
+  local q = Piq.Quantizer()
+  local fmt = assert(Piq.Format.new_preset('binary'))   -- blocks of 128 > 40: one block per row
+  -- W [3, 40]: row 0 all +, row 1 all -, row 2 + for its first 20; f32 scales 2, 0.5, 1
+  local w = assert(Piq.Tensor.new_quantized_from_bytes(fmt, { 3, 40 },
+    GLib.Bytes('\255\255\255\255\255\0\0\0\0\0\255\255\15\0\0'),
+    GLib.Bytes('\0\0\0\64\0\0\0\63\0\0\128\63'), nil, 1.0, 0))
+  local pw = assert(Piq.PackedWeights.new(w, 'BINARY'))
+  check(pw:get_activation() == 'BINARY', 'packed for the binary policy')
+  -- X [2, 40]: row 0 -2 x10 then 1 x30 (mean |x| 1.25), row 1 0.5 x30 then -0.5 x10 (mean 0.5)
+  local xs = {}
+  for i = 1, 40 do xs[#xs + 1] = i <= 10 and -2 or 1 end
+  for i = 1, 40 do xs[#xs + 1] = i <= 30 and 0.5 or -0.5 end
+  local x = f32_tensor(xs)
+  check(x:reshape({ 2, 40 }) == true, 'reshape')
+  local bias = f32_tensor({ 0.5, -1, 0.25 })
+  -- sx * sw * (agreeing - disagreeing bits) + bias
+  local want = { 1.25 * 2 * 20 + 0.5, 1.25 * 0.5 * -20 - 1, 1.25 * -20 + 0.25,
+                 0.5 * 2 * 20 + 0.5, 0.5 * 0.5 * -20 - 1, 0.5 * 20 + 0.25 }
+  local y = assert(q:matmul_new(x, pw, bias, 'F32'))
+  check_list(y:get_shape(), { 2, 3 }, 'output shape')
+  check_list(y:to_values(), want, 'XNOR-popcount product')
+  check(q:matmul(x, pw, bias, y, 'ADD') == true, 'matmul ADD')
+  local twice = {}
+  for i, v in ipairs(want) do twice[i] = 2 * v end
+  check_list(y:to_values(), twice, 'ADD')
+  local a = assert(q:quantize_new(fmt, nil, x))
+  local y2 = assert(Piq.Tensor.new_shaped('F32', { 2, 3 }))
+  check(q:matmul_quantized(a, pw, bias, nil, y2, 'SET') == true, 'matmul_quantized, binary A')
+  check_list(y2:to_values(), want, 'binary A x binary W')
+  expect_error('UNSUPPORTED', Piq.PackedWeights.supports(Piq.Format.new_preset('nf4'), 'BINARY'))
+end)
+
 test('matmul/int8-gemm/zero-points', function()
   local q = Piq.Quantizer()
   -- A = [[130, 126, 128]] with zero point 128 and scale 0.5: a - za = [2, -2, 0]

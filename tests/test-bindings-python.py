@@ -1247,7 +1247,6 @@ def _():
     check((codes.get_scale(), codes.get_zero_point()) == (0.25, 128), "output scale and zero point")
 
 
-
 @test("matmul/fp8/both-quantized")
 def _():
     q = Piq.Quantizer()
@@ -1271,6 +1270,38 @@ def _():
     pw8 = Piq.PackedWeights.new(w8, Piq.Activation.DYNAMIC_INT8)
     expect_error(Piq.Error.UNSUPPORTED, q.matmul_quantized, a, pw8, None, None, y, Piq.ReduceOp.SET)
     check_list(y.to_values(), [-2.0, -36.0, 2.0, -11.5], "nothing written on error")
+
+
+@test("matmul/binary/xnor-popcount")
+def _():
+    q = Piq.Quantizer()
+    fmt = Piq.Format.new_preset("binary")          # blocks of 128 > 40: one block per row
+    # W [3, 40]: row 0 all +, row 1 all −, row 2 + for its first 20; scales 2, 0.5, 1
+    codes = bytes([0xff] * 5 + [0x00] * 5 + [0xff, 0xff, 0x0f, 0x00, 0x00])
+    scales = np.array([2.0, 0.5, 1.0], dtype="<f4").tobytes()
+    w = Piq.Tensor.new_quantized_from_bytes(fmt, [3, 40], GLib.Bytes.new(codes), GLib.Bytes.new(scales), None, 1.0, 0)
+    pw = Piq.PackedWeights.new(w, Piq.Activation.BINARY)
+    check(pw.get_activation() == Piq.Activation.BINARY, "packed for the binary policy")
+    # X [2, 40]: row 0 −2 ×10 then 1 ×30 (mean |x| 1.25), row 1 0.5 ×30 then −0.5 ×10 (mean 0.5)
+    x, _x = f32_tensor([-2.0] * 10 + [1.0] * 30 + [0.5] * 30 + [-0.5] * 10)
+    check(x.reshape([2, 40]), "reshape")
+    bias, _b = f32_tensor([0.5, -1.0, 0.25])
+    # sx · sw · (agreeing − disagreeing bits) + bias
+    want = [1.25 * 2 * 20 + 0.5, 1.25 * 0.5 * -20 - 1.0, 1.25 * 1 * -20 + 0.25,
+            0.5 * 2 * 20 + 0.5, 0.5 * 0.5 * -20 - 1.0, 0.5 * 1 * 20 + 0.25]
+    y = q.matmul_new(x, pw, bias, Piq.Dtype.F32)
+    check(y.get_shape() == [2, 3], "output shape %r" % (y.get_shape(),))
+    check_list(tensor_f32(y).tolist(), want, "XNOR-popcount product")
+    check(q.matmul(x, pw, bias, y, Piq.ReduceOp.ADD), "matmul ADD")
+    check_list(tensor_f32(y).tolist(), [2 * v for v in want], "ADD")
+    # an A already binary: the same product
+    a = q.quantize_new(fmt, None, x)
+    y2 = Piq.Tensor.new_shaped(Piq.Dtype.F32, [2, 3])
+    check(q.matmul_quantized(a, pw, bias, None, y2, Piq.ReduceOp.SET), "matmul_quantized, binary A")
+    check_list(tensor_f32(y2).tolist(), want, "binary A × binary W")
+    expect_error(Piq.Error.UNSUPPORTED, Piq.PackedWeights.supports, Piq.Format.new_preset("nf4"),
+                 Piq.Activation.BINARY)
+
 
 NPY_23_HEADER = (b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
                  + b" " * 58 + b"\n")   # numpy.save's header for a (2, 3) float32 array (NEP 1)

@@ -1900,6 +1900,44 @@ TestCase[] make_tests () {
         });
     });
 
+    tests += new TestCase ("vala/matmul/binary/xnor-popcount", () => {
+        var q = new Piq.Quantizer ();
+        var fmt = new Piq.Format.preset ("binary");   /* blocks of 128 > 40: one block per row */
+        /* W [3, 40]: row 0 all +, row 1 all −, row 2 + for its first 20; scales 2, 0.5, 1 */
+        uint8[] codes = { 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0xff, 0xff, 0x0f, 0, 0 };
+        float[] scales = { 2, 0.5f, 1 };
+        var w = new Piq.Tensor.quantized_from_bytes (fmt, { 3, 40 }, new GLib.Bytes (codes),
+                                                     array_bytes (scales, 3 * sizeof (float)), null, 1.0, 0);
+        var pw = new Piq.PackedWeights (w, Piq.Activation.BINARY);
+        check (pw.get_activation () == Piq.Activation.BINARY, "packed for the binary policy");
+        /* X [2, 40]: row 0 −2 ×10 then 1 ×30 (mean |x| 1.25), row 1 0.5 ×30 then −0.5 ×10 (mean 0.5) */
+        float[] xs = new float[80];
+        for (int i = 0; i < 40; i++) {
+            xs[i] = i < 10 ? -2.0f : 1.0f;
+            xs[40 + i] = i < 30 ? 0.5f : -0.5f;
+        }
+        var x = f32_matrix (xs, 2, 40);
+        var bias = f32_tensor ({ 0.5f, -1, 0.25f });
+        /* sx · sw · (agreeing − disagreeing bits) + bias */
+        double[] want = { 1.25 * 2 * 20 + 0.5, 1.25 * 0.5 * -20 - 1, 1.25 * -20 + 0.25,
+                          0.5 * 2 * 20 + 0.5, 0.5 * 0.5 * -20 - 1, 0.5 * 20 + 0.25 };
+        var y = q.matmul_new (x, pw, bias, Piq.Dtype.F32);
+        check (y.get_n_dims () == 2 && y.get_dim (0) == 2 && y.get_dim (1) == 3, "output shape");
+        check_doubles (y.to_values (), want, "XNOR-popcount product");
+        check (q.matmul (x, pw, bias, y, Piq.ReduceOp.ADD), "matmul ADD");
+        double[] twice = new double[6];
+        for (int i = 0; i < 6; i++)
+            twice[i] = 2 * want[i];
+        check_doubles (y.to_values (), twice, "ADD");
+        var a = q.quantize_new (fmt, null, x);
+        var y2 = new Piq.Tensor.shaped (Piq.Dtype.F32, { 2, 3 });
+        check (q.matmul_quantized (a, pw, bias, null, y2, Piq.ReduceOp.SET), "matmul_quantized, binary A");
+        check_doubles (y2.to_values (), want, "binary A × binary W");
+        expect_error (Piq.Error.UNSUPPORTED, "supports (nf4, binary)", () => {
+            Piq.PackedWeights.supports (new Piq.Format.preset ("nf4"), Piq.Activation.BINARY);
+        });
+    });
+
     tests += new TestCase ("vala/tensor/addresses", () => {
         var q = new Piq.Quantizer ();
         float[] xv = new float[128];

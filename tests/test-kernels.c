@@ -1030,6 +1030,75 @@ check_dot_groups (const PiqKernelTable *t, int i8)
   return 1;
 }
 
+/* xnor_counts against the scalar table's and an independent count bit by bit: blocks
+ * of 1 … 70 words (the 64-bit words of blocks of 64 … 4480 elements), from random,
+ * all-equal, all-different and single-bit words, at unaligned addresses. */
+static int
+check_xnor_counts (const PiqKernelTable *t)
+{
+  enum { MAXW = 1200 };
+  static const size_t words[] = { 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 70 };
+  static const size_t nbs[] = { 0, 1, 2, 3, 5, 8, 16, 17 };
+  static uint64_t xbuf[MAXW + 1], wbuf[MAXW + 1], o[3][40];
+
+  for (size_t wi = 0; wi < sizeof words / sizeof words[0]; wi++)
+    for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++)
+      for (int kind = 0; kind < 4; kind++)
+        {
+          size_t wpb = words[wi], nb = nbs[bi], n = wpb * nb;
+          /* unaligned words: the kernel's contract assumes no alignment */
+          uint64_t *x = (uint64_t *) (void *) ((char *) xbuf + 4 * (rnd () % 2));
+          uint64_t *w = (uint64_t *) (void *) ((char *) wbuf + 4 * (rnd () % 2));
+          uint64_t xv[MAXW], wv[MAXW];
+
+          if (n > MAXW - 1)
+            continue;
+          for (size_t i = 0; i < n; i++)
+            {
+              uint64_t a = ((uint64_t) rnd () << 32) ^ rnd (), b = ((uint64_t) rnd () << 32) ^ rnd ();
+              switch (kind)
+                {
+                case 0:  xv[i] = a; wv[i] = b; break;
+                case 1:  xv[i] = wv[i] = a; break;                       /* all agree */
+                case 2:  xv[i] = a; wv[i] = ~a; break;                   /* all differ */
+                default: xv[i] = a; wv[i] = a ^ (UINT64_C (1) << (b % 64)); break;
+                }
+            }
+          memcpy (x, xv, n * 8);
+          memcpy (w, wv, n * 8);
+          for (int b = 0; b < 3; b++)
+            memset (o[b], 0xa5, sizeof o[b]);
+          piq_kernels_scalar.xnor_counts (x, w, nb, wpb, o[0] + 1);
+          t->xnor_counts (x, w, nb, wpb, o[1] + 1);
+          for (size_t b = 0; b < nb; b++)
+            {
+              uint64_t c = 0;
+              for (size_t i = b * wpb; i < (b + 1) * wpb; i++)
+                for (int bit = 0; bit < 64; bit++)
+                  c += ((xv[i] >> bit) & 1) != ((wv[i] >> bit) & 1);
+              o[2][1 + b] = c;
+            }
+          if (memcmp (o[0], o[1], sizeof o[0]) != 0 || memcmp (o[1], o[2], sizeof o[0]) != 0)
+            {
+              size_t e = 0;
+              while (o[0][e] == o[1][e] && o[1][e] == o[2][e])
+                e++;
+              snprintf (diag, sizeof diag, "%zu blocks of %zu words, kind %d: out[%td] is %llu, "
+                        "scalar %llu, expected %llu (a write outside the blocks?)", nb, wpb, kind,
+                        (ptrdiff_t) e - 1, (unsigned long long) o[1][e],
+                        (unsigned long long) o[0][e], (unsigned long long) o[2][e]);
+              return 0;
+            }
+        }
+  return 1;
+}
+
+static void
+run_xnor_counts (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_xnor_counts (t), t->name, "xnor_counts/u64", skip);
+}
+
 static void
 run_mm_tile (const PiqKernelTable *t, const char *skip)
 {
@@ -1069,6 +1138,7 @@ run_dot_groups_q4 (const PiqKernelTable *t, const char *skip)
 #define RUN_dot_groups(t, slot, f)       run_dot_groups (t, skip);
 #define RUN_dot_groups_i8(t, slot, f)    run_dot_groups_i8 (t, skip);
 #define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
+#define RUN_xnor_counts(t, slot, f)      run_xnor_counts (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int
@@ -1108,6 +1178,7 @@ main (void)
   report (check_dot_groups (&piq_kernels_scalar, 0), "scalar", "dot_groups/u8s8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 1), "scalar", "dot_groups/i8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);
+  report (check_xnor_counts (&piq_kernels_scalar), "scalar", "xnor_counts/u64/exact", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

@@ -225,8 +225,9 @@ piq_bench_list_ops (FILE *out)
     fprintf (out, "%s%s", i ? ", " : "", presets[i].name);
   fprintf (out, "):\n  f32->P nearest, f32->P stochastic, P->f32 set, P->f32 add\n");
   fprintf (out, "  and the matrix products: gemv F float, gemv F int8, gemm F float, gemm F int8\n"
-           "  for F in q4_0, q8_0, nf4, mxfp4, int4 g128, int8 per ch (int8: the integer\n"
-           "  formats), and gemm u8 x s8 -> int32\n");
+           "  for F in q4_0, q8_0, nf4, mxfp4, int4 g128, int8 per ch, binary (int8: the integer\n"
+           "  formats), gemv binary binary, gemm binary binary (XNOR popcount), and\n"
+           "  gemm u8 x s8 -> int32\n");
 }
 
 /* Whether @name matches the filter: a comma-separated list of substrings, any of them. */
@@ -1788,8 +1789,14 @@ typedef struct {
   const char *preset;      /* engine preset it starts from */
   int         granularity; /* -1: the preset's */
   unsigned    block;
-  int         int8;        /* also under dynamic int8 */
+  int         int8;        /* also under dynamic int8 (2: under binary activations instead) */
 } MmFormat;
+
+/* Policy rows: 0 float, 1 dynamic int8, 2 binary (MmFormat.int8 says which apply). */
+#define MM_POLICIES 3
+#define MM_POLICY_NAME(pol) ((pol) == 2 ? "binary" : (pol) ? "int8" : "float")
+#define MM_POLICY_ACT(pol)  ((pol) == 2 ? PIQ_ACT_BINARY : (pol) ? PIQ_ACT_DYNAMIC_INT8 : PIQ_ACT_FLOAT)
+#define MM_POLICY_SKIP(mf, pol) ((pol) != 0 && (mf)->int8 != (pol))
 
 static const MmFormat mm_formats[] = {
   { "q4_0",        "q4_0",       -1, 0,   1 },
@@ -1798,6 +1805,7 @@ static const MmFormat mm_formats[] = {
   { "mxfp4",       "mxfp4",      -1, 0,   0 },
   { "int4 g128",   "int4_block", GRAN_BLOCK, 128, 1 },
   { "int8 per ch", "int8_block", GRAN_CHANNEL, 0, 1 },
+  { "binary",      "binary",     -1, 0,   2 },
 };
 
 static int
@@ -1998,11 +2006,11 @@ mm_any_selected (const Bench *b)
 {
   char name[64];
   for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
-    for (int pol = 0; pol < 2; pol++)
+    for (int pol = 0; pol < MM_POLICIES; pol++)
       for (int g = 0; g < 2; g++)
         {
           snprintf (name, sizeof name, "%s %s %s", g ? "gemm" : "gemv", mm_formats[i].name,
-                    pol ? "int8" : "float");
+                    MM_POLICY_NAME (pol));
           if (mm_selected (b, name))
             return 1;
         }
@@ -2022,7 +2030,7 @@ mm_gemv (Bench *b)
   fprintf (b->out, "%-26s %3s %7s %9s %8s %8s %7s %-7s\n", "op", "thr", "layers", "ms/layer",
            "GB/s", "limit", "ratio", "target");
   for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
-    for (int pol = 0; pol < 2; pol++)
+    for (int pol = 0; pol < MM_POLICIES; pol++)
       {
         const MmFormat *mf = &mm_formats[i];
         char name[64];
@@ -2036,8 +2044,8 @@ mm_gemv (Bench *b)
         PiqEngine eng1 = engine_of (b, 1);
         int ok = 1;
 
-        snprintf (name, sizeof name, "gemv %s %s", mf->name, pol ? "int8" : "float");
-        if ((pol && !mf->int8) || !mm_selected (b, name) || !mm_format (mf, &f))
+        snprintf (name, sizeof name, "gemv %s %s", mf->name, MM_POLICY_NAME (pol));
+        if (MM_POLICY_SKIP (mf, pol) || !mm_selected (b, name) || !mm_format (mf, &f))
           continue;
         if (!mm_quantize (b, &f, MM_N, MM_K, &q, &mem, &e))
           {
@@ -2073,8 +2081,7 @@ mm_gemv (Bench *b)
                 memcpy (at + q.codes_size + q.scales_size, q.zero_points, q.zero_points_size);
                 ql.zero_points = at + q.codes_size + q.scales_size;
               }
-            packed[l] = piq_engine_pack (&eng1, &ql, shape, 2, pol ? PIQ_ACT_DYNAMIC_INT8
-                                                                   : PIQ_ACT_FLOAT, &e);
+            packed[l] = piq_engine_pack (&eng1, &ql, shape, 2, MM_POLICY_ACT (pol), &e);
             ok = packed[l] != NULL;
           }
         for (size_t t = 0; ok && t < b->n_threads; t++)
@@ -2246,7 +2253,7 @@ mm_gemm (Bench *b)
   fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GFLOP/s", "peak",
            "ratio", "target");
   for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
-    for (int pol = 0; pol < 2; pol++)
+    for (int pol = 0; pol < MM_POLICIES; pol++)
       {
         const MmFormat *mf = &mm_formats[i];
         char name[64];
@@ -2260,12 +2267,11 @@ mm_gemm (Bench *b)
         uint64_t shape[2] = { MM_GEMM_NK, MM_GEMM_NK };
         int ok;
 
-        snprintf (name, sizeof name, "gemm %s %s", mf->name, pol ? "int8" : "float");
-        if ((pol && !mf->int8) || !mm_selected (b, name) || !mm_format (mf, &f))
+        snprintf (name, sizeof name, "gemm %s %s", mf->name, MM_POLICY_NAME (pol));
+        if (MM_POLICY_SKIP (mf, pol) || !mm_selected (b, name) || !mm_format (mf, &f))
           continue;
         ok = mm_quantize (b, &f, MM_GEMM_NK, MM_GEMM_NK, &q, &mem, &e) &&
-             (packed = piq_engine_pack (&eng1, &q, shape, 2, pol ? PIQ_ACT_DYNAMIC_INT8
-                                                                 : PIQ_ACT_FLOAT, &e)) != NULL;
+             (packed = piq_engine_pack (&eng1, &q, shape, 2, MM_POLICY_ACT (pol), &e)) != NULL;
         x = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *x);
         y = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *y);
         ok = ok && x != NULL && y != NULL;
@@ -2292,6 +2298,12 @@ mm_gemm (Bench *b)
             tmed = median (ts, reps);
             gf = 2.0 * MM_GEMM_M * MM_GEMM_NK * MM_GEMM_NK / tmed / 1e9;
             peak = fma_peak_gflops (b->threads[t], &label);
+            if (pol == 2)
+              {
+                /* 2·M·N·K bit operations: no f32 peak to compare with */
+                peak = 0.0;
+                label = "XNOR-popcount bit operations, no peak";
+              }
             fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s60%% (%s)\n", name,
                      b->threads[t], tmed * 1e3, gf, peak, peak > 0 ? 100.0 * gf / peak : 0.0,
                      peak > 0 && 100.0 * gf / peak < 60 ? "*" : " ", label);

@@ -45,6 +45,10 @@ piq_neon_load_f16_8 (const uint8_t *p)
 #define PIQ_VEC_U8_TO_I32(c) ((vi) vmovl_u16 (vget_low_u16 (vmovl_u8 (vget_low_u8 ((uint8x16_t) (c))))))
 #define PIQ_VEC_S8_TO_I32(c) ((vi) vmovl_s16 (vget_low_s16 (vmovl_s8 (vget_low_s8 ((int8x16_t) (c))))))
 
+/* the set bits of each 64-bit lane: CNT per byte, then three pairwise widening adds */
+#define PIQ_VEC_POPCNT64(v) \
+  vpaddlq_u32 (vpaddlq_u16 (vpaddlq_u8 (vcntq_u8 ((uint8x16_t) (v)))))
+
 #define PIQ_VEC_FMA(a, b, c)  ((vf) vfmaq_f32 ((float32x4_t) (c), (float32x4_t) (a), (float32x4_t) (b)))
 
 #include "piq-kernels-vec-body.h"

@@ -94,6 +94,11 @@ typedef void (*PiqDotGroupsI8Fn) (const int8_t *w, const int8_t *x, size_t n, si
 /* The same for 4-bit weights 0 … 15 packed two to a byte in 32-element blocks as
  * ggml's Q4_0 (block b's byte i: element 32b + i low, 32b + i + 16 high), against any
  * x; n and group are multiples of 32. Same type as PiqDotGroupsFn. */
+/* The binary policy's bit counts: x and w hold @nb blocks of @words 64-bit words
+ * each, and out[b] = Σ popcount (x[i] XOR w[i]) over the words i of block b (the
+ * disagreeing bits; padding bits are 0 in both operands). Exact. */
+typedef void (*PiqXnorCountsFn) (const uint64_t *x, const uint64_t *w, size_t nb, size_t words,
+                                 uint64_t *out);
 
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
@@ -111,6 +116,7 @@ typedef struct {
   PiqDotGroupsFn  dot_groups;
   PiqDotGroupsI8Fn dot_groups_i8;
   PiqDotGroupsFn  dot_groups_q4;
+  PiqXnorCountsFn xnor_counts;
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

@@ -374,10 +374,23 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
   dot_groups_generic (w, x, n, group, out, W_Q4);
 }
 
+static void
+xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, uint64_t *out)
+{
+  for (size_t b = 0; b < nb; b++)
+    {
+      uint64_t s = 0;
+      for (size_t i = b * words; i < (b + 1) * words; i++)
+        s += (uint64_t) __builtin_popcountll (x[i] ^ w[i]);
+      out[b] = s;
+    }
+}
+
 #define DEF_mm_tile(f)
 #define DEF_dot_groups(t)
 #define DEF_dot_groups_i8(t)
 #define DEF_dot_groups_q4(t)
+#define DEF_xnor_counts(t)
 
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)

@@ -1082,12 +1082,14 @@ VALL (f16, F16)
 
 #include "piq-formats-vec-body.h"
 #include "piq-matmul-vec-body.h"
+#include "piq-binary-vec-body.h"
 
 const PiqKernelTable PIQ_VEC_TABLE = {
   .name = PIQ_VEC_LABEL,
   .level = PIQ_VEC_LEVEL,
   .required = PIQ_VEC_REQUIRED,
   PIQ_MATMUL_SLOTS
+  PIQ_BINARY_SLOTS
 #ifndef PIQ_VEC_ONLY_MATMUL
   PIQ_FORMAT_SLOTS
   SLOTS (f32, F32)
