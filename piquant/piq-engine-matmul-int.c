@@ -18,67 +18,118 @@
  * The int8 GEMM on quantized operands (FBGEMM's and oneDNN's contract):
  *   I[m][n] = Σ_k (a[m][k] − za_m) · (b[n][k] − zb_n)      exact, in 64 bits
  * with A uint8 or int8 per tensor or per row and B int8 or uint8 per tensor or per
- * output channel. The zero points fold through row and column sums: A is taken as
- * unsigned bytes ã (int8 + 128) and as signed x = ã − 128, and
- *   B stored as signed w = b − zb:   I = Σ ã·w − zã·Σw
- *   B stored as c = b + offset, z:   I = Σ x·c − z·Σx − (zã − 128)·(Σc − K·z)
- * where every Σ of two operands is one exact dot_groups call. */
+ * output channel. A is taken as unsigned bytes ã (int8 + 128, zero point zã) and B
+ * as the signed bytes s of its packed copy (piq_engine_pack_gemm_b), so every product
+ * is one u8 × s8 micro-kernel (VPDPBUSD), D = Σ ã·s, and the zero points fold
+ * through row and column sums:
+ *   B stored as signed w = b − zb (s = w):      I = D − zã·Σw
+ *   B stored as c = b + offset, z (s = c − 128): I = D + (128 − z)·Σã − zã·Σc + K·zã·z
+ * D is summed by the micro-kernel in int32 over at most DOT_CHUNK k at a time (no
+ * overflow: 4096 · 255 · 128 < 2^31) and those partials in int64, in k order. */
+
+/* k per micro-kernel call: the 32 columns of B a tile reads stay in L1 (16 KiB) */
+#define GEMM_KC 512
+/* rows and columns of A and B per work item of the threads */
+#define GEMM_MC 64
+#define GEMM_NC 256
+
+int
+piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e)
+{
+  uint64_t panels = (p->n + 15) / 16;
+
+  if (p->group != p->k || p->q4)
+    return 1;
+  p->gemm_kq = (size_t) (p->k + 3) / 4;
+  p->gemm_ldbp = 64 * p->gemm_kq;
+  if (panels * p->gemm_ldbp == 0)
+    return 1;
+  if ((p->gemm_b = try_alloc (panels, p->gemm_ldbp, "the int8 GEMM's packed weights", e)) == NULL)
+    return 0;
+  memset (p->gemm_b, 0, panels * p->gemm_ldbp);
+  for (uint64_t j = 0; j < p->n; j++)
+    {
+      int8_t *col = p->gemm_b + j / 16 * p->gemm_ldbp + 4 * (j % 16);
+      for (uint64_t i = 0; i < p->k; i++)
+        {
+          uint8_t c = p->codes[j * p->k + i];
+          col[64 * (i / 4) + i % 4] = p->signed_codes ? (int8_t) c : (int8_t) (c ^ 0x80);
+        }
+    }
+  p->bytes += panels * p->gemm_ldbp;
+  return 1;
+}
 
 typedef struct {
   const PiqEngine       *eng;
   const PiqEnginePacked *b;
-  uint64_t       k, n;
-  const uint8_t *au;       /* A as unsigned bytes ã */
-  const int8_t  *ax;       /* A as signed bytes ã − 128 */
+  uint64_t       k, n, m;
+  const uint8_t *au;       /* A as unsigned bytes ã, rows lda apart, zero past k */
+  size_t         lda;
   const int32_t *za;       /* zero points of ã */
-  const int64_t *axsum;    /* per row: Σ ã, Σ x */
+  const int64_t *ausum;    /* per row: Σ ã */
   int64_t       *acc;      /* [m][n] */
-  uint64_t       slots;
-  int32_t       *partial;  /* per slot: one int32 per DOT_CHUNK of k */
-  uint64_t       m;
+  uint64_t       mblocks, nblocks, slots;
+  int32_t       *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials */
 } IntJob;
 
-/* One exact sum of the int8 GEMM (the fold of the zero points: see above). */
-static int64_t
-int_sum (const IntJob *job, int32_t *partial, uint64_t r, uint64_t j)
+/* One work item: rows [m0, m1) × columns [n0, n1) of I. */
+static void
+int_item (const IntJob *job, int32_t *tile, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1)
 {
   const PiqEnginePacked *b = job->b;
-  const uint64_t k = job->k, chunks = (k + DOT_CHUNK - 1) / DOT_CHUNK;
-  const uint8_t *wc = b->codes + j * k;
-  int64_t dot = 0;
+  const size_t kb = 4 * b->gemm_kq, mc = (size_t) (m1 - m0), nc = (size_t) (n1 - n0);
+  const int8_t *bp = kb ? b->gemm_b + n0 / 16 * b->gemm_ldbp : NULL;
+  const int64_t k = (int64_t) job->k;
 
-  if (b->signed_codes)
+  for (uint64_t r = m0; r < m1; r++)
+    memset (job->acc + r * job->n + n0, 0, nc * sizeof (int64_t));
+  for (size_t k0 = 0; k0 < kb; k0 += GEMM_KC)
     {
-      /* Σ ã·w: ã unsigned, w signed */
-      job->eng->kernels->dot_groups (job->au + r * k, (const int8_t *) (const void *) wc,
-                                     (size_t) k, DOT_CHUNK, partial);
-      for (uint64_t c = 0; c < chunks; c++)
-        dot += partial[c];
-      return dot - (int64_t) job->za[r] * b->sums[j];
+      size_t len = MIN ((size_t) GEMM_KC, kb - k0);
+      job->eng->kernels->gemm_u8s8 (job->au + m0 * job->lda + k0, job->lda, mc, bp + 16 * k0,
+                                    b->gemm_ldbp, nc, len / 4, tile, GEMM_NC,
+                                    k0 % DOT_CHUNK != 0);
+      if ((k0 + len) % DOT_CHUNK == 0 || k0 + len == kb)
+        for (size_t i = 0; i < mc; i++)
+          {
+            int64_t *acc = job->acc + (m0 + i) * job->n + n0;
+            for (size_t j = 0; j < nc; j++)
+              acc[j] += tile[i * GEMM_NC + j];
+          }
     }
-  job->eng->kernels->dot_groups (wc, job->ax + r * k, (size_t) k, DOT_CHUNK, partial);
-  for (uint64_t c = 0; c < chunks; c++)
-    dot += partial[c];
-  return dot - (int64_t) b->zps[j] * job->axsum[2 * r + 1] -
-         ((int64_t) job->za[r] - 128) * (b->sums[j] - (int64_t) k * b->zps[j]);
+  for (uint64_t r = m0; r < m1; r++)
+    {
+      int64_t *acc = job->acc + r * job->n;
+      int64_t za = job->za[r], su = job->ausum[r];
+      for (uint64_t j = n0; j < n1; j++)
+        if (b->signed_codes)
+          acc[j] -= za * b->sums[j];
+        else
+          {
+            int64_t z = b->zps[j];
+            acc[j] += (128 - z) * su - za * b->sums[j] + k * za * z;
+          }
+    }
 }
 
-/* Slot s of the split: items are (row of A, panel of N), in order. */
+/* Slot s of the split: items are (block of rows, block of columns), in order; the
+ * threads split M and N, never K, so every output is the same sum for any count. */
 static void
 int_slot (void *data, uint64_t slot, uint64_t count)
 {
   IntJob *job = data;
-  uint64_t panels = (job->n + PANEL - 1) / PANEL, items = job->m * panels;
+  uint64_t items = job->mblocks * job->nblocks;
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
       uint64_t per = (items + job->slots - 1) / job->slots;
-      int32_t *partial = job->partial + s * ((job->k + DOT_CHUNK - 1) / DOT_CHUNK);
+      int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC);
       for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
         {
-          uint64_t r = it / panels, j0 = it % panels * PANEL;
-          for (uint64_t j = j0; j < MIN (job->n, j0 + PANEL); j++)
-            job->acc[r * job->n + j] = int_sum (job, partial, r, j);
+          uint64_t mb = it % job->mblocks, nb = it / job->mblocks;
+          int_item (job, tile, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
+                    MIN (job->n, (nb + 1) * GEMM_NC));
         }
     }
 }
@@ -94,8 +145,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   float *sa = NULL, *bf = NULL;
   int32_t *za = NULL;
   uint8_t *au = NULL;
-  int8_t *ax = NULL;
-  int64_t *axsum = NULL, *acc = NULL;
+  int64_t *ausum = NULL, *acc = NULL;
+  size_t lda = (size_t) (k + 3) / 4 * 4;
   int ok = 0;
 
   if (ai == NULL || ai->kind != PIQ_KIND_INT || ai->bits != 8)
@@ -186,14 +237,14 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
 
   if ((sa = try_alloc (m, sizeof (float), "the input's scales", e)) == NULL ||
       (za = try_alloc (m, sizeof (int32_t), "the input's zero points", e)) == NULL ||
-      (au = try_alloc (m, k, "the input as unsigned bytes", e)) == NULL ||
-      (ax = try_alloc (m, k, "the input as signed bytes", e)) == NULL ||
-      (axsum = try_alloc (m, 2 * sizeof (int64_t), "the input's sums", e)) == NULL ||
+      (au = try_alloc (m, lda + 4, "the input as unsigned bytes", e)) == NULL ||
+      (ausum = try_alloc (m, sizeof (int64_t), "the input's sums", e)) == NULL ||
       (acc = try_alloc (m * n, sizeof (int64_t), "the exact sums", e)) == NULL ||
       (bias != NULL && (bf = try_alloc (n, sizeof (float), "the bias", e)) == NULL))
     goto done;
   {
-    /* A's rows: per-row scale and zero point, as unsigned (ã) and signed (x) bytes */
+    /* A's rows: per-row scale and zero point, as unsigned bytes ã padded with zeros
+     * to whole quads of k (the micro-kernel's rows) */
     PiqEngineQuant a2 = *a;
     if (a_dims != 2)
       a2.f.axis = 0;
@@ -201,34 +252,43 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
       goto done;
     for (uint64_t r = 0; r < m; r++)
       {
-        int64_t su = 0, sx = 0;
+        int64_t su = 0;
+        uint8_t *row = au + r * lda;
+        memset (row + k, 0, lda - k);
         for (uint64_t i = 0; i < k; i++)
           {
             uint8_t c = ((const uint8_t *) a->codes)[r * k + i];
             uint8_t u = ai->is_signed ? (uint8_t) (c ^ 0x80) : c;
-            au[r * k + i] = u;
-            ax[r * k + i] = (int8_t) (u ^ 0x80);
+            row[i] = u;
             su += u;
-            sx += (int8_t) (u ^ 0x80);
           }
         if (ai->is_signed)
           za[r] += 128;   /* ã = a + 128 */
-        axsum[2 * r] = su;
-        axsum[2 * r + 1] = sx;
+        ausum[r] = su;
       }
   }
   {
     /* the exact sums, rows of A split over the threads (each writes its own rows of acc) */
-    IntJob job = { eng, b, k, n, au, ax, za, axsum, acc, 0, NULL, m };
+    IntJob job = { eng, b, k, n, m, au, lda, za, ausum, acc, 0, 0, 0, NULL };
     unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
     if (m * n * k < PARALLEL_MIN_MACS)
       threads = 1;
-    job.slots = MIN ((uint64_t) threads, m * ((n + PANEL - 1) / PANEL));
-    if ((job.partial = try_alloc (job.slots, ((k + DOT_CHUNK - 1) / DOT_CHUNK) * sizeof (int32_t),
-                                  "sums", e)) == NULL)
-      goto done;
-    piq_parallel_run (threads, job.slots, 1, 2, int_slot, &job);
-    free (job.partial);
+    job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
+    job.nblocks = (n + GEMM_NC - 1) / GEMM_NC;
+    job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
+    if (b->gemm_b == NULL && n > 0 && k > 0)
+      {
+        failf (e, PIQ_E_UNSUPPORTED, "the weights were packed without the int8 GEMM's layout");
+        goto done;
+      }
+    if (n > 0)
+      {
+        if ((job.tiles = try_alloc (job.slots, GEMM_MC * GEMM_NC * sizeof (int32_t), "sums",
+                                    e)) == NULL)
+          goto done;
+        piq_parallel_run (threads, job.slots, 1, 2, int_slot, &job);
+        free (job.tiles);
+      }
   }
   if (bias != NULL)
     to_f32 (bias->data, bias->dtype, n, bf);
@@ -294,8 +354,7 @@ done:
   free (sa);
   free (za);
   free (au);
-  free (ax);
-  free (axsum);
+  free (ausum);
   free (acc);
   free (bf);
   return ok;

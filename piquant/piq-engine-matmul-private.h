@@ -47,7 +47,16 @@ struct PiqEnginePacked {
   float   *scales;             /* [n][groups] */
   int32_t *zps;                /* [n][groups] zero point + offset */
   size_t   bytes;
+  /* the int8 GEMM's B (byte codes, one group per row: piq_engine_pack_gemm_b): the
+   * stored codes as signed bytes (w, or c − 128 without signed_codes), in panels of 16
+   * rows of gemm_kq quads of 4 k (PiqGemmU8S8Fn's layout), zero past n and k */
+  int8_t  *gemm_b;
+  size_t   gemm_kq, gemm_ldbp;
 };
+
+/* Pack the int8 GEMM's B from p->codes where it applies (byte codes, one group per
+ * row); 0 with @e set when the memory is missing (piq-engine-matmul-int.c). */
+int piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e) PIQ_INTERNAL;
 
 /* the engine's own error and allocation helpers (piq-engine.c), by shorter names */
 #define failf piq_engine_fail

@@ -322,6 +322,8 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
       for (uint64_t i = 0; i < p->n * p->groups; i++)
         p->zps[i] = 8;
     }
+  if (!piq_engine_pack_gemm_b (p, e))
+    goto fail;
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
   p->q.codes_size = p->q.scales_size = p->q.zero_points_size = 0;
@@ -342,6 +344,7 @@ piq_engine_packed_free (PiqEnginePacked *p)
   free (p->scales);
   free (p->zps);
   free (p->sums);
+  free (p->gemm_b);
   free (p);
 }
 
