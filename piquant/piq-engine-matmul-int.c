@@ -63,27 +63,26 @@ piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e)
 typedef struct {
   const PiqEngine       *eng;
   const PiqEnginePacked *b;
-  uint64_t       k, n, m;
-  const uint8_t *au;       /* A as unsigned bytes ã, rows lda apart, zero past k */
-  size_t         lda;
-  const int32_t *za;       /* zero points of ã */
-  const int64_t *ausum;    /* per row: Σ ã */
-  int64_t       *acc;      /* [m][n] */
-  uint64_t       mblocks, nblocks, slots;
-  int32_t       *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials */
-} IntJob;
+  uint64_t         m;
+  const uint8_t   *au;       /* A as unsigned bytes, rows lda apart, zero past k */
+  size_t           lda;
+  PiqGemmEpilogue  epilogue;
+  void            *ctx;
+  uint64_t         mblocks, nblocks, slots;
+  int32_t         *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials, then as many int64 sums */
+} GemmJob;
 
-/* One work item: rows [m0, m1) × columns [n0, n1) of I. */
+/* One work item: D over rows [m0, m1) × columns [n0, n1), then the epilogue. */
 static void
-int_item (const IntJob *job, int32_t *tile, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1)
+gemm_item (const GemmJob *job, int32_t *tile, int64_t *d, uint64_t m0, uint64_t m1, uint64_t n0,
+           uint64_t n1)
 {
   const PiqEnginePacked *b = job->b;
   const size_t kb = 4 * b->gemm_kq, mc = (size_t) (m1 - m0), nc = (size_t) (n1 - n0);
   const int8_t *bp = kb ? b->gemm_b + n0 / 16 * b->gemm_ldbp : NULL;
-  const int64_t k = (int64_t) job->k;
 
-  for (uint64_t r = m0; r < m1; r++)
-    memset (job->acc + r * job->n + n0, 0, nc * sizeof (int64_t));
+  for (size_t i = 0; i < mc; i++)
+    memset (d + i * GEMM_NC, 0, nc * sizeof (int64_t));
   for (size_t k0 = 0; k0 < kb; k0 += GEMM_KC)
     {
       size_t len = MIN ((size_t) GEMM_KC, kb - k0);
@@ -92,45 +91,88 @@ int_item (const IntJob *job, int32_t *tile, uint64_t m0, uint64_t m1, uint64_t n
                                     k0 % DOT_CHUNK != 0);
       if ((k0 + len) % DOT_CHUNK == 0 || k0 + len == kb)
         for (size_t i = 0; i < mc; i++)
-          {
-            int64_t *acc = job->acc + (m0 + i) * job->n + n0;
-            for (size_t j = 0; j < nc; j++)
-              acc[j] += tile[i * GEMM_NC + j];
-          }
+          for (size_t j = 0; j < nc; j++)
+            d[i * GEMM_NC + j] += tile[i * GEMM_NC + j];
     }
-  for (uint64_t r = m0; r < m1; r++)
-    {
-      int64_t *acc = job->acc + r * job->n;
-      int64_t za = job->za[r], su = job->ausum[r];
-      for (uint64_t j = n0; j < n1; j++)
-        if (b->signed_codes)
-          acc[j] -= za * b->sums[j];
-        else
-          {
-            int64_t z = b->zps[j];
-            acc[j] += (128 - z) * su - za * b->sums[j] + k * za * z;
-          }
-    }
+  job->epilogue (job->ctx, m0, m1, n0, n1, d, GEMM_NC);
 }
 
 /* Slot s of the split: items are (block of rows, block of columns), in order; the
  * threads split M and N, never K, so every output is the same sum for any count. */
 static void
-int_slot (void *data, uint64_t slot, uint64_t count)
+gemm_slot (void *data, uint64_t slot, uint64_t count)
 {
-  IntJob *job = data;
+  GemmJob *job = data;
   uint64_t items = job->mblocks * job->nblocks;
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
       uint64_t per = (items + job->slots - 1) / job->slots;
-      int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC);
+      int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC * 3);
+      int64_t *d = (int64_t *) (void *) (tile + GEMM_MC * GEMM_NC);
       for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
         {
           uint64_t mb = it % job->mblocks, nb = it / job->mblocks;
-          int_item (job, tile, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
-                    MIN (job->n, (nb + 1) * GEMM_NC));
+          gemm_item (job, tile, d, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
+                     MIN (job->b->n, (nb + 1) * GEMM_NC));
         }
+    }
+}
+
+int
+piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,
+                      size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
+                      PiqEngineError *e)
+{
+  GemmJob job = { eng, b, m, au, lda, epilogue, ctx, 0, 0, 0, NULL };
+  unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
+
+  if (m == 0 || b->n == 0)
+    return 1;
+  if (b->gemm_b == NULL && b->k > 0)
+    return failf (e, PIQ_E_UNSUPPORTED, "the weights were packed without the int8 GEMM's layout");
+  if (m * b->n * b->k < PARALLEL_MIN_MACS)
+    threads = 1;
+  job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
+  job.nblocks = (b->n + GEMM_NC - 1) / GEMM_NC;
+  job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
+  if ((job.tiles = try_alloc (job.slots, GEMM_MC * GEMM_NC * 3 * sizeof (int32_t), "sums", e)) == NULL)
+    return 0;
+  piq_parallel_run (threads, job.slots, 1, 2, gemm_slot, &job);
+  free (job.tiles);
+  return 1;
+}
+
+typedef struct {
+  const PiqEnginePacked *b;
+  uint64_t       k, n;
+  const int32_t *za;       /* zero points of ã */
+  const int64_t *ausum;    /* per row: Σ ã */
+  int64_t       *acc;      /* [m][n] */
+} IntJob;
+
+/* The zero points folded into D (see above), into acc. */
+static void
+int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int64_t *d,
+              size_t ldd)
+{
+  const IntJob *job = data;
+  const PiqEnginePacked *b = job->b;
+  const int64_t k = (int64_t) job->k;
+
+  for (uint64_t r = m0; r < m1; r++)
+    {
+      int64_t *acc = job->acc + r * job->n;
+      const int64_t *dr = d + (r - m0) * ldd - n0;
+      int64_t za = job->za[r], su = job->ausum[r];
+      for (uint64_t j = n0; j < n1; j++)
+        if (b->signed_codes)
+          acc[j] = dr[j] - za * b->sums[j];
+        else
+          {
+            int64_t z = b->zps[j];
+            acc[j] = dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z;
+          }
     }
 }
 
@@ -269,26 +311,9 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   }
   {
     /* the exact sums, rows of A split over the threads (each writes its own rows of acc) */
-    IntJob job = { eng, b, k, n, m, au, lda, za, ausum, acc, 0, 0, 0, NULL };
-    unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
-    if (m * n * k < PARALLEL_MIN_MACS)
-      threads = 1;
-    job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
-    job.nblocks = (n + GEMM_NC - 1) / GEMM_NC;
-    job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
-    if (b->gemm_b == NULL && n > 0 && k > 0)
-      {
-        failf (e, PIQ_E_UNSUPPORTED, "the weights were packed without the int8 GEMM's layout");
-        goto done;
-      }
-    if (n > 0)
-      {
-        if ((job.tiles = try_alloc (job.slots, GEMM_MC * GEMM_NC * sizeof (int32_t), "sums",
-                                    e)) == NULL)
-          goto done;
-        piq_parallel_run (threads, job.slots, 1, 2, int_slot, &job);
-        free (job.tiles);
-      }
+    IntJob job = { b, k, n, za, ausum, acc };
+    if (!piq_engine_gemm_u8s8 (eng, b, au, lda, m, int_epilogue, &job, e))
+      goto done;
   }
   if (bias != NULL)
     to_f32 (bias->data, bias->dtype, n, bf);

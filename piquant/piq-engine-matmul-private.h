@@ -57,6 +57,15 @@ struct PiqEnginePacked {
 /* Pack the int8 GEMM's B from p->codes where it applies (byte codes, one group per
  * row); 0 with @e set when the memory is missing (piq-engine-matmul-int.c). */
 int piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e) PIQ_INTERNAL;
+/* D[m][n] = Σ_k ã[m][k] · s[n][k] for A's @m rows of unsigned bytes (lda apart, zero
+ * from k to a multiple of 4) and B's packed signed bytes, exact in int64, split over
+ * the engine's threads by blocks of rows and columns: each block of D (ldd int64
+ * apart) is handed to @epilogue once, on the thread that summed it. */
+typedef void (*PiqGemmEpilogue) (void *ctx, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
+                                 const int64_t *d, size_t ldd);
+int piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,
+                          size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
+                          PiqEngineError *e) PIQ_INTERNAL;
 
 /* the engine's own error and allocation helpers (piq-engine.c), by shorter names */
 #define failf piq_engine_fail
