@@ -176,6 +176,115 @@ int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, co
     }
 }
 
+/* The steps before and after the sums, over rows of A split across the threads
+ * (each row's bytes are the same for any split). */
+typedef struct {
+  const uint8_t          *codes;      /* A's codes */
+  int                     a_signed;
+  uint64_t                k, n;
+  size_t                  lda;
+  uint8_t                *au;
+  int32_t                *za;
+  int64_t                *ausum;
+  const int64_t          *acc;
+  const float            *sa, *bf;
+  const PiqEnginePacked  *b;
+  const PiqEngineMatmulOut *out;
+  uint8_t                *yd;
+  size_t                  ldy;
+  int                     overflow;
+} IntPost;
+
+/* A's rows as unsigned bytes ã, zero to the quad, and Σ ã. */
+static void
+int_prep_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    {
+      int64_t su = 0;
+      uint8_t *row = p->au + r * p->lda;
+      const uint8_t *src = p->codes + r * p->k;
+      memset (row + p->k, 0, p->lda - p->k);
+      for (uint64_t i = 0; i < p->k; i++)
+        {
+          uint8_t u = p->a_signed ? (uint8_t) (src[i] ^ 0x80) : src[i];
+          row[i] = u;
+          su += u;
+        }
+      if (p->a_signed)
+        p->za[r] += 128;   /* ã = a + 128 */
+      p->ausum[r] = su;
+    }
+}
+
+/* The int32 value of output [r][j] (added to Y's for ADD), in 64 bits. */
+static inline int64_t
+int_value (const IntPost *p, uint64_t r, uint64_t j)
+{
+  int64_t v = p->acc[r * p->n + j];
+  if (p->out->add)
+    {
+      int32_t old;
+      memcpy (&old, p->yd + r * p->ldy + j * 4, 4);
+      v += old;
+    }
+  return v;
+}
+
+static void
+int_check_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    for (uint64_t j = 0; j < p->n; j++)
+      {
+        int64_t v = int_value (p, r, j);
+        if (v < INT32_MIN || v > INT32_MAX)
+          {
+            __atomic_store_n (&p->overflow, 1, __ATOMIC_RELAXED);
+            return;
+          }
+      }
+}
+
+static void
+int_store_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+  const PiqEngineView *y = &p->out->view;
+  const PiqDtypeInfo *yi = piq_dtype_info (y->dtype);
+  const float *bf = p->bf;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    for (uint64_t j = 0; j < p->n; j++)
+      if (p->out->kind == PIQ_MM_OUT_INT32)
+        {
+          int32_t v = (int32_t) int_value (p, r, j);
+          memcpy (p->yd + r * p->ldy + j * 4, &v, 4);
+        }
+      else
+        {
+          double v = (double) p->acc[r * p->n + j] * (double) p->sa[r] * (double) p->b->scales[j];
+          if (p->out->kind == PIQ_MM_OUT_FLOAT)
+            store_float (p->yd + r * p->ldy, j, bf != NULL ? (float) v + bf[j] : (float) v,
+                         y->dtype, p->out->add);
+          else
+            {
+              double q;
+              if (bf != NULL)
+                v += (double) bf[j];
+              q = nearbyint (v / p->out->scale) + (double) p->out->zero_point;
+              q = isnan (q) ? (double) p->out->zero_point
+                  : q < (double) yi->min ? (double) yi->min
+                  : q > (double) yi->max ? (double) yi->max : q;
+              p->yd[r * p->ldy + j] = yi->is_signed ? (uint8_t) (int8_t) q : (uint8_t) q;
+            }
+        }
+}
+
 int
 piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint64_t *a_shape,
                        unsigned a_dims, const PiqEnginePacked *b, const PiqEngineView *bias,
@@ -189,6 +298,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   uint8_t *au = NULL;
   int64_t *ausum = NULL, *acc = NULL;
   size_t lda = (size_t) (k + 3) / 4 * 4;
+  IntPost post;
+  unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
   int ok = 0;
 
   if (ai == NULL || ai->kind != PIQ_KIND_INT || ai->bits != 8)
@@ -276,6 +387,9 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   }
   if (m == 0)
     return 1;
+  if (m * n * k < PARALLEL_MIN_MACS)
+    threads = 1;
+  memset (&post, 0, sizeof post);
 
   if ((sa = try_alloc (m, sizeof (float), "the input's scales", e)) == NULL ||
       (za = try_alloc (m, sizeof (int32_t), "the input's zero points", e)) == NULL ||
@@ -292,25 +406,18 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
       a2.f.axis = 0;
     if (!piq_engine_int_row_params (&a2, m, k, &group, sa, za, e))
       goto done;
-    for (uint64_t r = 0; r < m; r++)
-      {
-        int64_t su = 0;
-        uint8_t *row = au + r * lda;
-        memset (row + k, 0, lda - k);
-        for (uint64_t i = 0; i < k; i++)
-          {
-            uint8_t c = ((const uint8_t *) a->codes)[r * k + i];
-            uint8_t u = ai->is_signed ? (uint8_t) (c ^ 0x80) : c;
-            row[i] = u;
-            su += u;
-          }
-        if (ai->is_signed)
-          za[r] += 128;   /* ã = a + 128 */
-        ausum[r] = su;
-      }
+    post.codes = a->codes;
+    post.a_signed = ai->is_signed;
+    post.k = k;
+    post.n = n;
+    post.lda = lda;
+    post.au = au;
+    post.za = za;
+    post.ausum = ausum;
+    piq_parallel_run (threads, m, 1, 2, int_prep_rows, &post);
   }
   {
-    /* the exact sums, rows of A split over the threads (each writes its own rows of acc) */
+    /* the exact sums, blocks of rows and columns split over the threads */
     IntJob job = { b, k, n, za, ausum, acc };
     if (!piq_engine_gemm_u8s8 (eng, b, au, lda, m, int_epilogue, &job, e))
       goto done;
@@ -321,58 +428,32 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   {
     const PiqEngineView *y = &out->view;
     size_t y_esize = piq_dtype_info (y->dtype)->bits / 8;
-    size_t ldy = y->row_stride && m > 1 ? y->row_stride : (size_t) n * y_esize;
-    uint8_t *yd = (uint8_t *) y->data;
 
+    post.acc = acc;
+    post.sa = sa;
+    post.bf = bf;
+    post.b = b;
+    post.out = out;
+    post.yd = (uint8_t *) y->data;
+    post.ldy = y->row_stride && m > 1 ? y->row_stride : (size_t) n * y_esize;
     if (out->kind == PIQ_MM_OUT_INT32)
       {
         /* every sum checked before the first is written */
-        for (uint64_t r = 0; r < m; r++)
-          for (uint64_t j = 0; j < n; j++)
-            {
-              int64_t v = acc[r * n + j];
-              if (out->add)
-                {
-                  int32_t old;
-                  memcpy (&old, yd + r * ldy + j * 4, 4);
-                  v += old;
-                }
-              if (v < INT32_MIN || v > INT32_MAX)
-                {
-                  failf (e, PIQ_E_OVERFLOW, "output [%" PRIu64 ", %" PRIu64 "] = %" PRId64
-                         " does not fit an int32", r, j, v);
-                  goto done;
-                }
-              acc[r * n + j] = v;
-            }
-        for (uint64_t r = 0; r < m; r++)
-          for (uint64_t j = 0; j < n; j++)
-            {
-              int32_t v = (int32_t) acc[r * n + j];
-              memcpy (yd + r * ldy + j * 4, &v, 4);
-            }
-      }
-    else
-      for (uint64_t r = 0; r < m; r++)
-        for (uint64_t j = 0; j < n; j++)
-          {
-            double v = (double) acc[r * n + j] * (double) sa[r] * (double) b->scales[j];
-            if (out->kind == PIQ_MM_OUT_FLOAT)
-              store_float (yd + r * ldy, j, bf != NULL ? (float) v + bf[j] : (float) v, y->dtype,
-                           out->add);
-            else
+        piq_parallel_run (threads, m, 1, 2, int_check_rows, &post);
+        if (post.overflow)
+          for (uint64_t r = 0; r < m; r++)
+            for (uint64_t j = 0; j < n; j++)
               {
-                const PiqDtypeInfo *yi = piq_dtype_info (y->dtype);
-                double q;
-                if (bf != NULL)
-                  v += (double) bf[j];
-                q = nearbyint (v / out->scale) + (double) out->zero_point;
-                q = isnan (q) ? (double) out->zero_point
-                    : q < (double) yi->min ? (double) yi->min
-                    : q > (double) yi->max ? (double) yi->max : q;
-                yd[r * ldy + j] = yi->is_signed ? (uint8_t) (int8_t) q : (uint8_t) q;
+                int64_t v = int_value (&post, r, j);
+                if (v < INT32_MIN || v > INT32_MAX)
+                  {
+                    failf (e, PIQ_E_OVERFLOW, "output [%" PRIu64 ", %" PRIu64 "] = %" PRId64
+                           " does not fit an int32", r, j, v);
+                    goto done;
+                  }
               }
-          }
+      }
+    piq_parallel_run (threads, m, 1, 2, int_store_rows, &post);
   }
   ok = 1;
 done:
