@@ -33,6 +33,42 @@
 #define GEMM_MC 64
 #define GEMM_NC 256
 
+/* Two blocks of scratch kept for the next call (the micro-kernel's tiles; the sums
+ * and A's bytes), taken and given back atomically as the float policy's is: fresh
+ * blocks of these sizes come from mmap, and their page faults cost a product of
+ * 64 × 512 × 1000 more than its arithmetic (perf). */
+typedef struct {
+  size_t  size;
+  uint8_t pad[56];
+  uint8_t data[];
+} IntScratch;
+
+static IntScratch *int_scratch_cache[2];
+
+static IntScratch *
+int_scratch_take (int which, size_t bytes, PiqEngineError *e)
+{
+  IntScratch *s = __atomic_exchange_n (&int_scratch_cache[which], NULL, __ATOMIC_ACQUIRE);
+
+  if (s != NULL && s->size >= bytes)
+    return s;
+  free (s);
+  if (bytes > SIZE_MAX - sizeof *s)
+    {
+      failf (e, PIQ_E_OVERFLOW, "the int8 GEMM's scratch does not fit in memory");
+      return NULL;
+    }
+  if ((s = try_alloc (1, sizeof *s + bytes, "the int8 GEMM's scratch", e)) != NULL)
+    s->size = bytes;
+  return s;
+}
+
+static void
+int_scratch_give (int which, IntScratch *s)
+{
+  free (__atomic_exchange_n (&int_scratch_cache[which], s, __ATOMIC_RELEASE));
+}
+
 int
 piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e)
 {
@@ -136,10 +172,15 @@ piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint
   job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
   job.nblocks = (b->n + GEMM_NC - 1) / GEMM_NC;
   job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
-  if ((job.tiles = try_alloc (job.slots, GEMM_MC * GEMM_NC * 3 * sizeof (int32_t), "sums", e)) == NULL)
-    return 0;
-  piq_parallel_run (threads, job.slots, 1, 2, gemm_slot, &job);
-  free (job.tiles);
+  {
+    IntScratch *scratch = int_scratch_take (0, job.slots * (GEMM_MC * GEMM_NC * 3 * sizeof (int32_t)),
+                                            e);
+    if (scratch == NULL)
+      return 0;
+    job.tiles = (int32_t *) (void *) scratch->data;
+    piq_parallel_run (threads, job.slots, 1, 2, gemm_slot, &job);
+    int_scratch_give (0, scratch);
+  }
   return 1;
 }
 
@@ -299,6 +340,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   int64_t *ausum = NULL, *acc = NULL;
   size_t lda = (size_t) (k + 3) / 4 * 4;
   IntPost post;
+  IntScratch *scratch = NULL;
+  size_t acc_bytes, au_bytes;
   unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
   int ok = 0;
 
@@ -393,11 +436,22 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
 
   if ((sa = try_alloc (m, sizeof (float), "the input's scales", e)) == NULL ||
       (za = try_alloc (m, sizeof (int32_t), "the input's zero points", e)) == NULL ||
-      (au = try_alloc (m, lda + 4, "the input as unsigned bytes", e)) == NULL ||
       (ausum = try_alloc (m, sizeof (int64_t), "the input's sums", e)) == NULL ||
-      (acc = try_alloc (m * n, sizeof (int64_t), "the exact sums", e)) == NULL ||
       (bias != NULL && (bf = try_alloc (n, sizeof (float), "the bias", e)) == NULL))
     goto done;
+  /* the exact sums and A's bytes: one block of kept scratch */
+  if (__builtin_mul_overflow ((size_t) m, (size_t) n, &acc_bytes) ||
+      __builtin_mul_overflow (acc_bytes, sizeof (int64_t), &acc_bytes) ||
+      __builtin_mul_overflow ((size_t) m, lda + 4, &au_bytes) ||
+      acc_bytes > SIZE_MAX - 64 - au_bytes)
+    {
+      failf (e, PIQ_E_OVERFLOW, "the int8 GEMM's sums do not fit in memory");
+      goto done;
+    }
+  if ((scratch = int_scratch_take (1, acc_bytes + au_bytes, e)) == NULL)
+    goto done;
+  acc = (int64_t *) (void *) scratch->data;
+  au = scratch->data + acc_bytes;
   {
     /* A's rows: per-row scale and zero point, as unsigned bytes ã padded with zeros
      * to whole quads of k (the micro-kernel's rows) */
@@ -459,9 +513,9 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
 done:
   free (sa);
   free (za);
-  free (au);
   free (ausum);
-  free (acc);
+  if (scratch != NULL)
+    int_scratch_give (1, scratch);
   free (bf);
   return ok;
 }
