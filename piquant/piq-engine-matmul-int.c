@@ -18,69 +18,312 @@
  * The int8 GEMM on quantized operands (FBGEMM's and oneDNN's contract):
  *   I[m][n] = Σ_k (a[m][k] − za_m) · (b[n][k] − zb_n)      exact, in 64 bits
  * with A uint8 or int8 per tensor or per row and B int8 or uint8 per tensor or per
- * output channel. The zero points fold through row and column sums: A is taken as
- * unsigned bytes ã (int8 + 128) and as signed x = ã − 128, and
- *   B stored as signed w = b − zb:   I = Σ ã·w − zã·Σw
- *   B stored as c = b + offset, z:   I = Σ x·c − z·Σx − (zã − 128)·(Σc − K·z)
- * where every Σ of two operands is one exact dot_groups call. */
+ * output channel. A is taken as unsigned bytes ã (int8 + 128, zero point zã) and B
+ * as the signed bytes s of its packed copy (piq_engine_pack_gemm_b), so every product
+ * is one u8 × s8 micro-kernel (VPDPBUSD), D = Σ ã·s, and the zero points fold
+ * through row and column sums:
+ *   B stored as signed w = b − zb (s = w):      I = D − zã·Σw
+ *   B stored as c = b + offset, z (s = c − 128): I = D + (128 − z)·Σã − zã·Σc + K·zã·z
+ * D is summed by the micro-kernel in int32 over at most DOT_CHUNK k at a time (no
+ * overflow: 4096 · 255 · 128 < 2^31) and those partials in int64, in k order. */
+
+/* k per micro-kernel call: the 32 columns of B a tile reads stay in L1 (16 KiB) */
+#define GEMM_KC 512
+/* rows and columns of A and B per work item of the threads */
+#define GEMM_MC 64
+#define GEMM_NC 256
+
+/* Two blocks of scratch kept for the next call (the micro-kernel's tiles; the sums
+ * and A's bytes), taken and given back atomically as the float policy's is: fresh
+ * blocks of these sizes come from mmap, and their page faults cost a product of
+ * 64 × 512 × 1000 more than its arithmetic (perf). */
+typedef struct {
+  size_t  size;
+  uint8_t pad[56];
+  uint8_t data[];
+} IntScratch;
+
+static IntScratch *int_scratch_cache[2];
+
+static IntScratch *
+int_scratch_take (int which, size_t bytes, PiqEngineError *e)
+{
+  IntScratch *s = __atomic_exchange_n (&int_scratch_cache[which], NULL, __ATOMIC_ACQUIRE);
+
+  if (s != NULL && s->size >= bytes)
+    return s;
+  free (s);
+  if (bytes > SIZE_MAX - sizeof *s)
+    {
+      failf (e, PIQ_E_OVERFLOW, "the int8 GEMM's scratch does not fit in memory");
+      return NULL;
+    }
+  if ((s = try_alloc (1, sizeof *s + bytes, "the int8 GEMM's scratch", e)) != NULL)
+    s->size = bytes;
+  return s;
+}
+
+static void
+int_scratch_give (int which, IntScratch *s)
+{
+  free (__atomic_exchange_n (&int_scratch_cache[which], s, __ATOMIC_RELEASE));
+}
+
+int
+piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e)
+{
+  uint64_t panels = (p->n + 15) / 16;
+
+  if (p->group != p->k || p->q4)
+    return 1;
+  p->gemm_kq = (size_t) (p->k + 3) / 4;
+  p->gemm_ldbp = 64 * p->gemm_kq;
+  if (panels * p->gemm_ldbp == 0)
+    return 1;
+  if ((p->gemm_b = try_alloc (panels, p->gemm_ldbp, "the int8 GEMM's packed weights", e)) == NULL)
+    return 0;
+  memset (p->gemm_b, 0, panels * p->gemm_ldbp);
+  for (uint64_t j = 0; j < p->n; j++)
+    {
+      int8_t *col = p->gemm_b + j / 16 * p->gemm_ldbp + 4 * (j % 16);
+      for (uint64_t i = 0; i < p->k; i++)
+        {
+          uint8_t c = p->codes[j * p->k + i];
+          col[64 * (i / 4) + i % 4] = p->signed_codes ? (int8_t) c : (int8_t) (c ^ 0x80);
+        }
+    }
+  p->bytes += panels * p->gemm_ldbp;
+  return 1;
+}
 
 typedef struct {
   const PiqEngine       *eng;
   const PiqEnginePacked *b;
-  uint64_t       k, n;
-  const uint8_t *au;       /* A as unsigned bytes ã */
-  const int8_t  *ax;       /* A as signed bytes ã − 128 */
-  const int32_t *za;       /* zero points of ã */
-  const int64_t *axsum;    /* per row: Σ ã, Σ x */
-  int64_t       *acc;      /* [m][n] */
-  uint64_t       slots;
-  int32_t       *partial;  /* per slot: one int32 per DOT_CHUNK of k */
-  uint64_t       m;
-} IntJob;
+  uint64_t         m;
+  const uint8_t   *au;       /* A as unsigned bytes, rows lda apart, zero past k */
+  size_t           lda;
+  PiqGemmEpilogue  epilogue;
+  void            *ctx;
+  uint64_t         mblocks, nblocks, slots;
+  int32_t         *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials, then as many int64 sums */
+} GemmJob;
 
-/* One exact sum of the int8 GEMM (the fold of the zero points: see above). */
-static int64_t
-int_sum (const IntJob *job, int32_t *partial, uint64_t r, uint64_t j)
+/* One work item: D over rows [m0, m1) × columns [n0, n1), then the epilogue. */
+static void
+gemm_item (const GemmJob *job, int32_t *tile, int64_t *d, uint64_t m0, uint64_t m1, uint64_t n0,
+           uint64_t n1)
 {
   const PiqEnginePacked *b = job->b;
-  const uint64_t k = job->k, chunks = (k + DOT_CHUNK - 1) / DOT_CHUNK;
-  const uint8_t *wc = b->codes + j * k;
-  int64_t dot = 0;
+  const size_t kb = 4 * b->gemm_kq, mc = (size_t) (m1 - m0), nc = (size_t) (n1 - n0);
+  const int8_t *bp = kb ? b->gemm_b + n0 / 16 * b->gemm_ldbp : NULL;
 
-  if (b->signed_codes)
+  for (size_t i = 0; i < mc; i++)
+    memset (d + i * GEMM_NC, 0, nc * sizeof (int64_t));
+  for (size_t k0 = 0; k0 < kb; k0 += GEMM_KC)
     {
-      /* Σ ã·w: ã unsigned, w signed */
-      job->eng->kernels->dot_groups (job->au + r * k, (const int8_t *) (const void *) wc,
-                                     (size_t) k, DOT_CHUNK, partial);
-      for (uint64_t c = 0; c < chunks; c++)
-        dot += partial[c];
-      return dot - (int64_t) job->za[r] * b->sums[j];
+      size_t len = MIN ((size_t) GEMM_KC, kb - k0);
+      job->eng->kernels->gemm_u8s8 (job->au + m0 * job->lda + k0, job->lda, mc, bp + 16 * k0,
+                                    b->gemm_ldbp, nc, len / 4, tile, GEMM_NC,
+                                    k0 % DOT_CHUNK != 0);
+      if ((k0 + len) % DOT_CHUNK == 0 || k0 + len == kb)
+        for (size_t i = 0; i < mc; i++)
+          for (size_t j = 0; j < nc; j++)
+            d[i * GEMM_NC + j] += tile[i * GEMM_NC + j];
     }
-  job->eng->kernels->dot_groups (wc, job->ax + r * k, (size_t) k, DOT_CHUNK, partial);
-  for (uint64_t c = 0; c < chunks; c++)
-    dot += partial[c];
-  return dot - (int64_t) b->zps[j] * job->axsum[2 * r + 1] -
-         ((int64_t) job->za[r] - 128) * (b->sums[j] - (int64_t) k * b->zps[j]);
+  job->epilogue (job->ctx, m0, m1, n0, n1, d, GEMM_NC);
 }
 
-/* Slot s of the split: items are (row of A, panel of N), in order. */
+/* Slot s of the split: items are (block of rows, block of columns), in order; the
+ * threads split M and N, never K, so every output is the same sum for any count. */
 static void
-int_slot (void *data, uint64_t slot, uint64_t count)
+gemm_slot (void *data, uint64_t slot, uint64_t count)
 {
-  IntJob *job = data;
-  uint64_t panels = (job->n + PANEL - 1) / PANEL, items = job->m * panels;
+  GemmJob *job = data;
+  uint64_t items = job->mblocks * job->nblocks;
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
       uint64_t per = (items + job->slots - 1) / job->slots;
-      int32_t *partial = job->partial + s * ((job->k + DOT_CHUNK - 1) / DOT_CHUNK);
+      int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC * 3);
+      int64_t *d = (int64_t *) (void *) (tile + GEMM_MC * GEMM_NC);
       for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
         {
-          uint64_t r = it / panels, j0 = it % panels * PANEL;
-          for (uint64_t j = j0; j < MIN (job->n, j0 + PANEL); j++)
-            job->acc[r * job->n + j] = int_sum (job, partial, r, j);
+          uint64_t mb = it % job->mblocks, nb = it / job->mblocks;
+          gemm_item (job, tile, d, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
+                     MIN (job->b->n, (nb + 1) * GEMM_NC));
         }
     }
+}
+
+int
+piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,
+                      size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
+                      PiqEngineError *e)
+{
+  GemmJob job = { eng, b, m, au, lda, epilogue, ctx, 0, 0, 0, NULL };
+  unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
+
+  if (m == 0 || b->n == 0)
+    return 1;
+  if (b->gemm_b == NULL && b->k > 0)
+    return failf (e, PIQ_E_UNSUPPORTED, "the weights were packed without the int8 GEMM's layout");
+  if (m * b->n * b->k < PARALLEL_MIN_MACS)
+    threads = 1;
+  job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
+  job.nblocks = (b->n + GEMM_NC - 1) / GEMM_NC;
+  job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
+  {
+    IntScratch *scratch = int_scratch_take (0, job.slots * (GEMM_MC * GEMM_NC * 3 * sizeof (int32_t)),
+                                            e);
+    if (scratch == NULL)
+      return 0;
+    job.tiles = (int32_t *) (void *) scratch->data;
+    piq_parallel_run (threads, job.slots, 1, 2, gemm_slot, &job);
+    int_scratch_give (0, scratch);
+  }
+  return 1;
+}
+
+typedef struct {
+  const PiqEnginePacked *b;
+  uint64_t       k, n;
+  const int32_t *za;       /* zero points of ã */
+  const int64_t *ausum;    /* per row: Σ ã */
+  int64_t       *acc;      /* [m][n] */
+} IntJob;
+
+/* The zero points folded into D (see above), into acc. */
+static void
+int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int64_t *d,
+              size_t ldd)
+{
+  const IntJob *job = data;
+  const PiqEnginePacked *b = job->b;
+  const int64_t k = (int64_t) job->k;
+
+  for (uint64_t r = m0; r < m1; r++)
+    {
+      int64_t *acc = job->acc + r * job->n;
+      const int64_t *dr = d + (r - m0) * ldd - n0;
+      int64_t za = job->za[r], su = job->ausum[r];
+      for (uint64_t j = n0; j < n1; j++)
+        if (b->signed_codes)
+          acc[j] = dr[j] - za * b->sums[j];
+        else
+          {
+            int64_t z = b->zps[j];
+            acc[j] = dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z;
+          }
+    }
+}
+
+/* The steps before and after the sums, over rows of A split across the threads
+ * (each row's bytes are the same for any split). */
+typedef struct {
+  const uint8_t          *codes;      /* A's codes */
+  int                     a_signed;
+  uint64_t                k, n;
+  size_t                  lda;
+  uint8_t                *au;
+  int32_t                *za;
+  int64_t                *ausum;
+  const int64_t          *acc;
+  const float            *sa, *bf;
+  const PiqEnginePacked  *b;
+  const PiqEngineMatmulOut *out;
+  uint8_t                *yd;
+  size_t                  ldy;
+  int                     overflow;
+} IntPost;
+
+/* A's rows as unsigned bytes ã, zero to the quad, and Σ ã. */
+static void
+int_prep_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    {
+      int64_t su = 0;
+      uint8_t *row = p->au + r * p->lda;
+      const uint8_t *src = p->codes + r * p->k;
+      memset (row + p->k, 0, p->lda - p->k);
+      for (uint64_t i = 0; i < p->k; i++)
+        {
+          uint8_t u = p->a_signed ? (uint8_t) (src[i] ^ 0x80) : src[i];
+          row[i] = u;
+          su += u;
+        }
+      if (p->a_signed)
+        p->za[r] += 128;   /* ã = a + 128 */
+      p->ausum[r] = su;
+    }
+}
+
+/* The int32 value of output [r][j] (added to Y's for ADD), in 64 bits. */
+static inline int64_t
+int_value (const IntPost *p, uint64_t r, uint64_t j)
+{
+  int64_t v = p->acc[r * p->n + j];
+  if (p->out->add)
+    {
+      int32_t old;
+      memcpy (&old, p->yd + r * p->ldy + j * 4, 4);
+      v += old;
+    }
+  return v;
+}
+
+static void
+int_check_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    for (uint64_t j = 0; j < p->n; j++)
+      {
+        int64_t v = int_value (p, r, j);
+        if (v < INT32_MIN || v > INT32_MAX)
+          {
+            __atomic_store_n (&p->overflow, 1, __ATOMIC_RELAXED);
+            return;
+          }
+      }
+}
+
+static void
+int_store_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+  const PiqEngineView *y = &p->out->view;
+  const PiqDtypeInfo *yi = piq_dtype_info (y->dtype);
+  const float *bf = p->bf;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    for (uint64_t j = 0; j < p->n; j++)
+      if (p->out->kind == PIQ_MM_OUT_INT32)
+        {
+          int32_t v = (int32_t) int_value (p, r, j);
+          memcpy (p->yd + r * p->ldy + j * 4, &v, 4);
+        }
+      else
+        {
+          double v = (double) p->acc[r * p->n + j] * (double) p->sa[r] * (double) p->b->scales[j];
+          if (p->out->kind == PIQ_MM_OUT_FLOAT)
+            store_float (p->yd + r * p->ldy, j, bf != NULL ? (float) v + bf[j] : (float) v,
+                         y->dtype, p->out->add);
+          else
+            {
+              double q;
+              if (bf != NULL)
+                v += (double) bf[j];
+              q = nearbyint (v / p->out->scale) + (double) p->out->zero_point;
+              q = isnan (q) ? (double) p->out->zero_point
+                  : q < (double) yi->min ? (double) yi->min
+                  : q > (double) yi->max ? (double) yi->max : q;
+              p->yd[r * p->ldy + j] = yi->is_signed ? (uint8_t) (int8_t) q : (uint8_t) q;
+            }
+        }
 }
 
 int
@@ -94,8 +337,12 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   float *sa = NULL, *bf = NULL;
   int32_t *za = NULL;
   uint8_t *au = NULL;
-  int8_t *ax = NULL;
-  int64_t *axsum = NULL, *acc = NULL;
+  int64_t *ausum = NULL, *acc = NULL;
+  size_t lda = (size_t) (k + 3) / 4 * 4;
+  IntPost post;
+  IntScratch *scratch = NULL;
+  size_t acc_bytes, au_bytes;
+  unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
   int ok = 0;
 
   if (ai == NULL || ai->kind != PIQ_KIND_INT || ai->bits != 8)
@@ -185,52 +432,51 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   }
   if (m == 0)
     return 1;
+  if (m * n * k < PARALLEL_MIN_MACS)
+    threads = 1;
+  memset (&post, 0, sizeof post);
 
   if ((sa = try_alloc (m, sizeof (float), "the input's scales", e)) == NULL ||
       (za = try_alloc (m, sizeof (int32_t), "the input's zero points", e)) == NULL ||
-      (au = try_alloc (m, k, "the input as unsigned bytes", e)) == NULL ||
-      (ax = try_alloc (m, k, "the input as signed bytes", e)) == NULL ||
-      (axsum = try_alloc (m, 2 * sizeof (int64_t), "the input's sums", e)) == NULL ||
-      (acc = try_alloc (m * n, sizeof (int64_t), "the exact sums", e)) == NULL ||
+      (ausum = try_alloc (m, sizeof (int64_t), "the input's sums", e)) == NULL ||
       (bias != NULL && (bf = try_alloc (n, sizeof (float), "the bias", e)) == NULL))
     goto done;
+  /* the exact sums and A's bytes: one block of kept scratch */
+  if (__builtin_mul_overflow ((size_t) m, (size_t) n, &acc_bytes) ||
+      __builtin_mul_overflow (acc_bytes, sizeof (int64_t), &acc_bytes) ||
+      __builtin_mul_overflow ((size_t) m, lda + 4, &au_bytes) ||
+      acc_bytes > SIZE_MAX - 64 - au_bytes)
+    {
+      failf (e, PIQ_E_OVERFLOW, "the int8 GEMM's sums do not fit in memory");
+      goto done;
+    }
+  if ((scratch = int_scratch_take (1, acc_bytes + au_bytes, e)) == NULL)
+    goto done;
+  acc = (int64_t *) (void *) scratch->data;
+  au = scratch->data + acc_bytes;
   {
-    /* A's rows: per-row scale and zero point, as unsigned (ã) and signed (x) bytes */
+    /* A's rows: per-row scale and zero point, as unsigned bytes ã padded with zeros
+     * to whole quads of k (the micro-kernel's rows) */
     PiqEngineQuant a2 = *a;
     if (a_dims != 2)
       a2.f.axis = 0;
     if (!piq_engine_int_row_params (&a2, m, k, &group, sa, za, e))
       goto done;
-    for (uint64_t r = 0; r < m; r++)
-      {
-        int64_t su = 0, sx = 0;
-        for (uint64_t i = 0; i < k; i++)
-          {
-            uint8_t c = ((const uint8_t *) a->codes)[r * k + i];
-            uint8_t u = ai->is_signed ? (uint8_t) (c ^ 0x80) : c;
-            au[r * k + i] = u;
-            ax[r * k + i] = (int8_t) (u ^ 0x80);
-            su += u;
-            sx += (int8_t) (u ^ 0x80);
-          }
-        if (ai->is_signed)
-          za[r] += 128;   /* ã = a + 128 */
-        axsum[2 * r] = su;
-        axsum[2 * r + 1] = sx;
-      }
+    post.codes = a->codes;
+    post.a_signed = ai->is_signed;
+    post.k = k;
+    post.n = n;
+    post.lda = lda;
+    post.au = au;
+    post.za = za;
+    post.ausum = ausum;
+    piq_parallel_run (threads, m, 1, 2, int_prep_rows, &post);
   }
   {
-    /* the exact sums, rows of A split over the threads (each writes its own rows of acc) */
-    IntJob job = { eng, b, k, n, au, ax, za, axsum, acc, 0, NULL, m };
-    unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
-    if (m * n * k < PARALLEL_MIN_MACS)
-      threads = 1;
-    job.slots = MIN ((uint64_t) threads, m * ((n + PANEL - 1) / PANEL));
-    if ((job.partial = try_alloc (job.slots, ((k + DOT_CHUNK - 1) / DOT_CHUNK) * sizeof (int32_t),
-                                  "sums", e)) == NULL)
+    /* the exact sums, blocks of rows and columns split over the threads */
+    IntJob job = { b, k, n, za, ausum, acc };
+    if (!piq_engine_gemm_u8s8 (eng, b, au, lda, m, int_epilogue, &job, e))
       goto done;
-    piq_parallel_run (threads, job.slots, 1, 2, int_slot, &job);
-    free (job.partial);
   }
   if (bias != NULL)
     to_f32 (bias->data, bias->dtype, n, bf);
@@ -238,67 +484,40 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   {
     const PiqEngineView *y = &out->view;
     size_t y_esize = piq_dtype_info (y->dtype)->bits / 8;
-    size_t ldy = y->row_stride && m > 1 ? y->row_stride : (size_t) n * y_esize;
-    uint8_t *yd = (uint8_t *) y->data;
 
+    post.acc = acc;
+    post.sa = sa;
+    post.bf = bf;
+    post.b = b;
+    post.out = out;
+    post.yd = (uint8_t *) y->data;
+    post.ldy = y->row_stride && m > 1 ? y->row_stride : (size_t) n * y_esize;
     if (out->kind == PIQ_MM_OUT_INT32)
       {
         /* every sum checked before the first is written */
-        for (uint64_t r = 0; r < m; r++)
-          for (uint64_t j = 0; j < n; j++)
-            {
-              int64_t v = acc[r * n + j];
-              if (out->add)
-                {
-                  int32_t old;
-                  memcpy (&old, yd + r * ldy + j * 4, 4);
-                  v += old;
-                }
-              if (v < INT32_MIN || v > INT32_MAX)
-                {
-                  failf (e, PIQ_E_OVERFLOW, "output [%" PRIu64 ", %" PRIu64 "] = %" PRId64
-                         " does not fit an int32", r, j, v);
-                  goto done;
-                }
-              acc[r * n + j] = v;
-            }
-        for (uint64_t r = 0; r < m; r++)
-          for (uint64_t j = 0; j < n; j++)
-            {
-              int32_t v = (int32_t) acc[r * n + j];
-              memcpy (yd + r * ldy + j * 4, &v, 4);
-            }
-      }
-    else
-      for (uint64_t r = 0; r < m; r++)
-        for (uint64_t j = 0; j < n; j++)
-          {
-            double v = (double) acc[r * n + j] * (double) sa[r] * (double) b->scales[j];
-            if (out->kind == PIQ_MM_OUT_FLOAT)
-              store_float (yd + r * ldy, j, bf != NULL ? (float) v + bf[j] : (float) v, y->dtype,
-                           out->add);
-            else
+        piq_parallel_run (threads, m, 1, 2, int_check_rows, &post);
+        if (post.overflow)
+          for (uint64_t r = 0; r < m; r++)
+            for (uint64_t j = 0; j < n; j++)
               {
-                const PiqDtypeInfo *yi = piq_dtype_info (y->dtype);
-                double q;
-                if (bf != NULL)
-                  v += (double) bf[j];
-                q = nearbyint (v / out->scale) + (double) out->zero_point;
-                q = isnan (q) ? (double) out->zero_point
-                    : q < (double) yi->min ? (double) yi->min
-                    : q > (double) yi->max ? (double) yi->max : q;
-                yd[r * ldy + j] = yi->is_signed ? (uint8_t) (int8_t) q : (uint8_t) q;
+                int64_t v = int_value (&post, r, j);
+                if (v < INT32_MIN || v > INT32_MAX)
+                  {
+                    failf (e, PIQ_E_OVERFLOW, "output [%" PRIu64 ", %" PRIu64 "] = %" PRId64
+                           " does not fit an int32", r, j, v);
+                    goto done;
+                  }
               }
-          }
+      }
+    piq_parallel_run (threads, m, 1, 2, int_store_rows, &post);
   }
   ok = 1;
 done:
   free (sa);
   free (za);
-  free (au);
-  free (ax);
-  free (axsum);
-  free (acc);
+  free (ausum);
+  if (scratch != NULL)
+    int_scratch_give (1, scratch);
   free (bf);
   return ok;
 }

@@ -52,6 +52,11 @@ struct PiqEnginePacked {
   uint64_t *bits;
   float    *bscales;
   uint64_t  bblock, bnb, bwords;
+  /* the int8 GEMM's B (byte codes, one group per row: piq_engine_pack_gemm_b): the
+   * stored codes as signed bytes (w, or c − 128 without signed_codes), in panels of 16
+   * rows of gemm_kq quads of 4 k (PiqGemmU8S8Fn's layout), zero past n and k */
+  int8_t  *gemm_b;
+  size_t   gemm_kq, gemm_ldbp;
 };
 
 /* piq-engine-matmul-binary.c: pack binary weights (p->n, p->k set), and the binary
@@ -61,6 +66,19 @@ int piq_engine_binary_pack (const PiqEngine *eng, PiqEnginePacked *p, const PiqE
 int piq_engine_matmul_binary (const PiqEngine *eng, const PiqEngineView *x,
                               const PiqEnginePacked *w, const PiqEngineView *bias,
                               const PiqEngineView *y, int add, PiqEngineError *e) PIQ_INTERNAL;
+
+/* Pack the int8 GEMM's B from p->codes where it applies (byte codes, one group per
+ * row); 0 with @e set when the memory is missing (piq-engine-matmul-int.c). */
+int piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e) PIQ_INTERNAL;
+/* D[m][n] = Σ_k ã[m][k] · s[n][k] for A's @m rows of unsigned bytes (lda apart, zero
+ * from k to a multiple of 4) and B's packed signed bytes, exact in int64, split over
+ * the engine's threads by blocks of rows and columns: each block of D (ldd int64
+ * apart) is handed to @epilogue once, on the thread that summed it. */
+typedef void (*PiqGemmEpilogue) (void *ctx, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
+                                 const int64_t *d, size_t ldd);
+int piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,
+                          size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
+                          PiqEngineError *e) PIQ_INTERNAL;
 
 /* the engine's own error and allocation helpers (piq-engine.c), by shorter names */
 #define failf piq_engine_fail

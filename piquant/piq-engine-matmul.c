@@ -340,6 +340,8 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
       for (uint64_t i = 0; i < p->n * p->groups; i++)
         p->zps[i] = 8;
     }
+  if (!piq_engine_pack_gemm_b (p, e))
+    goto fail;
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
   p->q.codes_size = p->q.scales_size = p->q.zero_points_size = 0;
@@ -362,6 +364,7 @@ piq_engine_packed_free (PiqEnginePacked *p)
   free (p->sums);
   free (p->bits);
   free (p->bscales);
+  free (p->gemm_b);
   free (p);
 }
 
@@ -503,6 +506,63 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
         out[j] = (float) acc[j];
       store_row (job, m, r0, out, rows);
     }
+}
+
+/* The dynamic-int8 policy with one group per row of byte codes (per-tensor and
+ * per-channel weights, w->gemm_b) from INT8_GEMM_MIN_M rows on: the int8 GEMM's packed
+ * micro-kernel takes D = Σ (q + 128)·s (s: the packed bytes, w or c − 128), and
+ *   I = Σ q·(c − z) = D − 128·Σw                                  (signed codes)
+ *                   = D + (128 − z)·Σq − 128·Σc + 128·128·K       (unsigned codes)
+ * is the integer int8_item has; each output is rounded from it as there. */
+#define INT8_GEMM_MIN_M 4
+
+static void
+int8_gemm_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
+                    const int64_t *d, size_t ldd)
+{
+  const MatmulJob *job = data;
+  const PiqEnginePacked *w = job->w;
+  const int64_t k = (int64_t) w->k;
+
+  for (uint64_t r = m0; r < m1; r++)
+    {
+      uint8_t *row = job->y + r * job->ldy;
+      const int64_t *dr = d + (r - m0) * ldd - n0;
+      int64_t sx = job->xsum[r];
+      double xd = (double) job->xd[r];
+      for (uint64_t j = n0; j < n1; j++)
+        {
+          int64_t i = w->signed_codes ? dr[j] - 128 * w->sums[j]
+                      : dr[j] + (128 - (int64_t) w->zps[j]) * sx - 128 * w->sums[j] + 16384 * k;
+          double acc = 0.0;
+          float v;
+          acc += (double) i * (double) w->scales[j] * xd;
+          v = (float) acc;
+          store_float (row, j, job->bias != NULL ? v + job->bias[j] : v, job->y_dtype,
+                       job->add);
+        }
+    }
+}
+
+static int
+int8_gemm (MatmulJob *job, PiqEngineError *e)
+{
+  const PiqEnginePacked *w = job->w;
+  size_t lda = (size_t) (w->k + 3) / 4 * 4;
+  uint8_t *au = try_alloc (job->m, lda, "the input as unsigned bytes", e);
+  int ok;
+
+  if (au == NULL)
+    return 0;
+  for (uint64_t r = 0; r < job->m; r++)
+    {
+      memset (au + r * lda + w->k, 0, lda - w->k);
+      for (uint64_t i = 0; i < w->k; i++)
+        au[r * lda + i] = (uint8_t) job->xq[r * w->k + i] ^ 0x80;
+    }
+  ok = piq_engine_gemm_u8s8 (job->eng, w, au, lda, job->m, int8_gemm_epilogue, job, e);
+  free (au);
+  return ok;
 }
 
 static void
@@ -724,6 +784,11 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
       job.xq = xq;
       job.xd = xd;
       job.xsum = xsum;
+      if (w->gemm_b != NULL && m >= INT8_GEMM_MIN_M)
+        {
+          ok = int8_gemm (&job, e);
+          goto done;
+        }
     }
 
   piq_parallel_run (threads, job.slots, 1, 2, matmul_slot, &job);

@@ -1099,6 +1099,99 @@ run_xnor_counts (const PiqKernelTable *t, const char *skip)
   report (skip != NULL || check_xnor_counts (t), t->name, "xnor_counts/u64", skip);
 }
 
+/* The int8 GEMM's packed micro-kernel against the scalar table's and an int64 sum:
+ * ragged m, n (panels of 16, tiles of 8 × 32) and kq, SET and ADD, unaligned rows,
+ * the extreme bytes (0 and 255 against −128 and 127), and 65536 k of the most
+ * negative products (the most an int32 sum of the contract holds). */
+static int
+check_gemm_u8s8 (const PiqKernelTable *t)
+{
+  static const size_t ms[] = { 1, 2, 3, 4, 5, 7, 8, 9, 17 };
+  static const size_t ns[] = { 1, 15, 16, 17, 31, 32, 33, 48, 67 };
+  static const size_t kqs[] = { 0, 1, 2, 3, 17, 257 };
+  enum { MAXM = 17, MAXN = 80, MAXKQ = 16384 };
+  uint8_t *a = malloc (MAXM * (4 * MAXKQ + 8));
+  int8_t *b = malloc ((MAXN / 16 + 1) * (64 * MAXKQ + 64) + 64);
+  int32_t *c[2];
+  int ok = 1;
+
+  c[0] = malloc (MAXM * (MAXN + 4) * sizeof (int32_t));
+  c[1] = malloc (MAXM * (MAXN + 4) * sizeof (int32_t));
+  for (int big = 0; big < 2 && ok; big++)
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0] && ok; mi++)
+      for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ok; ni++)
+        for (size_t qi = 0; qi < (big ? 1 : sizeof kqs / sizeof kqs[0]) && ok; qi++)
+          for (int kind = 0; kind < (big ? 2 : 4) && ok; kind++)
+            {
+              size_t m = big ? (ms[mi] > 9 ? 9 : ms[mi]) : ms[mi], n = ns[ni];
+              size_t kq = big ? MAXKQ : kqs[qi];
+              size_t lda = 4 * kq + rnd () % 5, ldbp = 64 * kq + 64 * (rnd () % 2);
+              size_t ldc = n + rnd () % 4, ao = rnd () % 4, bo = rnd () % 4;
+              size_t panels = (n + 15) / 16;
+              int add = kind & 1;
+
+              if (big && ((m != 1 && m != 9) || n != 33))
+                continue;
+              for (size_t i = 0; i < m * lda + 8; i++)
+                a[i] = big ? 255 : kind >= 2 ? (rnd () % 2 ? 0 : 255) : (uint8_t) rnd ();
+              for (size_t i = 0; i < panels * ldbp + 8; i++)
+                b[i] = big ? (kind ? 127 : -128) : kind >= 2 ? (rnd () % 2 ? -128 : 127)
+                                                             : (int8_t) rnd ();
+              for (size_t i = 0; i < m * ldc; i++)
+                c[0][i] = c[1][i] = add && !big ? (int32_t) (rnd () % 2000001) - 1000000 : 0x5a5a5a5a;
+              piq_kernels_scalar.gemm_u8s8 (a + ao, lda, m, b + bo, ldbp, n, kq, c[0], ldc, add && !big);
+              t->gemm_u8s8 (a + ao, lda, m, b + bo, ldbp, n, kq, c[1], ldc, add && !big);
+              for (size_t i = 0; i < m && ok; i++)
+                for (size_t j = 0; j < ldc && ok; j++)
+                  {
+                    if (j >= n)
+                      {
+                        ok = c[1][i * ldc + j] == 0x5a5a5a5a || (add && !big);
+                        ok = ok && c[1][i * ldc + j] == c[0][i * ldc + j];
+                        if (!ok)
+                          snprintf (diag, sizeof diag, "m %zu n %zu kq %zu: column %zu past n written",
+                                    m, n, kq, j);
+                        continue;
+                      }
+                    if (c[1][i * ldc + j] != c[0][i * ldc + j])
+                      {
+                        ok = 0;
+                        snprintf (diag, sizeof diag, "m %zu n %zu kq %zu kind %d add %d: [%zu][%zu] is %d, "
+                                  "scalar %d", m, n, kq, kind, add, i, j, c[1][i * ldc + j],
+                                  c[0][i * ldc + j]);
+                      }
+                  }
+              /* the scalar kernel against the int64 sum (SET calls) */
+              for (size_t i = 0; i < m && ok && !(add && !big); i++)
+                for (size_t j = 0; j < n && ok; j++)
+                  {
+                    int64_t s = 0;
+                    for (size_t q = 0; q < kq; q++)
+                      for (int u = 0; u < 4; u++)
+                        s += (int64_t) a[ao + i * lda + 4 * q + u] *
+                             b[bo + j / 16 * ldbp + 64 * q + 4 * (j % 16) + u];
+                    if (s != (int64_t) c[0][i * ldc + j])
+                      {
+                        ok = 0;
+                        snprintf (diag, sizeof diag, "m %zu n %zu kq %zu kind %d: [%zu][%zu] is %d, "
+                                  "the exact sum %lld", m, n, kq, kind, i, j, c[0][i * ldc + j],
+                                  (long long) s);
+                      }
+                  }
+            }
+  free (a);
+  free (b);
+  free (c[0]);
+  free (c[1]);
+  return ok;
+}
+
+static void
+run_gemm_u8s8 (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_gemm_u8s8 (t), t->name, "gemm_u8s8/packed", skip);
+}
+
 static void
 run_mm_tile (const PiqKernelTable *t, const char *skip)
 {
@@ -1139,6 +1232,7 @@ run_dot_groups_q4 (const PiqKernelTable *t, const char *skip)
 #define RUN_dot_groups_i8(t, slot, f)    run_dot_groups_i8 (t, skip);
 #define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
 #define RUN_xnor_counts(t, slot, f)      run_xnor_counts (t, skip);
+#define RUN_gemm_u8s8(t, slot, f)        run_gemm_u8s8 (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int
@@ -1179,6 +1273,7 @@ main (void)
   report (check_dot_groups (&piq_kernels_scalar, 1), "scalar", "dot_groups/i8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);
   report (check_xnor_counts (&piq_kernels_scalar), "scalar", "xnor_counts/u64/exact", NULL);
+  report (check_gemm_u8s8 (&piq_kernels_scalar), "scalar", "gemm_u8s8/packed/exact", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

@@ -1853,7 +1853,10 @@ gemm_all_outputs (PiqTensor *a, PiqTensor *w, guint salt, guint max_t)
 static void
 test_gemm_shapes (void)
 {
-  static const guint64 Ms[] = { 1, 2, 7, 33 }, Ns[] = { 1, 8, 9, 70 }, Ks[] = { 1, 15, 16, 17, 64, 100, 300 };
+  /* M and N cross the micro-kernel's tiles (8 rows, panels of 16, tiles of 32
+   * columns) and the threads' blocks of 64 rows; K its quads of 4 */
+  static const guint64 Ms[] = { 1, 2, 3, 7, 64, 65 }, Ns[] = { 1, 9, 17, 33, 70 };
+  static const guint64 Ks[] = { 1, 15, 16, 17, 64, 100, 300 };
   guint idx = 0;
 
   for (gsize mi = 0; mi < G_N_ELEMENTS (Ms); mi++)
@@ -1896,7 +1899,8 @@ test_gemm_threads (void)
 {
   /* split over rows and panels; one row and many panels; many rows and one column */
   static const struct { guint64 M, N, K; } sz[] = { { 33, 70, 300 }, { 5, 70, 5000 }, { 3, 40, 9000 },
-                                                    { 1, 300, 1000 }, { 600, 1, 500 } };
+                                                    { 1, 300, 1000 }, { 600, 1, 500 },
+                                                    { 130, 520, 301 } };
 
   for (gsize si = 0; si < G_N_ELEMENTS (sz); si++)
     {

@@ -106,15 +106,17 @@ enum {
   X (block_quantize, block_quantize, f32) \
   X (block_dequantize, block_dequantize, f32)
 
-/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and the
- * dynamic-int8 policy's exact integer dot products; the binary policy's XNOR
- * popcounts (piq-engine-matmul-binary.c). */
+/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile, the
+ * dynamic-int8 policy's exact integer dot products, the int8 GEMM's packed
+ * micro-kernel (piq-engine-matmul-int.c) and the binary policy's XNOR popcounts
+ * (piq-engine-matmul-binary.c). */
 #define PIQ_KL_MATMUL_(X) \
   X (mm_tile, mm_tile, f32) \
   X (dot_groups, dot_groups, u8s8) \
   X (dot_groups_i8, dot_groups_i8, i8) \
   X (dot_groups_q4, dot_groups_q4, q4) \
-  X (xnor_counts, xnor_counts, u64)
+  X (xnor_counts, xnor_counts, u64) \
+  X (gemm_u8s8, gemm_u8s8, packed)
 
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \
@@ -138,3 +140,4 @@ enum {
 #define PIQ_KNAME_dot_groups_i8(t)    dot_groups_##t
 #define PIQ_KNAME_dot_groups_q4(t)    dot_groups_##t
 #define PIQ_KNAME_xnor_counts(t)      xnor_counts_##t
+#define PIQ_KNAME_gemm_u8s8(t)        gemm_u8s8_##t

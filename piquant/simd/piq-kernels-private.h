@@ -99,6 +99,18 @@ typedef void (*PiqDotGroupsI8Fn) (const int8_t *w, const int8_t *x, size_t n, si
  * disagreeing bits; padding bits are 0 in both operands). Exact. */
 typedef void (*PiqXnorCountsFn) (const uint64_t *x, const uint64_t *w, size_t nb, size_t words,
                                  uint64_t *out);
+/* The int8 GEMM's micro-kernel on packed B: for i < m and j < n,
+ *   c[i·ldc + j] = (add ? c[i·ldc + j] : 0) + Σ_{q < kq} Σ_{t < 4} a[i·lda + 4q + t] · B(j, q, t)
+ *   B(j, q, t) = b[(j / 16)·ldbp + 64·q + 4·(j mod 16) + t]
+ * A unsigned bytes (4·kq readable per row), B signed bytes packed in panels of 16
+ * columns ldbp bytes apart, each 64-byte quad holding four consecutive k of its 16
+ * columns (a panel's columns past n are read, zero or not, and never stored). The
+ * caller keeps every sum within int32 (at most 65536 k per sum; the engine adds
+ * DOT_CHUNK at a time into int64). Exact, so every table gives the same bytes. No
+ * alignment is assumed. */
+typedef void (*PiqGemmU8S8Fn)   (const uint8_t *a, size_t lda, size_t m, const int8_t *b,
+                                 size_t ldbp, size_t n, size_t kq, int32_t *c, size_t ldc,
+                                 int add);
 
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
@@ -117,6 +129,7 @@ typedef struct {
   PiqDotGroupsI8Fn dot_groups_i8;
   PiqDotGroupsFn  dot_groups_q4;
   PiqXnorCountsFn xnor_counts;
+  PiqGemmU8S8Fn   gemm_u8s8;
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

@@ -386,7 +386,25 @@ xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, 
     }
 }
 
+/* The int8 GEMM on packed B (PiqGemmU8S8Fn), one output at a time. */
+static void
+gemm_u8s8_packed (const uint8_t *a, size_t lda, size_t m, const int8_t *b, size_t ldbp,
+                  size_t n, size_t kq, int32_t *c, size_t ldc, int add)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++)
+      {
+        const int8_t *col = b + j / 16 * ldbp + 4 * (j % 16);
+        int32_t s = add ? c[i * ldc + j] : 0;
+        for (size_t q = 0; q < kq; q++)
+          for (int t = 0; t < 4; t++)
+            s += (int32_t) a[i * lda + 4 * q + t] * col[64 * q + t];
+        c[i * ldc + j] = s;
+      }
+}
+
 #define DEF_mm_tile(f)
+#define DEF_gemm_u8s8(t)
 #define DEF_dot_groups(t)
 #define DEF_dot_groups_i8(t)
 #define DEF_dot_groups_q4(t)

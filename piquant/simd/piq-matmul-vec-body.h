@@ -141,10 +141,55 @@ dot_range (const uint8_t *w, const int w_signed, const int8_t *x, size_t k0, siz
   return s;
 }
 
+#if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
+/* acc + the sums of each four adjacent products of the unsigned bytes u and the signed
+ * bytes s, per 32-bit lane, exact where every pair of products fits 16 bits (the
+ * callers' sign trick or 4-bit weights): VPDPBUSD where the unit has VNNI, else
+ * vpmaddubsw then vpmaddwd by ones. */
+# ifdef PIQ_VEC_DPBUSD
+#  define MM_DOT4(acc, u, s) PIQ_VEC_DPBUSD ((acc), (u), (s))
+# else
+#  define MM_DOT4(acc, u, s) ((acc) + (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS ((u), (s)), (vw) ((vw) { 0 } + 1)))
+# endif
+#endif
+
+#if defined(PIQ_VEC_DPBUSD) && defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
+VINLINE int32_t hsum_vi (vi v);
+VINLINE size_t chunk_groups (vi s, size_t group, int32_t *out);
+
+/* VNNI takes unsigned × signed bytes without saturation: 4·PIQ_W products of
+ * dot_groups_u8s8 per instruction (|Σ of four| ≤ 4 · 255 · 128 fits 32 bits). */
+VINLINE vi
+dot_u8s8_4w (vi acc, const uint8_t *w, const int8_t *x)
+{
+  vbw a, b;
+  memcpy (&a, w, sizeof a);
+  memcpy (&b, x, sizeof b);
+  return PIQ_VEC_DPBUSD (acc, a, (vbw) b);
+}
+#endif
+
 static void
 dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_t *out)
 {
-  for (size_t g = 0, k0 = 0; k0 < n; g++, k0 += group)
+  size_t g = 0, k0 = 0;
+
+#if defined(PIQ_VEC_DPBUSD) && defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
+  const size_t cb = 4 * PIQ_W;
+  if (cb % group == 0 && group % 4 == 0)
+    for (; k0 + cb <= n; k0 += cb)
+      g += chunk_groups (dot_u8s8_4w ((vi) { 0 }, w + k0, x + k0), group, out + g);
+  else if (group >= cb)
+    for (; k0 < n; g++, k0 += group)
+      {
+        size_t end = n - k0 > group ? k0 + group : n, k = k0;
+        vi acc = { 0 };
+        for (; k + cb <= end; k += cb)
+          acc = dot_u8s8_4w (acc, w + k, x + k);
+        out[g] = hsum_vi (acc) + (k < end ? dot_range (w, 0, x, k, end) : 0);
+      }
+#endif
+  for (; k0 < n; g++, k0 += group)
     out[g] = dot_range (w, 0, x, k0, n - k0 > group ? k0 + group : n);
 }
 
@@ -155,14 +200,13 @@ dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int3
 typedef int8_t mm_vsbw __attribute__ ((vector_size (PIQ_W * 4)));
 
 VINLINE vi
-dot_i8_4w (const int8_t *w, const int8_t *x)
+dot_i8_4w (vi acc, const int8_t *w, const int8_t *x)
 {
   mm_vsbw a, b, m;
   memcpy (&a, w, sizeof a);
   memcpy (&b, x, sizeof b);
   m = a >> 7;
-  return (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS ((vbw) ((a ^ m) - m), (vbw) ((b ^ m) - m)),
-                              (vw) ((vw) { 0 } + 1));
+  return MM_DOT4 (acc, (vbw) ((a ^ m) - m), (vbw) ((b ^ m) - m));
 }
 
 VINLINE int32_t
@@ -238,12 +282,12 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
       {
         vi acc = { 0 };
         for (size_t k = k0; k < k0 + group; k += cb)
-          acc += dot_i8_4w (w + k, x + k);
+          acc = dot_i8_4w (acc, w + k, x + k);
         out[g] = hsum_vi (acc);
       }
   else if (cb % group == 0 && group % 4 == 0)
     for (; k0 + cb <= n; k0 += cb)
-      g += chunk_groups (dot_i8_4w (w + k0, x + k0), group, out + g);
+      g += chunk_groups (dot_i8_4w ((vi) { 0 }, w + k0, x + k0), group, out + g);
 #endif
   for (; k0 < n; g++, k0 += group)
     out[g] = dot_range ((const uint8_t *) (const void *) w, 1, x, k0,
@@ -283,7 +327,7 @@ typedef uint8_t q4_half __attribute__ ((vector_size (2 * PIQ_W)));
 # endif
 
 VINLINE vi
-dot_q4_chunk (const uint8_t *w, const int8_t *x, size_t k)
+dot_q4_chunk (vi acc, const uint8_t *w, const int8_t *x, size_t k)
 {
   q4_half t;
   vbw d, low, uw, xw;
@@ -294,7 +338,7 @@ dot_q4_chunk (const uint8_t *w, const int8_t *x, size_t k)
     low[i] = i % 32 < 16 ? 0xff : 0;
   uw = ((d & 15) & low) | ((d >> 4) & ~low);
   memcpy (&xw, x + k, sizeof xw);
-  return (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (uw, xw), (vw) ((vw) { 0 } + 1));
+  return MM_DOT4 (acc, uw, xw);
 }
 #endif
 
@@ -311,12 +355,12 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
       {
         vi acc = { 0 };
         for (size_t k = k0; k < k0 + group; k += cb)
-          acc += dot_q4_chunk (w, x, k);
+          acc = dot_q4_chunk (acc, w, x, k);
         out[g] = hsum_vi (acc);
       }
   else if (cb % group == 0 && group % 4 == 0)
     for (; k0 + cb <= n; k0 += cb)
-      g += chunk_groups (dot_q4_chunk (w, x, k0), group, out + g);
+      g += chunk_groups (dot_q4_chunk ((vi) { 0 }, w, x, k0), group, out + g);
 #endif
   for (; k0 < n; g++, k0 += group)
     {
@@ -332,5 +376,7 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
     }
 }
 
+#include "piq-int8-gemm-vec-body.h"
+
 #define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8, \
-  .dot_groups_q4 = dot_groups_q4,
+  .dot_groups_q4 = dot_groups_q4, PIQ_GEMM_U8S8_SLOT
