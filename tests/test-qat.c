@@ -498,8 +498,11 @@ test_f32_runs (void)
       }
 }
 
-/* ---- identical bytes for any thread count ---- */
+/* ---- identical bytes for any thread count and SIMD level ---- */
 
+/* Every output for threads 1 … 4, 7 and all, uncapped, and for every SIMD level cap
+ * with 1 … 4 threads, equals the first one's bytes; once with every tensor f32 (the
+ * kernel layer's qat entries) and once with mixed dtypes (the per-element path). */
 static void
 test_threads (gconstpointer data)
 {
@@ -507,50 +510,138 @@ test_threads (gconstpointer data)
   g_autoptr(GError) error = NULL;
   g_autoptr(PiqFormat) fmt = format_of (c);
   g_auto(QatData) d = { 0 };
-  GBytes *ref[5] = { NULL };
-  static const guint threads[] = { 1, 2, 3, 7, 0 };
+  static const struct { guint th; int cap; } runs[] = {
+    { 1, -1 }, { 2, -1 }, { 3, -1 }, { 4, -1 }, { 7, -1 }, { 0, -1 },
+    { 1, PIQ_SIMD_LEVEL_SCALAR }, { 2, PIQ_SIMD_LEVEL_SCALAR }, { 3, PIQ_SIMD_LEVEL_SCALAR },
+    { 4, PIQ_SIMD_LEVEL_SCALAR }, { 1, PIQ_SIMD_LEVEL_SSE4_2 }, { 3, PIQ_SIMD_LEVEL_SSE4_2 },
+    { 2, PIQ_SIMD_LEVEL_AVX2 }, { 4, PIQ_SIMD_LEVEL_AVX2 }, { 1, PIQ_SIMD_LEVEL_AVX512 },
+    { 3, PIQ_SIMD_LEVEL_AVX512 }, { 2, PIQ_SIMD_LEVEL_AVX512_VNNI }, { 4, PIQ_SIMD_LEVEL_NEON },
+  };
+  static const PiqDtype dts[2][3] = {
+    { PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_DTYPE_F32 },      /* x, dy, y */
+    { PIQ_DTYPE_F32, PIQ_DTYPE_BF16, PIQ_DTYPE_F16 },
+  };
 
   make_data (c, 4242, FALSE, &d);
-  for (gsize k = 0; k < G_N_ELEMENTS (threads); k++)
+  for (int v = 0; v < 2; v++)
     {
-      g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
-      g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, d.x);
-      g_autoptr(PiqTensor) gout = float_tensor (PIQ_DTYPE_BF16, c->shape, c->n_dims, d.dy);
-      g_autoptr(PiqTensor) st = scales_tensor (&d);
-      g_autoptr(PiqTensor) zt = c->symmetric ? NULL : zps_tensor (&d);
-      g_autoptr(PiqTensor) dst = float_tensor (PIQ_DTYPE_F16, c->shape, c->n_dims, NULL);
-      g_autoptr(PiqTensor) mask = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, c->shape, c->n_dims, &error);
-      g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, NULL);
-      g_autoptr(PiqTensor) gs = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
-      g_autoptr(PiqTensor) gz = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
-      GBytes *now[5];
-
-      piq_quantizer_set_n_threads (q, threads[k]);
-      if (k == G_N_ELEMENTS (threads) - 1)
-        piq_quantizer_set_max_simd_level (q, PIQ_SIMD_LEVEL_SCALAR);
-      g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st, zt, dst, mask, &error));
-      g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, src, st, zt, gout, 0.5, gsrc, gs,
-                                                           gz, &error));
-      g_assert_no_error (error);
-      now[0] = snapshot (dst);
-      now[1] = snapshot (mask);
-      now[2] = snapshot (gsrc);
-      now[3] = snapshot (gs);
-      now[4] = snapshot (gz);
-      for (int j = 0; j < 5; j++)
+      GBytes *ref[5] = { NULL };
+      for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
         {
-          if (k == 0)
-            ref[j] = now[j];
-          else
+          g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+          g_autoptr(PiqTensor) src = float_tensor (dts[v][0], c->shape, c->n_dims, d.x);
+          g_autoptr(PiqTensor) gout = float_tensor (dts[v][1], c->shape, c->n_dims, d.dy);
+          g_autoptr(PiqTensor) st = scales_tensor (&d);
+          g_autoptr(PiqTensor) zt = c->symmetric ? NULL : zps_tensor (&d);
+          g_autoptr(PiqTensor) dst = float_tensor (dts[v][2], c->shape, c->n_dims, NULL);
+          g_autoptr(PiqTensor) mask = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, c->shape, c->n_dims, &error);
+          g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, NULL);
+          g_autoptr(PiqTensor) gs = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
+          g_autoptr(PiqTensor) gz = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
+          GBytes *now[5];
+
+          piq_quantizer_set_n_threads (q, runs[k].th);
+          if (runs[k].cap >= 0)
+            piq_quantizer_set_max_simd_level (q, runs[k].cap);
+          g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st, zt, dst, mask, &error));
+          g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, src, st, zt, gout, 0.5, gsrc,
+                                                               gs, gz, &error));
+          g_assert_no_error (error);
+          now[0] = snapshot (dst);
+          now[1] = snapshot (mask);
+          now[2] = snapshot (gsrc);
+          now[3] = snapshot (gs);
+          now[4] = snapshot (gz);
+          for (int j = 0; j < 5; j++)
             {
-              g_test_message ("threads %u, output %d", threads[k], j);
-              g_assert_true (g_bytes_equal (ref[j], now[j]));
-              g_bytes_unref (now[j]);
+              if (k == 0)
+                ref[j] = now[j];
+              else
+                {
+                  if (!g_bytes_equal (ref[j], now[j]))
+                    g_test_message ("dtypes %d, threads %u, cap %d, output %d differs", v,
+                                    runs[k].th, runs[k].cap, j);
+                  g_assert_true (g_bytes_equal (ref[j], now[j]));
+                  g_bytes_unref (now[j]);
+                }
             }
         }
+      for (int j = 0; j < 5; j++)
+        g_bytes_unref (ref[j]);
     }
-  for (int j = 0; j < 5; j++)
-    g_bytes_unref (ref[j]);
+}
+
+/* ---- the documented order of the gradient sums, written out independently ---- */
+
+/* docs/qat.md: each term in binary32 as the formula says; within a chunk of 16384
+ * positions, lane k (from +0, binary64) adds the terms of positions i ≡ k (mod 16) in
+ * order; lane k += lane k + h for h = 8, 4, 2, 1; the chunks' sums added in order
+ * from +0. The per-tensor form returns that binary64 sum: it must be these bits,
+ * for every thread count and SIMD level. */
+static void
+test_order (void)
+{
+  const guint64 n = 3 * 16384 + 1000 + 5;
+  const float s = 0.0375f, gf = 0.25f;
+  const gint64 zp = 117, qmin = 0, qmax = 255;
+  g_autoptr(GRand) r = g_rand_new_with_seed (1313);
+  g_autofree float *x = g_new (float, n), *dy = g_new (float, n);
+  double want_s = 0.0, want_z = 0.0;
+  g_autoptr(PiqFormat) fmt = piq_format_new (PIQ_DTYPE_UINT8);
+
+  for (guint64 i = 0; i < n; i++)
+    {
+      x[i] = (float) g_rand_double_range (r, -6, 6);
+      dy[i] = (float) g_rand_double_range (r, -1, 1);
+    }
+  for (guint64 c0 = 0; c0 < n; c0 += 16384)
+    {
+      double ls[16] = { 0 }, lz[16] = { 0 };
+      for (guint64 i = c0; i < n && i < c0 + 16384; i++)
+        {
+          volatile float inv = 1.0f / s, v = x[i] * inv, t = (float) zp + v;
+          float q = nearbyintf (t), ts, tz = 0.0f;
+          if (q >= (float) qmin && q <= (float) qmax)
+            {
+              volatile float xq = (q - (float) zp) * s, a = xq - x[i], b = dy[i] * a, e = b * inv;
+              ts = e * gf;
+            }
+          else
+            {
+              volatile float a = dy[i] * (float) ((q < (float) qmin ? qmin : qmax) - zp), b = -dy[i] * s;
+              ts = a * gf;
+              tz = b * gf;
+            }
+          ls[(i - c0) % 16] += (double) ts;
+          lz[(i - c0) % 16] += (double) tz;
+        }
+      for (int h = 8; h >= 1; h /= 2)
+        for (int k = 0; k < h; k++)
+          {
+            ls[k] += ls[k + h];
+            lz[k] += lz[k + h];
+          }
+      want_s += ls[0];
+      want_z += lz[0];
+    }
+  for (int cap = 0; cap < 2; cap++)
+    for (guint th = 1; th <= 4; th++)
+      {
+        g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+        g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, &n, 1, x);
+        g_autoptr(PiqTensor) gout = float_tensor (PIQ_DTYPE_F32, &n, 1, dy);
+        g_autoptr(GError) error = NULL;
+        double got_s, got_z;
+
+        piq_quantizer_set_n_threads (q, th);
+        if (cap)
+          piq_quantizer_set_max_simd_level (q, PIQ_SIMD_LEVEL_SCALAR);
+        g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (q, fmt, src, s, zp, gout, gf,
+                                                                        NULL, &got_s, &got_z, &error));
+        g_assert_no_error (error);
+        g_assert_cmpmem (&got_s, 8, &want_s, 8);
+        g_assert_cmpmem (&got_z, 8, &want_z, 8);
+      }
 }
 
 /* ---- bad input: a GError, nothing written ---- */
@@ -1299,6 +1390,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/qat/strided-source", test_strided);
   g_test_add_func ("/qat/f32-runs", test_f32_runs);
+  g_test_add_func ("/qat/order", test_order);
   for (gsize i = 0; i < G_N_ELEMENTS (thread_cases); i++)
     {
       char *path = g_strdup_printf ("/qat/threads/%s", thread_cases[i].name);
