@@ -1103,7 +1103,8 @@ check_qat (const PiqKernelTable *t, int backward)
         {
           size_t n = li < n_len ? lengths[li] : extra[li - n_len];
           double scale = scales[(li + ti + zk) % (sizeof scales / sizeof scales[0])];
-          PiqQatArgs a = qat_args (scale, types[ti], zk, zk == 3 ? 0.125f : 1.0f);
+          static const float gfs[] = { 1.0f, 0.3f, 0.125f, 1.7e-3f };
+          PiqQatArgs a = qat_args (scale, types[ti], zk, gfs[(li + zk) % 4]);
           size_t off = (li + zk) % 4;            /* bytes: unaligned pointers */
           size_t lane0 = lane0s[(li + ti + zk) % (sizeof lane0s / sizeof lane0s[0])];
           double l1[2 * PIQ_QAT_LANES], l2[2 * PIQ_QAT_LANES];
