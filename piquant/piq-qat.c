@@ -6,9 +6,12 @@
  * the forward pass is fake_quantize_per_tensor_affine_cachemask's CPU kernel and
  * the backward pass _fake_quantize_learnable_per_{tensor,channel}_affine_backward's.
  * The per-element work runs on the parallel driver over fixed work items (a group's
- * elements cut into chunks of QAT_CHUNK), and each item sums its gradient terms in
- * binary64 in element order; a group's sum adds its items' sums in index order.
- * Work items do not depend on the thread count, so neither do the results.
+ * positions cut into chunks of QAT_CHUNK); an item adds its gradient terms into 16
+ * binary64 lanes (position i of the chunk into lane i mod 16, in order), folds them
+ * as lane k += lane k + h for h = 8, 4, 2, 1, and a group's sum adds its items' sums
+ * in index order (docs/qat.md). Work items do not depend on the thread count, and
+ * the kernels (simd/piq-qat-vec-body.h) reproduce the lanes exactly on every ISA,
+ * so the results depend on neither.
  */
 #include "config.h"
 
@@ -37,6 +40,7 @@
 /* Elements per work item: large enough that an item's bookkeeping is negligible,
  * small enough that a per-tensor call splits over every thread. */
 #define QAT_CHUNK 16384
+G_STATIC_ASSERT (QAT_CHUNK % PIQ_QAT_LANES == 0);   /* an item starts at lane 0 */
 
 typedef struct {
   PiqEngineView v;        /* data, shape, stride */
@@ -933,8 +937,9 @@ backward (PiqQuantizer *self,
  * clamped, the source gradient is 0, the scale's term
  * `grad_out · (qmin or qmax − zero_point) · grad_factor` and the zero point's
  * `−grad_out · scale · grad_factor`. Each scale and zero-point gradient is the sum
- * of its group's terms, added in binary64 in a fixed order and rounded to f32,
- * so the result is the same for any thread count. For a code format with grid
+ * of its group's terms, added in binary64 in a fixed order (16 lanes per chunk of
+ * 16384, docs/qat.md) and rounded to f32, so the result is the same for any thread
+ * count and SIMD level. For a code format with grid
  * rounding `Q` and `v = x · (1/scale)`, the scale's term is
  * `grad_out · (Q(v) − v) · grad_factor` where `|v|` is at most the format's
  * largest magnitude, `grad_out · Q(v) · grad_factor` beyond it. See
