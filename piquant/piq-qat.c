@@ -73,6 +73,7 @@ typedef struct {
   gboolean  has_y, has_mask, has_dx, want_sums;
   double   *sum_s, *sum_z;  /* one per work item */
   const PiqKernelTable *kern;   /* the quantizer's kernels (its SIMD cap) */
+  int       stream;       /* large call: the kernels may stream their f32 outputs */
 } QatCall;
 
 /* ---------------------------------------------------------------------------
@@ -182,6 +183,7 @@ qat_args (const QatCall *c, float s, float inv, int64_t zp)
     .s = s, .inv = inv, .gf = c->grad_factor,
     .zp = (float) zp, .lo = (float) c->qmin, .hi = (float) c->qmax,
     .lo_zp = (float) (c->qmin - zp), .hi_zp = (float) (c->qmax - zp),
+    .stream = c->stream,
   };
   return a;
 }
@@ -371,6 +373,8 @@ run_call (PiqQuantizer *self,
   piq_quantizer_get_engine (self, &eng);
   n_threads = eng.n_threads;
   c->kern = eng.kernels;
+  /* x (and dy) read and y (or dx) written, as the engine's PIQ_STREAM_MIN_BYTES rule */
+  c->stream = c->n * (c->x.esize + (c->want_sums ? c->dy.esize : 0) + 4) >= PIQ_STREAM_MIN_BYTES;
 
   piq_parallel_run (n_threads, n_items, 1,
                     c->n >= PIQ_PARALLEL_MIN_ELEMENTS ? 0 : UINT64_MAX, run_items, c);

@@ -1073,6 +1073,7 @@ qat_args (double scale, int ii, int zp_kind, float gf)
   a.hi = (float) k.qmax;
   a.lo_zp = (float) (k.qmin - k.zero_point);
   a.hi_zp = (float) (k.qmax - k.zero_point);
+  a.stream = (int) (rnd () & 1);      /* streamed stores where aligned: same bytes */
   return a;
 }
 
@@ -1094,7 +1095,8 @@ check_qat (const PiqKernelTable *t, int backward)
   static const size_t lane0s[] = { 0, 1, 7, 15, 16, 35 };
   static const size_t extra[] = { 48, 49, 80, 95, 16384 + 17 };
   enum { N = 16384 + 64 };
-  static uint8_t x[4 * N + 8], g[4 * N + 8], o1[4 * N + 8], o2[4 * N + 8], m1[N + 8], m2[N + 8];
+  static uint8_t x[4 * N + 8], g[4 * N + 8], m1[N + 8], m2[N + 8];
+  static uint8_t o1[4 * N + 8] __attribute__ ((aligned (64))), o2[4 * N + 8] __attribute__ ((aligned (64)));
   size_t n_len = sizeof lengths / sizeof lengths[0], n_all = n_len + sizeof extra / sizeof extra[0];
 
   for (size_t li = 0; li < n_all; li++)
@@ -1155,6 +1157,8 @@ check_qat_order (void)
   enum { N = 1000 };
   static float x[N], g[N];
   PiqQatArgs a = qat_args (0.02, PIQ_I_UINT8, 3, 0.5f);
+
+  a.stream = 0;
   double got[2 * PIQ_QAT_LANES] = { 0 }, want[2 * PIQ_QAT_LANES] = { 0 };
   const size_t lane0 = 5;
 

@@ -113,6 +113,7 @@ typedef struct {
   float s, inv, gf;      /* scale, 1.0f / scale, grad_factor */
   float zp, lo, hi;      /* zero point, qmin, qmax */
   float lo_zp, hi_zp;    /* qmin − zp, qmax − zp */
+  int   stream;          /* y / dx may bypass the caches (large calls): same bytes */
 } PiqQatArgs;
 typedef void (*PiqQatForwardFn)  (const void *x, size_t n, const PiqQatArgs *a, void *y,
                                   uint8_t *mask);

@@ -36,7 +36,22 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
   const vf ylo = vsplat (a->lo_zp * a->s), yhi = vsplat (a->hi_zp * a->s);
   size_t i = 0;
+  int nt = 0;
 
+#ifdef PIQ_VEC_STREAM
+  if (a->stream && ys != NULL && n >= 4 * PIQ_W)
+    {
+      /* the first elements up to a vector-aligned y by the scalar kernel */
+      size_t head = ((sizeof (vf) - (uintptr_t) ys % sizeof (vf)) % sizeof (vf));
+      if (head % 4 == 0)
+        {
+          i = head / 4;
+          if (i > 0)
+            piq_kernels_scalar.qat_forward (xs, i, a, ys, mask);
+          nt = 1;
+        }
+    }
+#endif
   for (; i + PIQ_W <= n; i += PIQ_W)
     {
       vf v, qf;
@@ -49,7 +64,12 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
       if (ys != NULL)
         {
           vf out = vsel (inside, (qf - zp) * s, vsel (qf < lo, ylo, vsel (qf > hi, yhi, vsplat (0.0f))));
-          memcpy (ys + 4 * i, &out, sizeof out);
+#ifdef PIQ_VEC_STREAM
+          if (nt)
+            PIQ_VEC_STREAM (ys + 4 * i, out);
+          else
+#endif
+            memcpy (ys + 4 * i, &out, sizeof out);
         }
       if (mask != NULL)
         {
@@ -57,12 +77,23 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
           memcpy (mask + i, &m, sizeof m);
         }
     }
+  stream_fence (nt);
   if (i < n)
     piq_kernels_scalar.qat_forward (xs + 4 * i, n - i, a, ys != NULL ? ys + 4 * i : NULL,
                                     mask != NULL ? mask + i : NULL);
 }
 
 /* One vector of PIQ_W elements at p (element offset j): the terms into as_, az_. */
+VINLINE void
+qat_stream (uint8_t *p, vf v)
+{
+#ifdef PIQ_VEC_STREAM
+  PIQ_VEC_STREAM (p, v);
+#else
+  memcpy (p, &v, sizeof v);
+#endif
+}
+
 #define QAT_BW_STEP(j, as_, az_) \
   do { \
     size_t o_ = 4 * (i + (j) * PIQ_W); \
@@ -78,7 +109,10 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
     if (has_dx) \
       { \
         vf d_ = vsel (in_, g_, g_ * vsplat (0.0f)); \
-        memcpy (ds8 + o_, &d_, sizeof d_); \
+        if (nt) \
+          qat_stream (ds8 + o_, d_); \
+        else \
+          memcpy (ds8 + o_, &d_, sizeof d_); \
       } \
     as_ += __builtin_convertvector (ds_, vqd); \
     az_ += __builtin_convertvector (dz_, vqd); \
@@ -103,6 +137,11 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
   i = head;
   if (i + PIQ_QAT_LANES <= n)
     {
+      /* streamed stores where asked and dx is vector-aligned at the 16-element blocks */
+      int nt = 0;
+#ifdef PIQ_VEC_STREAM
+      nt = has_dx && a->stream && (uintptr_t) (ds8 + 4 * i) % sizeof (vf) == 0;
+#endif
       memcpy (&as0, lanes, sizeof as0);
       memcpy (&az0, lanes + PIQ_QAT_LANES, sizeof az0);
       if (PIQ_W <= 8)
@@ -130,6 +169,7 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
               QAT_BW_STEP (3, as3, az3);
             }
         }
+      stream_fence (nt);
       memcpy (lanes, &as0, sizeof as0);
       memcpy (lanes + PIQ_QAT_LANES, &az0, sizeof az0);
       if (PIQ_W <= 8)
