@@ -6,9 +6,12 @@
  * the forward pass is fake_quantize_per_tensor_affine_cachemask's CPU kernel and
  * the backward pass _fake_quantize_learnable_per_{tensor,channel}_affine_backward's.
  * The per-element work runs on the parallel driver over fixed work items (a group's
- * elements cut into chunks of QAT_CHUNK), and each item sums its gradient terms in
- * binary64 in element order; a group's sum adds its items' sums in index order.
- * Work items do not depend on the thread count, so neither do the results.
+ * positions cut into chunks of QAT_CHUNK); an item adds its gradient terms into 16
+ * binary64 lanes (position i of the chunk into lane i mod 16, in order), folds them
+ * as lane k += lane k + h for h = 8, 4, 2, 1, and a group's sum adds its items' sums
+ * in index order (docs/qat.md). Work items do not depend on the thread count, and
+ * the kernels (simd/piq-qat-vec-body.h) reproduce the lanes exactly on every ISA,
+ * so the results depend on neither.
  */
 #include "config.h"
 
@@ -30,12 +33,14 @@
 #include "piq-format-private.h"
 #include "piq-tensor-private.h"
 #include "piq-parallel-private.h"
+#include "piq-quantizer-private.h"
 #include "simd/piq-convert-private.h"
 #include "simd/piq-formats-private.h"
 
 /* Elements per work item: large enough that an item's bookkeeping is negligible,
  * small enough that a per-tensor call splits over every thread. */
 #define QAT_CHUNK 16384
+G_STATIC_ASSERT (QAT_CHUNK % PIQ_QAT_LANES == 0);   /* an item starts at lane 0 */
 
 typedef struct {
   PiqEngineView v;        /* data, shape, stride */
@@ -67,6 +72,8 @@ typedef struct {
   QatView   x, y, mask, dy, dx;
   gboolean  has_y, has_mask, has_dx, want_sums;
   double   *sum_s, *sum_z;  /* one per work item */
+  const PiqKernelTable *kern;   /* the quantizer's kernels (its SIMD cap) */
+  int       stream;       /* large call: the kernels may stream their f32 outputs */
 } QatCall;
 
 /* ---------------------------------------------------------------------------
@@ -157,49 +164,11 @@ fq_backward (float x, float dy, float s, float inv, int64_t zp, int64_t qmin, in
 }
 
 /* ---------------------------------------------------------------------------
- * The f32 runs of the integer formats, four lanes at a time (GCC vector types:
- * SSE2 on x86-64, NEON on AArch64), computing exactly what fq_forward and
- * fq_backward compute, without branches. It needs qmin, qmax and so every
- * q − zp to be integers binary32 holds exactly (|·| ≤ 2^24: the 2- to 16-bit
- * types); then (double) (q − zp) · (double) s is exact in binary64, and its
- * rounding to binary32 is the binary32 product (q − zp) · s. The gradient
- * terms are still added in binary64 in element order (one element after the
- * other, as the scalar loop does), so every result is the scalar path's. */
-
-typedef float   qv_f __attribute__ ((vector_size (16)));
-typedef int32_t qv_i __attribute__ ((vector_size (16)));
-#define QV_W 4
-
-static inline qv_f
-qv_set (float v)
-{
-  return (qv_f) { v, v, v, v };
-}
-
-static inline qv_f
-qv_sel (qv_i m, qv_f a, qv_f b)
-{
-  return (qv_f) (((qv_i) a & m) | ((qv_i) b & ~m));
-}
-
-/* rne() lane-wise: the magnitude rounded by adding and subtracting 2^23, the
- * sign put back (−0 included); magnitudes from 2^23 on, ±Inf and NaN as they are. */
-static inline qv_f
-qv_rne (qv_f v)
-{
-  qv_i sign = (qv_i) v & INT32_MIN;
-  qv_f a = (qv_f) ((qv_i) v & 0x7fffffff);
-  qv_f r = (qv_f) ((qv_i) ((a + qv_set (0x1p23f)) - qv_set (0x1p23f)) | sign);
-  return qv_sel (a < qv_set (0x1p23f), r, v);
-}
-
-static inline qv_f
-qv_load (const char *p)
-{
-  qv_f v;
-  memcpy (&v, p, sizeof v);
-  return v;
-}
+ * The f32 runs of the integer formats whose range binary32 holds (|qmin|, |qmax| ≤
+ * 2^24: the 2- to 16-bit types) go through the kernel layer's qat_forward and
+ * qat_backward (simd/piq-kernels-private.h), on the quantizer's table. There
+ * (q − zp) · s is a binary32 product of integers binary32 holds exactly, so the
+ * binary64 product rounded to binary32 of fq_forward is the same number. */
 
 static inline gboolean
 fast_f32 (const QatCall *c)
@@ -207,83 +176,27 @@ fast_f32 (const QatCall *c)
   return c->code < 0 && c->qmin >= -(1 << 24) && c->qmax <= (1 << 24) && c->x.ft == PIQ_F_F32;
 }
 
-static void
-fq_forward_f32_run (const char *xp, uint64_t m, float s, float inv, int64_t zp, int64_t qmin,
-                    int64_t qmax, char *yp, uint8_t *mp)
+static inline PiqQatArgs
+qat_args (const QatCall *c, float s, float inv, int64_t zp)
 {
-  const qv_f vs = qv_set (s), vinv = qv_set (inv), vzp = qv_set ((float) zp);
-  const qv_f vlo = qv_set ((float) qmin), vhi = qv_set ((float) qmax);
-  uint64_t i = 0;
-
-  for (; i + QV_W <= m; i += QV_W)
-    {
-      qv_f x = qv_load (xp + 4 * i);
-      qv_f qf = vzp + qv_rne (x * vinv);
-      qv_i number = qf == qf, below = qf < vlo, above = qf > vhi;
-      qv_f qc = qv_sel (below, vlo, qv_sel (above, vhi, qf));
-      qv_f y = qv_sel (number, (qc - vzp) * vs, qv_set (0.0f));
-      qv_i inside = number & ~below & ~above;
-      if (yp != NULL)
-        memcpy (yp + 4 * i, &y, sizeof y);
-      if (mp != NULL)
-        for (int l = 0; l < QV_W; l++)
-          mp[i + l] = inside[l] != 0;
-    }
-  for (; i < m; i++)
-    {
-      uint8_t inside;
-      float y = fq_forward (piq_ld_f32 (xp, i), s, inv, zp, qmin, qmax, &inside);
-      if (yp != NULL)
-        piq_st_f32 (yp, i, y);
-      if (mp != NULL)
-        mp[i] = inside;
-    }
+  PiqQatArgs a = {
+    .s = s, .inv = inv, .gf = c->grad_factor,
+    .zp = (float) zp, .lo = (float) c->qmin, .hi = (float) c->qmax,
+    .lo_zp = (float) (c->qmin - zp), .hi_zp = (float) (c->qmax - zp),
+    .stream = c->stream,
+  };
+  return a;
 }
 
-static void
-fq_backward_f32_run (const char *xp, const char *dyp, uint64_t m, float s, float inv, int64_t zp,
-                     int64_t qmin, int64_t qmax, float gf, char *dxp, double *acc_s, double *acc_z)
+/* The sum of a work item's 16 lanes: lane k += lane k + h for h = 8, 4, 2, 1 (k < h),
+ * in binary64; the result is lane 0. */
+static inline double
+sum_lanes (double *l)
 {
-  const qv_f vs = qv_set (s), vinv = qv_set (inv), vzp = qv_set ((float) zp), vgf = qv_set (gf);
-  const qv_f vlo = qv_set ((float) qmin), vhi = qv_set ((float) qmax);
-  const qv_f lo_zp = qv_set ((float) (qmin - zp)), hi_zp = qv_set ((float) (qmax - zp));
-  double as = *acc_s, az = *acc_z;
-  uint64_t i = 0;
-
-  for (; i + QV_W <= m; i += QV_W)
-    {
-      qv_f x = qv_load (xp + 4 * i), dy = qv_load (dyp + 4 * i);
-      qv_f qf = qv_rne (vzp + x * vinv);
-      qv_i below = ~(qf == qf) | (qf < vlo), above = qf > vhi;   /* NaN: below */
-      qv_i inside = ~below & ~above;
-      qv_f xfq = (qf - vzp) * vs;
-      qv_f ds_in = dy * (xfq - x) * vinv * vgf;
-      qv_f ds_out = dy * qv_sel (below, lo_zp, hi_zp) * vgf;
-      qv_f dz_out = dy * qv_set (-1.0f) * vs * vgf;
-      qv_f ds = qv_sel (inside, ds_in, ds_out), dz = qv_sel (inside, qv_set (0.0f), dz_out);
-      if (dxp != NULL)
-        {
-          qv_f dx = qv_sel (inside, dy * qv_set (1.0f), dy * qv_set (0.0f));
-          memcpy (dxp + 4 * i, &dx, sizeof dx);
-        }
-      for (int l = 0; l < QV_W; l++)
-        {
-          as += ds[l];
-          az += dz[l];
-        }
-    }
-  for (; i < m; i++)
-    {
-      float ds, dz = 0.0f;
-      float dx = fq_backward (piq_ld_f32 (xp, i), piq_ld_f32 (dyp, i), s, inv, zp, qmin, qmax,
-                              gf, &ds, &dz);
-      if (dxp != NULL)
-        piq_st_f32 (dxp, i, dx);
-      as += ds;
-      az += dz;
-    }
-  *acc_s = as;
-  *acc_z = az;
+  for (int h = PIQ_QAT_LANES / 2; h >= 1; h /= 2)
+    for (int k = 0; k < h; k++)
+      l[k] += l[k + h];
+  return l[0];
 }
 
 /* Code formats (docs/qat.md): v = x · inv; Q(v) is the format's nearest value (the
@@ -379,7 +292,14 @@ run_items (void     *data,
       uint64_t k = MIN (j * QAT_CHUNK, len), k1 = MIN (k + QAT_CHUNK, len);
       float s = c->scales[g], inv = 1.0f / s, gf = c->grad_factor;
       int64_t zp = c->zps[g];
-      double acc_s = 0.0, acc_z = 0.0;
+      const PiqQatArgs qa = qat_args (c, s, inv, zp);
+      gboolean back = c->want_sums || c->has_dx;
+      gboolean kernel = fast_f32 (c)
+                        && (back ? c->dy.ft == PIQ_F_F32 && (!c->has_dx || c->dx.ft == PIQ_F_F32)
+                                 : !c->has_y || c->y.ft == PIQ_F_F32);
+      /* the gradient terms: position k of the group into lane k mod 16 (an item
+       * starts at a multiple of 16), [0, 16) the scale's, [16, 32) the zero point's */
+      double lanes[2 * PIQ_QAT_LANES] = { 0 };
 
       while (k < k1)
         {
@@ -388,21 +308,21 @@ run_items (void     *data,
           uint64_t m = MIN (MIN (run, k1 - k), c->cols - col);
           const char *xp = at (&c->x, row, col);
 
-          if ((c->want_sums || c->has_dx) && fast_f32 (c) && c->dy.ft == PIQ_F_F32
-              && (!c->has_dx || c->dx.ft == PIQ_F_F32))
-            fq_backward_f32_run (xp, at (&c->dy, row, col), m, s, inv, zp, c->qmin, c->qmax, gf,
-                                 c->has_dx ? at (&c->dx, row, col) : NULL, &acc_s, &acc_z);
-          else if (!(c->want_sums || c->has_dx) && fast_f32 (c) && (!c->has_y || c->y.ft == PIQ_F_F32))
-            fq_forward_f32_run (xp, m, s, inv, zp, c->qmin, c->qmax,
-                                c->has_y ? at (&c->y, row, col) : NULL,
-                                c->has_mask ? (uint8_t *) at (&c->mask, row, col) : NULL);
-          else if (c->want_sums || c->has_dx)
+          if (kernel && back)
+            c->kern->qat_backward (xp, at (&c->dy, row, col), m, &qa,
+                                   c->has_dx ? at (&c->dx, row, col) : NULL,
+                                   k % PIQ_QAT_LANES, lanes);
+          else if (kernel)
+            c->kern->qat_forward (xp, m, &qa, c->has_y ? at (&c->y, row, col) : NULL,
+                                  c->has_mask ? (uint8_t *) at (&c->mask, row, col) : NULL);
+          else if (back)
             {
               const char *dyp = at (&c->dy, row, col);
               char *dxp = c->has_dx ? at (&c->dx, row, col) : NULL;
               for (uint64_t i = 0; i < m; i++)
                 {
                   float ds, dz = 0.0f, dx;
+                  unsigned l = (unsigned) ((k + i) % PIQ_QAT_LANES);
                   if (c->code < 0)
                     dx = fq_backward (piq_load_f (xp, i, c->x.ft), piq_load_f (dyp, i, c->dy.ft),
                                       s, inv, zp, c->qmin, c->qmax, gf, &ds, &dz);
@@ -411,8 +331,8 @@ run_items (void     *data,
                                         inv, gf, &ds);
                   if (dxp != NULL)
                     piq_store_f (dxp, i, dx, c->dx.ft);
-                  acc_s += ds;
-                  acc_z += dz;
+                  lanes[l] += (double) ds;
+                  lanes[PIQ_QAT_LANES + l] += (double) dz;
                 }
             }
           else
@@ -436,8 +356,8 @@ run_items (void     *data,
         }
       if (c->want_sums)
         {
-          c->sum_s[w] = acc_s;
-          c->sum_z[w] = acc_z;
+          c->sum_s[w] = sum_lanes (lanes);
+          c->sum_z[w] = sum_lanes (lanes + PIQ_QAT_LANES);
         }
     }
 }
@@ -447,7 +367,14 @@ run_call (PiqQuantizer *self,
           QatCall      *c)
 {
   uint64_t n_items = c->n_groups * c->cpg;
-  guint n_threads = piq_quantizer_get_n_threads (self);
+  PiqEngine eng;
+  guint n_threads;
+
+  piq_quantizer_get_engine (self, &eng);
+  n_threads = eng.n_threads;
+  c->kern = eng.kernels;
+  /* x (and dy) read and y (or dx) written, as the engine's PIQ_STREAM_MIN_BYTES rule */
+  c->stream = c->n * (c->x.esize + (c->want_sums ? c->dy.esize : 0) + 4) >= PIQ_STREAM_MIN_BYTES;
 
   piq_parallel_run (n_threads, n_items, 1,
                     c->n >= PIQ_PARALLEL_MIN_ELEMENTS ? 0 : UINT64_MAX, run_items, c);
@@ -1014,8 +941,9 @@ backward (PiqQuantizer *self,
  * clamped, the source gradient is 0, the scale's term
  * `grad_out · (qmin or qmax − zero_point) · grad_factor` and the zero point's
  * `−grad_out · scale · grad_factor`. Each scale and zero-point gradient is the sum
- * of its group's terms, added in binary64 in a fixed order and rounded to f32,
- * so the result is the same for any thread count. For a code format with grid
+ * of its group's terms, added in binary64 in a fixed order (16 lanes per chunk of
+ * 16384, docs/qat.md) and rounded to f32, so the result is the same for any thread
+ * count and SIMD level. For a code format with grid
  * rounding `Q` and `v = x · (1/scale)`, the scale's term is
  * `grad_out · (Q(v) − v) · grad_factor` where `|v|` is at most the format's
  * largest magnitude, `grad_out · Q(v) · grad_factor` beyond it. See

@@ -8,7 +8,7 @@
 # aten.fake_quantize_per_{tensor,channel}_affine_cachemask bit for bit, and the
 # source gradient aten._fake_quantize_learnable_per_{tensor,channel}_affine_backward's.
 # The scale and zero-point gradients are sums: torch adds its float32 terms in an
-# order of its own, piquant in binary64 in element order (docs/qat.md). So torch's
+# order of its own, piquant in binary64 in 16 lanes in a fixed order (docs/qat.md). So torch's
 # per-element terms are taken from the per-channel backward with one channel per
 # element, summed here in binary64 in piquant's order, rounded to float32, and must
 # equal piquant's bit for bit; torch's own sums must agree within its float32
@@ -91,13 +91,26 @@ def torch_bytes(t):
     return t.numpy().tobytes()
 
 
+LANES = 16     # piquant's lanes (docs/qat.md): position i of a chunk into lane i mod 16
+
+
 def seq_sum(a):
-    """Binary64 sum in piquant's order: sequential within chunks, chunks in order."""
+    """Binary64 sum in piquant's order (docs/qat.md): within each chunk of CHUNK
+    positions, lane k (from +0) adds the positions i with i mod 16 = k in order; the
+    lanes fold as lane k += lane k + h for h = 8, 4, 2, 1; the chunks' sums are
+    added in order, from +0."""
     a = np.asarray(a, dtype=np.float64).ravel()
     total = 0.0
     for k in range(0, max(a.size, 1), CHUNK):
         part = a[k:k + CHUNK]
-        total += float(np.cumsum(part)[-1]) if part.size else 0.0
+        lanes = [0.0 + float(np.cumsum(part[j::LANES])[-1]) if part[j::LANES].size else 0.0
+                 for j in range(LANES)]
+        h = LANES // 2
+        while h >= 1:
+            for j in range(h):
+                lanes[j] = lanes[j] + lanes[j + h]
+            h //= 2
+        total += lanes[0]
     return total
 
 

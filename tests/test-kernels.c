@@ -1219,6 +1219,158 @@ run_dot_groups_q4 (const PiqKernelTable *t, const char *skip)
   report (skip != NULL || check_dot_groups (t, 2), t->name, "dot_groups/q4", skip);
 }
 
+/* ---- fake quantization: values, mask, source gradient and the 16 gradient lanes ---- */
+
+static PiqQatArgs
+qat_args (double scale, int ii, int zp_kind, float gf)
+{
+  PiqKernelArgs k = make_args (scale, ii, zp_kind);
+  PiqQatArgs a;
+
+  a.s = k.scale_f;
+  a.inv = k.inv_f;
+  a.gf = gf;
+  a.zp = (float) k.zero_point;
+  a.lo = (float) k.qmin;
+  a.hi = (float) k.qmax;
+  a.lo_zp = (float) (k.qmin - k.zero_point);
+  a.hi_zp = (float) (k.qmax - k.zero_point);
+  a.stream = (int) (rnd () & 1);      /* streamed stores where aligned: same bytes */
+  return a;
+}
+
+/* Lanes agree bit for bit, or are both NaN (a NaN's payload and sign are not part
+ * of the contract: the compiler may swap the operands of an addition). */
+static int
+lanes_equal (const double *a, const double *b, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (memcmp (&a[i], &b[i], 8) != 0 && !(a[i] != a[i] && b[i] != b[i]))
+      return 0;
+  return 1;
+}
+
+static int
+check_qat (const PiqKernelTable *t, int backward)
+{
+  static const int types[] = { PIQ_I_UINT8, PIQ_I_INT8, PIQ_I_INT4, PIQ_I_UINT2, PIQ_I_UINT16, PIQ_I_INT16 };
+  static const size_t lane0s[] = { 0, 1, 7, 15, 16, 35 };
+  static const size_t extra[] = { 48, 49, 80, 95, 16384 + 17 };
+  enum { N = 16384 + 64 };
+  static uint8_t x[4 * N + 8], g[4 * N + 8], m1[N + 8], m2[N + 8];
+  static uint8_t o1[4 * N + 8] __attribute__ ((aligned (64))), o2[4 * N + 8] __attribute__ ((aligned (64)));
+  size_t n_len = sizeof lengths / sizeof lengths[0], n_all = n_len + sizeof extra / sizeof extra[0];
+
+  for (size_t li = 0; li < n_all; li++)
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+      for (int zk = 0; zk < 4; zk++)
+        {
+          size_t n = li < n_len ? lengths[li] : extra[li - n_len];
+          double scale = scales[(li + ti + zk) % (sizeof scales / sizeof scales[0])];
+          static const float gfs[] = { 1.0f, 0.3f, 0.125f, 1.7e-3f };
+          PiqQatArgs a = qat_args (scale, types[ti], zk, gfs[(li + zk) % 4]);
+          size_t off = (li + zk) % 4;            /* bytes: unaligned pointers */
+          size_t lane0 = lane0s[(li + ti + zk) % (sizeof lane0s / sizeof lane0s[0])];
+          double l1[2 * PIQ_QAT_LANES], l2[2 * PIQ_QAT_LANES];
+          int want_out = (li + ti) % 5 != 0, want_mask = (li + zk) % 3 != 0;
+
+          fill_float (x + off, n, PIQ_F_F32, scale);
+          /* clamped values on both sides, often */
+          for (size_t i = 0; i < n; i += 7)
+            {
+              float f = (float) ((i & 8 ? 1 : -1) * scale * (double) (a.hi - a.lo + 3 + (double) (rnd () % 50)));
+              memcpy (x + off + 4 * i, &f, 4);
+            }
+          fill_float (g + off, n, PIQ_F_F32, 0.01);
+          for (int k = 0; k < 2 * PIQ_QAT_LANES; k++)
+            l1[k] = l2[k] = (double) (int64_t) (rnd () % 2001) - 1000.0 + 0.25 * (double) k;
+          memset (o1, 0xa5, sizeof o1);
+          memset (o2, 0xa5, sizeof o2);
+          memset (m1, 0x5a, sizeof m1);
+          memset (m2, 0x5a, sizeof m2);
+          if (backward)
+            {
+              piq_kernels_scalar.qat_backward (x + off, g + off, n, &a, want_out ? o1 + off : NULL, lane0, l1);
+              t->qat_backward (x + off, g + off, n, &a, want_out ? o2 + off : NULL, lane0, l2);
+            }
+          else
+            {
+              piq_kernels_scalar.qat_forward (x + off, n, &a, want_out ? o1 + off : NULL, want_mask ? m1 + off : NULL);
+              t->qat_forward (x + off, n, &a, want_out ? o2 + off : NULL, want_mask ? m2 + off : NULL);
+            }
+          if (memcmp (o1, o2, sizeof o1) != 0 || memcmp (m1, m2, sizeof m1) != 0
+              || (backward && !lanes_equal (l1, l2, 2 * PIQ_QAT_LANES)))
+            {
+              snprintf (diag, sizeof diag, "qat_%s n=%zu type %d zp kind %d lane0 %zu offset %zu: "
+                        "the table differs from scalar", backward ? "backward" : "forward", n,
+                        types[ti], zk, lane0, off);
+              return 0;
+            }
+        }
+  return 1;
+}
+
+/* The scalar backward kernel against the definition written out here: lane k holds
+ * the binary64 sum, in element order, of the terms of the elements i with
+ * (lane0 + i) mod 16 = k, each term the binary32 formula of piq-kernels-private.h. */
+static int
+check_qat_order (void)
+{
+  enum { N = 1000 };
+  static float x[N], g[N];
+  PiqQatArgs a = qat_args (0.02, PIQ_I_UINT8, 3, 0.5f);
+
+  a.stream = 0;
+  double got[2 * PIQ_QAT_LANES] = { 0 }, want[2 * PIQ_QAT_LANES] = { 0 };
+  const size_t lane0 = 5;
+
+  for (size_t i = 0; i < N; i++)
+    {
+      x[i] = (float) (((double) (rnd () % 20001) - 10000.0) * 0.001);
+      g[i] = (float) (((double) (rnd () % 2001) - 1000.0) * 0.0007);
+    }
+  piq_kernels_scalar.qat_backward (x, g, N, &a, NULL, lane0, got);
+  for (size_t i = 0; i < N; i++)
+    {
+      volatile float v = x[i] * a.inv;
+      float q = nearbyintf (a.zp + v), ds, dz;
+      size_t k = (lane0 + i) % 16;
+      if (q >= a.lo && q <= a.hi)
+        {
+          volatile float xq = (q - a.zp) * a.s;
+          volatile float t1 = g[i] * (xq - x[i]);
+          volatile float t2 = t1 * a.inv;
+          ds = t2 * a.gf, dz = 0.0f;
+        }
+      else
+        {
+          volatile float t1 = g[i] * (q < a.lo ? a.lo_zp : a.hi_zp);
+          volatile float t2 = -g[i] * a.s;
+          ds = t1 * a.gf, dz = t2 * a.gf;
+        }
+      want[k] += ds;
+      want[16 + k] += dz;
+    }
+  if (memcmp (got, want, sizeof got) != 0)
+    {
+      snprintf (diag, sizeof diag, "qat_backward lanes differ from the written-out order");
+      return 0;
+    }
+  return 1;
+}
+
+static void
+run_qat_forward (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_qat (t, 0), t->name, "qat_forward/f32", skip);
+}
+
+static void
+run_qat_backward (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_qat (t, 1), t->name, "qat_backward/f32", skip);
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
@@ -1233,6 +1385,8 @@ run_dot_groups_q4 (const PiqKernelTable *t, const char *skip)
 #define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
 #define RUN_xnor_counts(t, slot, f)      run_xnor_counts (t, skip);
 #define RUN_gemm_u8s8(t, slot, f)        run_gemm_u8s8 (t, skip);
+#define RUN_qat_forward(t, slot, f)      run_qat_forward (t, skip);
+#define RUN_qat_backward(t, slot, f)     run_qat_backward (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int
@@ -1274,6 +1428,7 @@ main (void)
   report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);
   report (check_xnor_counts (&piq_kernels_scalar), "scalar", "xnor_counts/u64/exact", NULL);
   report (check_gemm_u8s8 (&piq_kernels_scalar), "scalar", "gemm_u8s8/packed/exact", NULL);
+  report (check_qat_order (), "scalar", "qat_backward/f32/order", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table
    * built once without ifunc): every entry of the latter is checked. */

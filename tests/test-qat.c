@@ -454,19 +454,21 @@ test_f32_runs (void)
                         : bf16_exact ((float) g_rand_double_range (r, -300, 300) * 0.25f);
       dy[i] = bf16_exact ((float) g_rand_double_range (r, -2, 2));
     }
-  for (gsize f = 0; f < G_N_ELEMENTS (fmts); f++)
+  for (gsize f = 0; f < 2 * G_N_ELEMENTS (fmts); f++)
     for (guint th = 1; th <= 3; th += 2)
       {
+        /* a power-of-two scale (exact ties) and one that is not (every product rounds) */
+        double scale = f % 2 ? 0.3 : 0.25;
         g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
-        g_autoptr(PiqFormat) fmt = fmts[f].sym ? piq_format_new_symmetric (fmts[f].dt)
-                                               : piq_format_new (fmts[f].dt);
+        g_autoptr(PiqFormat) fmt = fmts[f / 2].sym ? piq_format_new_symmetric (fmts[f / 2].dt)
+                                                   : piq_format_new (fmts[f / 2].dt);
         g_autoptr(GError) error = NULL;
         gint64 qmin, qmax, zp;
         GBytes *out[2][3] = { { NULL } };
         double sums[2][2];
 
-        range_of (fmts[f].dt, &qmin, &qmax);
-        zp = fmts[f].sym ? (qmin < 0 ? 0 : (qmax + 1) / 2) : (qmin + qmax) / 3;
+        range_of (fmts[f / 2].dt, &qmin, &qmax);
+        zp = fmts[f / 2].sym ? (qmin < 0 ? 0 : (qmax + 1) / 2) : (qmin + qmax) / 3;
         piq_quantizer_set_n_threads (q, th);
         for (int path = 0; path < 2; path++)
           {
@@ -477,10 +479,10 @@ test_f32_runs (void)
             g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, &n, 1, NULL);
             g_autoptr(PiqTensor) mask = piq_tensor_new (PIQ_DTYPE_UINT8, n, &error);
 
-            g_assert_true (piq_quantizer_fake_quantize_per_tensor (q, fmt, src, 0.25, zp, y, mask,
+            g_assert_true (piq_quantizer_fake_quantize_per_tensor (q, fmt, src, scale, zp, y, mask,
                                                                    &error));
-            g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (q, fmt, src, 0.25, zp,
-                                                                            gout, 0.5, gsrc,
+            g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (q, fmt, src, scale, zp,
+                                                                            gout, 0.37, gsrc,
                                                                             &sums[path][0],
                                                                             &sums[path][1], &error));
             g_assert_no_error (error);
@@ -498,8 +500,11 @@ test_f32_runs (void)
       }
 }
 
-/* ---- identical bytes for any thread count ---- */
+/* ---- identical bytes for any thread count and SIMD level ---- */
 
+/* Every output for threads 1 … 4, 7 and all, uncapped, and for every SIMD level cap
+ * with 1 … 4 threads, equals the first one's bytes; once with every tensor f32 (the
+ * kernel layer's qat entries) and once with mixed dtypes (the per-element path). */
 static void
 test_threads (gconstpointer data)
 {
@@ -507,50 +512,148 @@ test_threads (gconstpointer data)
   g_autoptr(GError) error = NULL;
   g_autoptr(PiqFormat) fmt = format_of (c);
   g_auto(QatData) d = { 0 };
-  GBytes *ref[5] = { NULL };
-  static const guint threads[] = { 1, 2, 3, 7, 0 };
+  static const struct { guint th; int cap; } runs[] = {
+    { 1, -1 }, { 2, -1 }, { 3, -1 }, { 4, -1 }, { 7, -1 }, { 0, -1 },
+    { 1, PIQ_SIMD_LEVEL_SCALAR }, { 2, PIQ_SIMD_LEVEL_SCALAR }, { 3, PIQ_SIMD_LEVEL_SCALAR },
+    { 4, PIQ_SIMD_LEVEL_SCALAR }, { 1, PIQ_SIMD_LEVEL_SSE4_2 }, { 3, PIQ_SIMD_LEVEL_SSE4_2 },
+    { 2, PIQ_SIMD_LEVEL_AVX2 }, { 4, PIQ_SIMD_LEVEL_AVX2 }, { 1, PIQ_SIMD_LEVEL_AVX512 },
+    { 3, PIQ_SIMD_LEVEL_AVX512 }, { 2, PIQ_SIMD_LEVEL_AVX512_VNNI }, { 4, PIQ_SIMD_LEVEL_NEON },
+  };
+  static const PiqDtype dts[2][3] = {
+    { PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_DTYPE_F32 },      /* x, dy, y */
+    { PIQ_DTYPE_F32, PIQ_DTYPE_BF16, PIQ_DTYPE_F16 },
+  };
 
   make_data (c, 4242, FALSE, &d);
-  for (gsize k = 0; k < G_N_ELEMENTS (threads); k++)
+  for (int v = 0; v < 2; v++)
     {
-      g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
-      g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, d.x);
-      g_autoptr(PiqTensor) gout = float_tensor (PIQ_DTYPE_BF16, c->shape, c->n_dims, d.dy);
-      g_autoptr(PiqTensor) st = scales_tensor (&d);
-      g_autoptr(PiqTensor) zt = c->symmetric ? NULL : zps_tensor (&d);
-      g_autoptr(PiqTensor) dst = float_tensor (PIQ_DTYPE_F16, c->shape, c->n_dims, NULL);
-      g_autoptr(PiqTensor) mask = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, c->shape, c->n_dims, &error);
-      g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, NULL);
-      g_autoptr(PiqTensor) gs = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
-      g_autoptr(PiqTensor) gz = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
-      GBytes *now[5];
-
-      piq_quantizer_set_n_threads (q, threads[k]);
-      if (k == G_N_ELEMENTS (threads) - 1)
-        piq_quantizer_set_max_simd_level (q, PIQ_SIMD_LEVEL_SCALAR);
-      g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st, zt, dst, mask, &error));
-      g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, src, st, zt, gout, 0.5, gsrc, gs,
-                                                           gz, &error));
-      g_assert_no_error (error);
-      now[0] = snapshot (dst);
-      now[1] = snapshot (mask);
-      now[2] = snapshot (gsrc);
-      now[3] = snapshot (gs);
-      now[4] = snapshot (gz);
-      for (int j = 0; j < 5; j++)
+      GBytes *ref[6] = { NULL };
+      for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
         {
-          if (k == 0)
-            ref[j] = now[j];
-          else
+          g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+          g_autoptr(PiqTensor) src = float_tensor (dts[v][0], c->shape, c->n_dims, d.x);
+          g_autoptr(PiqTensor) gout = float_tensor (dts[v][1], c->shape, c->n_dims, d.dy);
+          g_autoptr(PiqTensor) st = scales_tensor (&d);
+          g_autoptr(PiqTensor) zt = c->symmetric ? NULL : zps_tensor (&d);
+          g_autoptr(PiqTensor) dst = float_tensor (dts[v][2], c->shape, c->n_dims, NULL);
+          g_autoptr(PiqTensor) mask = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, c->shape, c->n_dims, &error);
+          g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, NULL);
+          g_autoptr(PiqTensor) gs = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
+          g_autoptr(PiqTensor) gz = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
+          GBytes *now[6];
+
+          piq_quantizer_set_n_threads (q, runs[k].th);
+          if (runs[k].cap >= 0)
+            piq_quantizer_set_max_simd_level (q, runs[k].cap);
+          g_assert_true (piq_quantizer_fake_quantize (q, fmt, src, st, zt, dst, mask, &error));
+          g_assert_true (piq_quantizer_fake_quantize_backward (q, fmt, src, st, zt, gout, 0.37, gsrc,
+                                                               gs, gz, &error));
+          g_assert_no_error (error);
+          now[0] = snapshot (dst);
+          now[1] = snapshot (mask);
+          now[2] = snapshot (gsrc);
+          now[3] = snapshot (gs);
+          now[4] = snapshot (gz);
+          {
+            /* per tensor, the binary64 sums too (not hidden by the rounding to f32) */
+            double sums[2] = { 0.0, 0.0 };
+            if (c->gran == PIQ_GRANULARITY_TENSOR)
+              g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (
+                               q, fmt, src, d.s[0], c->symmetric ? 0 : d.zp[0], gout, 0.37, NULL,
+                               &sums[0], &sums[1], &error));
+            g_assert_no_error (error);
+            now[5] = g_bytes_new (sums, sizeof sums);
+          }
+          for (int j = 0; j < 6; j++)
             {
-              g_test_message ("threads %u, output %d", threads[k], j);
-              g_assert_true (g_bytes_equal (ref[j], now[j]));
-              g_bytes_unref (now[j]);
+              if (k == 0)
+                ref[j] = now[j];
+              else
+                {
+                  if (!g_bytes_equal (ref[j], now[j]))
+                    g_test_message ("dtypes %d, threads %u, cap %d, output %d differs", v,
+                                    runs[k].th, runs[k].cap, j);
+                  g_assert_true (g_bytes_equal (ref[j], now[j]));
+                  g_bytes_unref (now[j]);
+                }
             }
         }
+      for (int j = 0; j < 6; j++)
+        g_bytes_unref (ref[j]);
     }
-  for (int j = 0; j < 5; j++)
-    g_bytes_unref (ref[j]);
+}
+
+/* ---- the documented order of the gradient sums, written out independently ---- */
+
+/* docs/qat.md: each term in binary32 as the formula says; within a chunk of 16384
+ * positions, lane k (from +0, binary64) adds the terms of positions i ≡ k (mod 16) in
+ * order; lane k += lane k + h for h = 8, 4, 2, 1; the chunks' sums added in order
+ * from +0. The per-tensor form returns that binary64 sum: it must be these bits,
+ * for every thread count and SIMD level. */
+static void
+test_order (void)
+{
+  const guint64 n = 3 * 16384 + 1000 + 5;
+  const float s = 0.0375f, gf = 0.3f;
+  const gint64 zp = 117, qmin = 0, qmax = 255;
+  g_autoptr(GRand) r = g_rand_new_with_seed (1313);
+  g_autofree float *x = g_new (float, n), *dy = g_new (float, n);
+  double want_s = 0.0, want_z = 0.0;
+  g_autoptr(PiqFormat) fmt = piq_format_new (PIQ_DTYPE_UINT8);
+
+  for (guint64 i = 0; i < n; i++)
+    {
+      x[i] = (float) g_rand_double_range (r, -6, 6);
+      dy[i] = (float) g_rand_double_range (r, -1, 1);
+    }
+  for (guint64 c0 = 0; c0 < n; c0 += 16384)
+    {
+      double ls[16] = { 0 }, lz[16] = { 0 };
+      for (guint64 i = c0; i < n && i < c0 + 16384; i++)
+        {
+          volatile float inv = 1.0f / s, v = x[i] * inv, t = (float) zp + v;
+          float q = nearbyintf (t), ts, tz = 0.0f;
+          if (q >= (float) qmin && q <= (float) qmax)
+            {
+              volatile float xq = (q - (float) zp) * s, a = xq - x[i], b = dy[i] * a, e = b * inv;
+              ts = e * gf;
+            }
+          else
+            {
+              volatile float a = dy[i] * (float) ((q < (float) qmin ? qmin : qmax) - zp), b = -dy[i] * s;
+              ts = a * gf;
+              tz = b * gf;
+            }
+          ls[(i - c0) % 16] += (double) ts;
+          lz[(i - c0) % 16] += (double) tz;
+        }
+      for (int h = 8; h >= 1; h /= 2)
+        for (int k = 0; k < h; k++)
+          {
+            ls[k] += ls[k + h];
+            lz[k] += lz[k + h];
+          }
+      want_s += ls[0];
+      want_z += lz[0];
+    }
+  for (int cap = 0; cap < 2; cap++)
+    for (guint th = 1; th <= 4; th++)
+      {
+        g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+        g_autoptr(PiqTensor) src = float_tensor (PIQ_DTYPE_F32, &n, 1, x);
+        g_autoptr(PiqTensor) gout = float_tensor (PIQ_DTYPE_F32, &n, 1, dy);
+        g_autoptr(GError) error = NULL;
+        double got_s, got_z;
+
+        piq_quantizer_set_n_threads (q, th);
+        if (cap)
+          piq_quantizer_set_max_simd_level (q, PIQ_SIMD_LEVEL_SCALAR);
+        g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (q, fmt, src, s, zp, gout, gf,
+                                                                        NULL, &got_s, &got_z, &error));
+        g_assert_no_error (error);
+        g_assert_cmpmem (&got_s, 8, &want_s, 8);
+        g_assert_cmpmem (&got_z, 8, &want_z, 8);
+      }
 }
 
 /* ---- bad input: a GError, nothing written ---- */
@@ -1299,6 +1402,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/qat/strided-source", test_strided);
   g_test_add_func ("/qat/f32-runs", test_f32_runs);
+  g_test_add_func ("/qat/order", test_order);
   for (gsize i = 0; i < G_N_ELEMENTS (thread_cases); i++)
     {
       char *path = g_strdup_printf ("/qat/threads/%s", thread_cases[i].name);

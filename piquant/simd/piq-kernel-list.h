@@ -118,6 +118,13 @@ enum {
   X (xnor_counts, xnor_counts, u64) \
   X (gemm_u8s8, gemm_u8s8, packed)
 
+/* Fake quantization of the 2- to 16-bit integer formats (piq-qat.c, docs/qat.md):
+ * the forward pass (values and straight-through mask) and the backward pass (source
+ * gradient and the LSQ gradient terms added into 16 binary64 lanes), f32 data. */
+#define PIQ_KL_QAT_(X) \
+  X (qat_forward, qat_forward, f32) \
+  X (qat_backward, qat_backward, f32)
+
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \
   PIQ_KL_PER_INT_ (PIQ_KL_D_F_, X) \
@@ -125,7 +132,8 @@ enum {
   PIQ_KL_PER_FLOAT_ (PIQ_KL_MM_, X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_SUM_, X) \
   PIQ_KL_BLOCK_ (X) \
-  PIQ_KL_MATMUL_ (X)
+  PIQ_KL_MATMUL_ (X) \
+  PIQ_KL_QAT_ (X)
 
 /* The identifier of an entry's function inside a kernel unit (each unit's are static). */
 #define PIQ_KNAME_quantize(f, i, r)   quantize_##f##_##i##_##r
@@ -141,3 +149,5 @@ enum {
 #define PIQ_KNAME_dot_groups_q4(t)    dot_groups_##t
 #define PIQ_KNAME_xnor_counts(t)      xnor_counts_##t
 #define PIQ_KNAME_gemm_u8s8(t)        gemm_u8s8_##t
+#define PIQ_KNAME_qat_forward(f)      qat_forward_##f
+#define PIQ_KNAME_qat_backward(f)     qat_backward_##f

@@ -403,6 +403,74 @@ gemm_u8s8_packed (const uint8_t *a, size_t lda, size_t m, const int8_t *b, size_
       }
 }
 
+/* ---- fake quantization (piq-kernels-private.h has the definition) ---- */
+
+/* nearbyintf, ties to even: magnitudes below 2^23 rounded by adding and subtracting
+ * 2^23, the sign put back (−0 included); larger magnitudes, ±Inf and NaN as they are. */
+static inline float
+qat_rne (float v)
+{
+  float a = __builtin_fabsf (v);
+
+  if (!(a < 0x1p23f))
+    return v;
+  return __builtin_copysignf ((a + 0x1p23f) - 0x1p23f, v);
+}
+
+static void
+qat_forward_f32 (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      float qf = a->zp + qat_rne (piq_ld_f32 (x, i) * a->inv), v;
+      int inside = 0;
+
+      if (qf != qf)
+        v = 0.0f;
+      else if (qf < a->lo)
+        v = a->lo_zp * a->s;
+      else if (qf > a->hi)
+        v = a->hi_zp * a->s;
+      else
+        v = (qf - a->zp) * a->s, inside = 1;
+      if (y != NULL)
+        piq_st_f32 (y, i, v);
+      if (mask != NULL)
+        mask[i] = (uint8_t) inside;
+    }
+}
+
+static void
+qat_backward_f32 (const void *x, const void *dy, size_t n, const PiqQatArgs *a, void *dx,
+                  size_t lane0, double *lanes)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      float xv = piq_ld_f32 (x, i), g = piq_ld_f32 (dy, i);
+      float qf = qat_rne (a->zp + xv * a->inv), ds, dz, d;
+      size_t k = (lane0 + i) % PIQ_QAT_LANES;
+
+      if (qf >= a->lo && qf <= a->hi)      /* inside (false for NaN) */
+        {
+          ds = g * ((qf - a->zp) * a->s - xv) * a->inv * a->gf;
+          dz = 0.0f;
+          d = g;
+        }
+      else
+        {
+          ds = g * (qf > a->hi ? a->hi_zp : a->lo_zp) * a->gf;
+          dz = g * -1.0f * a->s * a->gf;
+          d = g * 0.0f;
+        }
+      if (dx != NULL)
+        piq_st_f32 (dx, i, d);
+      lanes[k] += (double) ds;
+      lanes[PIQ_QAT_LANES + k] += (double) dz;
+    }
+}
+
+#define DEF_qat_forward(f)
+#define DEF_qat_backward(f)
 #define DEF_mm_tile(f)
 #define DEF_gemm_u8s8(t)
 #define DEF_dot_groups(t)

@@ -1083,6 +1083,7 @@ VALL (f16, F16)
 #include "piq-formats-vec-body.h"
 #include "piq-matmul-vec-body.h"
 #include "piq-binary-vec-body.h"
+#include "piq-qat-vec-body.h"
 
 const PiqKernelTable PIQ_VEC_TABLE = {
   .name = PIQ_VEC_LABEL,
@@ -1092,6 +1093,7 @@ const PiqKernelTable PIQ_VEC_TABLE = {
   PIQ_BINARY_SLOTS
 #ifndef PIQ_VEC_ONLY_MATMUL
   PIQ_FORMAT_SLOTS
+  PIQ_QAT_SLOTS
   SLOTS (f32, F32)
   SLOTS (bf16, BF16)
 # if HAVE_F16
