@@ -375,6 +375,10 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
 }
 
 #define DEF_mm_tile(f)
+#define DEF_mm_decode_dot(f) \
+  static void PIQ_KNAME_mm_decode_dot (f) (const PiqMmWeights *w, const float *x, size_t ldx, \
+                                           size_t n, size_t mr, size_t nr, float *out, size_t ldo) \
+  { piq_block_decode_dot (w, x, ldx, n, mr, nr, out, ldo); }
 #define DEF_dot_groups(t)
 #define DEF_dot_groups_i8(t)
 #define DEF_dot_groups_q4(t)
