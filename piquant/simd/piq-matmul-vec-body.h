@@ -191,6 +191,7 @@ dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const in
     {
       const uint8_t *blk = row + k / 32 * (code == PIQ_C_Q8_0 ? 34 : 18) + 2;
       const int half = (int) (k / 16) & 1;
+#pragma GCC unroll 4
       for (int v = 0; v < MM_V; v++)
         {
           vi c;
@@ -206,6 +207,7 @@ dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const in
         }
       return;
     }
+#pragma GCC unroll 4
   for (int v = 0; v < MM_V; v++)
     {
       vi c = fload_codes (row + (k + (size_t) v * PIQ_W) * bits / 8, bits, sg, hf);
@@ -218,10 +220,50 @@ dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const in
     }
 }
 
+/* A ggml block's f16 scale as binary32: F16C's conversion where the unit has it (the
+ * same value; a NaN may differ in its quiet bit, and every output it reaches is
+ * stored as the default NaN), else piq_f16_to_f32. */
+VINLINE float
+dd_f16 (const uint8_t *p)
+{
+  uint16_t h;
+  memcpy (&h, p, 2);
+#ifdef __F16C__
+  return _cvtsh_ss (h);
+#else
+  return piq_f16_to_f32 (h);
+#endif
+}
+
+/* Bytes ahead of each row of codes to prefetch: the rows of a panel are separate
+ * streams, and the loads of the codes stalled the loop (perf). */
+#ifndef DD_PREFETCH
+# define DD_PREFETCH 1024
+#endif
+
+/* acc[i][j] += x[i] (16 elements at x + i·ldx) · wv[j], lane for lane */
+#define DD_FMA_(mr, nr, x, ldx, wv, acc) \
+  do { \
+    vf xv_[4][MM_V]; \
+    _Pragma ("GCC unroll 4") \
+    for (int i_ = 0; i_ < (mr); i_++) \
+      _Pragma ("GCC unroll 4") \
+      for (int v_ = 0; v_ < MM_V; v_++) \
+        xv_[i_][v_] = fload ((x) + i_ * (ldx) + v_ * PIQ_W); \
+    _Pragma ("GCC unroll 4") \
+    for (int j_ = 0; j_ < (nr); j_++) \
+      _Pragma ("GCC unroll 4") \
+      for (int i_ = 0; i_ < (mr); i_++) \
+        _Pragma ("GCC unroll 4") \
+        for (int v_ = 0; v_ < MM_V; v_++) \
+          acc[i_][j_][v_] = PIQ_VEC_FMA (xv_[i_][v_], wv[j_][v_], acc[i_][j_][v_]); \
+  } while (0)
+
 /* One sub-tile of mr × nr outputs (constants), over the whole row: the block's
- * parameters once per block, then 16 elements at a time; the row's last n mod 16
- * come from zero-padded copies of x and the codes, with the weights past the end
- * zeroed, so they add fma (0, 0, lane) = lane as in mm_block. */
+ * parameters once per block, then 16 elements at a time (ggml: a block's two halves
+ * from one load of its codes); the row's last n mod 16 come from zero-padded copies
+ * of x and the codes, with the weights past the end zeroed, so they add
+ * fma (0, 0, lane) = lane as in mm_block. */
 VINLINE void
 dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int mr,
           const int nr, size_t j0, float *out, size_t ldo, const int code, const int bits,
@@ -229,81 +271,91 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
 {
   const PiqBlockArgs *a = w->a;
   const size_t bs = bits == 0 ? 32 : a->fixed ? n : a->block;
+  const size_t bb = code == PIQ_C_Q8_0 ? 34 : 18;
   vf acc[4][4][MM_V];
   const uint8_t *row[4];
   PiqBlockP p[4];
   float d[4] = { 0 };
+  size_t k0 = 0;
 
+#pragma GCC unroll 4
   for (int j = 0; j < nr; j++)
     {
       row[j] = w->codes + (j0 + (size_t) j) * w->code_stride;
+#pragma GCC unroll 4
       for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
         for (int v = 0; v < MM_V; v++)
           acc[i][j][v] = (vf) { 0 };
     }
-  for (size_t k0 = 0; k0 < n; k0 += bs)
+  if (bits == 0)
+    for (; k0 + 32 <= n; k0 += 32)
+      {
+        vf wv[4][MM_V];
+        const float *xk = x + k0;
+#pragma GCC unroll 4
+        for (int j = 0; j < nr; j++)
+          {
+            __builtin_prefetch (row[j] + k0 / 32 * bb + DD_PREFETCH);
+            d[j] = dd_f16 (row[j] + k0 / 32 * bb);
+            dd_decode16 (row[j], k0, &p[j], d[j], code, bits, hf, sg, wv[j]);
+          }
+        DD_FMA_ (mr, nr, xk, ldx, wv, acc);
+#pragma GCC unroll 4
+        for (int j = 0; j < nr; j++)
+          dd_decode16 (row[j], k0 + 16, &p[j], d[j], code, bits, hf, sg, wv[j]);
+        DD_FMA_ (mr, nr, xk + 16, ldx, wv, acc);
+      }
+  for (; k0 < n; k0 += bs)
     {
       size_t end = n - k0 > bs ? k0 + bs : n, k = k0;
 
+#pragma GCC unroll 4
       for (int j = 0; j < nr; j++)
         if (bits == 0)
-          {
-            uint16_t h;
-            memcpy (&h, row[j] + k0 / 32 * (code == PIQ_C_Q8_0 ? 34 : 18), 2);
-            d[j] = piq_f16_to_f32 (h);
-          }
+          d[j] = dd_f16 (row[j] + k0 / 32 * bb);
         else
           piq_block_load_params (a, w->scales, w->zero_points,
                                  (j0 + (size_t) j) * w->blocks_per_row +
                                  (a->fixed || bs >= n ? 0 : k0 / a->block), &p[j]);
       for (; k + 16 <= end; k += 16)
         {
-          vf xv[4][MM_V];
-          for (int i = 0; i < mr; i++)
-            for (int v = 0; v < MM_V; v++)
-              xv[i][v] = fload (x + i * ldx + k + v * PIQ_W);
+          vf wv[4][MM_V];
+#pragma GCC unroll 4
           for (int j = 0; j < nr; j++)
             {
-              vf wv[MM_V];
-              dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv);
-              for (int i = 0; i < mr; i++)
-                for (int v = 0; v < MM_V; v++)
-                  acc[i][j][v] = PIQ_VEC_FMA (xv[i][v], wv[v], acc[i][j][v]);
+              if (bits == 8 || k % 32 == 0)
+                __builtin_prefetch (row[j] + k * bits / 8 + DD_PREFETCH);
+              dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv[j]);
             }
+          DD_FMA_ (mr, nr, x + k, ldx, wv, acc);
         }
       if (k < end)
         {
           size_t rem = end - k;
           float xt[4][16] = { { 0 } };
-          vf xv[4][MM_V];
+          vf wv[4][MM_V];
           for (int i = 0; i < mr; i++)
-            {
-              memcpy (xt[i], x + i * ldx + k, rem * sizeof (float));
-              for (int v = 0; v < MM_V; v++)
-                xv[i][v] = fload (xt[i] + v * PIQ_W);
-            }
+            memcpy (xt[i], x + i * ldx + k, rem * sizeof (float));
           for (int j = 0; j < nr; j++)
             {
-              vf wv[MM_V];
               uint8_t ct[16] = { 0 };
               if (bits == 0)   /* ggml blocks are stored whole */
-                dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv);
+                dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv[j]);
               else
                 {
                   memcpy (ct, row[j] + k * bits / 8, (rem * bits + 7) / 8);
-                  dd_decode16 (ct, 0, &p[j], d[j], code, bits, hf, sg, wv);
+                  dd_decode16 (ct, 0, &p[j], d[j], code, bits, hf, sg, wv[j]);
                 }
               for (int v = 0; v < MM_V; v++)
                 {
                   vi idx;
                   for (int l = 0; l < PIQ_W; l++)
                     idx[l] = v * PIQ_W + l;
-                  wv[v] = vsel (idx < (vi) { 0 } + (int32_t) rem, wv[v], (vf) { 0 });
+                  wv[j][v] = vsel (idx < (vi) { 0 } + (int32_t) rem, wv[j][v], (vf) { 0 });
                 }
-              for (int i = 0; i < mr; i++)
-                for (int v = 0; v < MM_V; v++)
-                  acc[i][j][v] = PIQ_VEC_FMA (xv[i][v], wv[v], acc[i][j][v]);
             }
+          DD_FMA_ (mr, nr, &xt[0][0], 16, wv, acc);
         }
     }
   for (int i = 0; i < mr; i++)
