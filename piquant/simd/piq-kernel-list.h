@@ -106,8 +106,8 @@ enum {
   X (block_quantize, block_quantize, f32) \
   X (block_dequantize, block_dequantize, f32)
 
-/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and the
- * dynamic-int8 policy's exact integer dot products. */
+/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and its fused
+ * decode-and-dot GEMV, and the dynamic-int8 policy's exact integer dot products. */
 #define PIQ_KL_MATMUL_(X) \
   X (mm_tile, mm_tile, f32) \
   X (mm_decode_dot, mm_decode_dot, f32) \
