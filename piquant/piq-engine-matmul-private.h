@@ -14,6 +14,7 @@
 
 #include "piq-engine-private.h"
 #include "simd/piq-convert-private.h"
+#include "simd/piq-formats-private.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -37,6 +38,11 @@ struct PiqEnginePacked {
   /* float: the weights as given; double-quantized scales expanded into `owned_scales` */
   PiqEngineQuant q;
   float   *owned_scales;
+  /* float, weights the fused GEMV kernel decodes (piq_engine_fused_rows): no panel */
+  int      fused;
+  PiqBlockArgs fa;
+  size_t   f_code_stride, f_blocks_per_row, f_scale_bytes;
+  int      f_zero_points;
   /* dynamic int8 */
   uint64_t group, groups;      /* elements per scale along K, groups per row */
   uint8_t *codes;              /* [n][k] code + offset, or (signed_codes) code − zero point */

@@ -151,6 +151,15 @@ unpack_ggml (PiqEnginePacked *p, const uint8_t *codes)
       }
 }
 
+/* PIQUANT_MATMUL_UNFUSED=1 in the environment when weights are packed keeps them on
+ * the decoded-panel path: the tests compare both paths' bytes (docs/matmul.md). */
+static int
+unfused_forced (void)
+{
+  const char *v = getenv ("PIQUANT_MATMUL_UNFUSED");
+  return v != NULL && *v != '\0' && strcmp (v, "0") != 0;
+}
+
 /* Weight rows r0 … r0 + PANEL (or to the end) as binary32, K apart. */
 static int
 decode_panel (const PiqEngine *eng, const PiqEnginePacked *p, uint64_t r0, float *panel,
@@ -257,6 +266,10 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
       free (panel);
       if (!ok)
         goto fail;
+      p->fused = !unfused_forced () &&
+                 piq_engine_fused_rows (&p->q, p->n, p->k, &p->fa, &p->f_code_stride,
+                                        &p->f_blocks_per_row, &p->f_zero_points);
+      p->f_scale_bytes = piq_block_scale_size (p->fa.scale_kind);
       return p;
     }
 
@@ -425,6 +438,26 @@ float_item (MatmulJob *job, float *panel, uint64_t r0, uint64_t m0, uint64_t m1,
   uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0);
   float out[TILE_M * PANEL];
 
+  if (w->fused)
+    {
+      /* the weights decoded in registers, chunk by chunk, never stored */
+      PiqMmWeights mw = {
+        &w->fa, (const uint8_t *) w->q.codes + r0 * w->f_code_stride, w->f_code_stride,
+        w->q.scales != NULL ? (const uint8_t *) w->q.scales + r0 * w->f_blocks_per_row *
+                              w->f_scale_bytes : NULL,
+        w->f_zero_points ? (const int32_t *) w->q.zero_points + r0 * w->f_blocks_per_row : NULL,
+        w->f_blocks_per_row,
+      };
+      for (uint64_t m = m0; m < m1; m += TILE_M)
+        {
+          uint64_t mr = MIN ((uint64_t) TILE_M, m1 - m);
+          job->eng->kernels->mm_decode_dot (&mw, job->x + m * job->ldx, job->ldx, (size_t) w->k,
+                                            (size_t) mr, (size_t) rows, out, PANEL);
+          for (uint64_t i = 0; i < mr; i++)
+            store_row (job, m + i, r0, out + i * PANEL, rows);
+        }
+      return 1;
+    }
   if (!decode_panel (job->eng, w, r0, panel, e))
     return 0;
   for (uint64_t m = m0; m < m1; m += TILE_M)
@@ -730,7 +763,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
                       ? (size_t) (PANEL * w->groups * sizeof (int64_t) +
                                   MAX (w->groups, (w->group + DOT_CHUNK - 1) / DOT_CHUNK) *
                                   sizeof (int32_t))
-                      : (size_t) PANEL * w->k * sizeof (float);
+                      : w->fused ? 0 : (size_t) PANEL * w->k * sizeof (float);
   job.scratch_bytes = (job.scratch_bytes + 63) / 64 * 64;
 
   /* One block of scratch for everything the call needs, taken from a one-entry cache:

@@ -226,6 +226,17 @@ int piq_engine_int_row_params (const PiqEngineQuant *w, uint64_t rows, uint64_t 
                                uint64_t *group, float *scales, int32_t *zero_points,
                                PiqEngineError *e) PIQ_INTERNAL;
 
+/* Whether the rows of the 2-D [rows, cols] quantized tensor @w are weights the fused
+ * GEMV kernel (mm_decode_dot) takes: ggml Q4_0 and Q8_0, 4- and 8-bit integers, NF4,
+ * bnb FP4, FP4 E2M1 (MXFP4) and FP8, per tensor, per row or per block of a multiple
+ * of 16 (or of at least a row), rows starting on a byte, scales not double-quantized.
+ * If so, fills @a as decoding uses it (per tensor: a->fixed with the binary32 scale),
+ * the bytes of codes per row, the scales (and zero points) per row, and whether
+ * decoding reads zero points. */
+int piq_engine_fused_rows (const PiqEngineQuant *w, uint64_t rows, uint64_t cols,
+                           PiqBlockArgs *a, size_t *code_stride, size_t *blocks_per_row,
+                           int *has_zero_points) PIQ_INTERNAL;
+
 /* ---------------------------------------------------------------------------
  * Matrix multiply (piq-engine-matmul.c): Y [M, N] = X [M, K] · Wᵀ + bias */
 

@@ -747,6 +747,59 @@ piq_engine_int_row_params (const PiqEngineQuant *w, uint64_t rows, uint64_t cols
   return 1;
 }
 
+int
+piq_engine_fused_rows (const PiqEngineQuant *w, uint64_t rows, uint64_t cols, PiqBlockArgs *a,
+                       size_t *code_stride, size_t *blocks_per_row, int *has_zero_points)
+{
+  const uint64_t shape[2] = { rows, cols };
+  PiqEngineError e;
+  Geometry g;
+
+  if (!geometry (&w->f, shape, 2, &g, &e) || g.double_quant || g.route == ROUTE_CHANNELS)
+    return 0;
+  if (g.info->bits == 0)
+    {
+      if (g.a.code != PIQ_C_Q4_0 && g.a.code != PIQ_C_Q8_0)
+        return 0;
+      *code_stride = (size_t) ((cols + g.info->block_elems - 1) / g.info->block_elems) *
+                     g.info->block_bytes;
+      *blocks_per_row = 0;
+    }
+  else
+    {
+      if (g.info->kind == PIQ_KIND_INT ? g.info->bits != 4 && g.info->bits != 8
+          : g.a.code != PIQ_C_NF4 && g.a.code != PIQ_C_FP4_BNB && g.a.code != PIQ_C_FP4_E2M1 &&
+            g.a.code != PIQ_C_FP8_E4M3 && g.a.code != PIQ_C_FP8_E5M2)
+        return 0;
+      if (cols * g.info->bits % 8 != 0)
+        return 0;     /* rows that start inside a byte */
+      *code_stride = (size_t) (cols * g.info->bits / 8);
+      if (g.route == ROUTE_ELEMENTS || g.a.fixed)
+        {
+          g.a.fixed = 1;
+          g.a.scale = piq_f64_to_f32 (w->scale);
+          g.a.zero_point = w->zero_point;
+          *blocks_per_row = 0;
+        }
+      else if (w->f.granularity == GRAN_BLOCK)
+        {
+          if (g.a.block % 16 != 0 && g.a.block < cols)
+            return 0;
+          *blocks_per_row = (size_t) ((cols + g.a.block - 1) / g.a.block);
+        }
+      else
+        {
+          /* one scale per row (axis 0): the flat route's blocks are the rows */
+          if (g.a.block != cols)
+            return 0;
+          *blocks_per_row = 1;
+        }
+    }
+  *a = g.a;
+  *has_zero_points = g.zero_points_size != 0;
+  return 1;
+}
+
 /* ---------------------------------------------------------------------------
  * Jobs */
 

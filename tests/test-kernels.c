@@ -942,6 +942,181 @@ check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
   return 1;
 }
 
+/* ---- the fused GEMV (mm_decode_dot) ----
+ * Every weight layout the kernel decodes, with random codes, scales (NaN, ±Inf, 0,
+ * subnormal f32 and f16 scales, E8M0 0xff) and zero points, against the scalar table's
+ * bytes; the scalar reference itself against its definition: the rows dequantized by
+ * piq_block_dequantize, then the f32 tile. */
+
+typedef struct {
+  const char *name;
+  int code, bits, qmin, qmax, kind, hf, zps, fixed;
+} DdFmt;
+
+static const DdFmt dd_fmts[] = {
+  { "q4_0",        PIQ_C_Q4_0,     0,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },
+  { "q8_0",        PIQ_C_Q8_0,     0,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },
+  { "int4/f32",    -1,             4,   -8,   7, PIQ_SCALE_F32,  0, 0, 0 },
+  { "int4/f32/zp", -1,             4,   -8,   7, PIQ_SCALE_F32,  0, 1, 0 },
+  { "uint4/f32",   -1,             4,    0,  15, PIQ_SCALE_F32,  0, 0, 0 },
+  { "uint4/f16/zp", -1,            4,    0,  15, PIQ_SCALE_F16,  0, 1, 0 },
+  { "uint4/f32/zp/hi", -1,         4,    0,  15, PIQ_SCALE_F32,  1, 1, 0 },
+  { "int4/f16/hi", -1,             4,   -8,   7, PIQ_SCALE_F16,  1, 0, 0 },
+  { "int4/e8m0",   -1,             4,   -8,   7, PIQ_SCALE_E8M0, 0, 0, 0 },
+  { "int8/f32",    -1,             8, -128, 127, PIQ_SCALE_F32,  0, 0, 0 },
+  { "int8/f16/zp", -1,             8, -128, 127, PIQ_SCALE_F16,  0, 1, 0 },
+  { "uint8/f32/zp", -1,            8,    0, 255, PIQ_SCALE_F32,  0, 1, 0 },
+  { "uint8/f32",   -1,             8,    0, 255, PIQ_SCALE_F32,  0, 0, 0 },
+  { "int8/tensor", -1,             8, -128, 127, PIQ_SCALE_F32,  0, 0, 1 },
+  { "uint8/tensor", -1,            8,    0, 255, PIQ_SCALE_F32,  0, 0, 1 },
+  { "int4/tensor", -1,             4,   -8,   7, PIQ_SCALE_F32,  0, 0, 1 },
+  { "nf4",         PIQ_C_NF4,      4,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },
+  { "nf4/hi",      PIQ_C_NF4,      4,    0,   0, PIQ_SCALE_F32,  1, 0, 0 },
+  { "nf4/f16",     PIQ_C_NF4,      4,    0,   0, PIQ_SCALE_F16,  1, 0, 0 },
+  { "fp4_bnb/hi",  PIQ_C_FP4_BNB,  4,    0,   0, PIQ_SCALE_F32,  1, 0, 0 },
+  { "mxfp4",       PIQ_C_FP4_E2M1, 4,    0,   0, PIQ_SCALE_E8M0, 0, 0, 0 },
+  { "mxfp4/hi",    PIQ_C_FP4_E2M1, 4,    0,   0, PIQ_SCALE_E8M0, 1, 0, 0 },
+  { "fp4/f32",     PIQ_C_FP4_E2M1, 4,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },
+  { "mxfp8_e4m3",  PIQ_C_FP8_E4M3, 8,    0,   0, PIQ_SCALE_E8M0, 0, 0, 0 },
+  { "fp8_e5m2/f32", PIQ_C_FP8_E5M2, 8,   0,   0, PIQ_SCALE_F32,  0, 0, 0 },
+  { "fp8_e4m3/tensor", PIQ_C_FP8_E4M3, 8, 0,  0, PIQ_SCALE_F32,  0, 0, 1 },
+  { "nf8",         PIQ_C_NF8,      8,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },   /* not taken */
+};
+
+/* A random scale in its storage, sometimes special. */
+static void
+dd_scale (uint8_t *p, int kind, int specials)
+{
+  uint32_t r = (uint32_t) rnd ();
+
+  if (kind == PIQ_SCALE_E8M0)
+    {
+      p[0] = specials && r % 17 == 0 ? 0xff : specials && r % 13 == 0 ? (uint8_t) (r >> 8)
+             : (uint8_t) (127 - 12 + (r >> 8) % 16);
+      return;
+    }
+  if (kind == PIQ_SCALE_F16)
+    {
+      uint16_t h = specials && r % 7 == 0 ? (uint16_t) (r >> 8)      /* any bits: NaN, Inf, subnormal */
+                   : piq_f32_to_f16 ((float) ((int) (r >> 8) % 2001 - 1000) * 0x1p-14f);
+      memcpy (p, &h, 2);
+      return;
+    }
+  {
+    static const float special[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 0x1p-140f, 3e38f };
+    float f = specials && r % 7 == 0 ? special[(r >> 8) % 7]
+              : (float) ((int) (r >> 8) % 2001 - 1000) * 0x1p-12f;
+    memcpy (p, &f, 4);
+  }
+}
+
+static int
+check_mm_decode_dot (PiqMmDecodeDotFn ref, PiqMmDecodeDotFn fn)
+{
+  enum { MAXK = 300, NR = 8, LDX = MAXK + 8, PAD = 3 };
+  static const size_t ks[] = { 1, 2, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129,
+                               255, 256, 257, 300 };
+  static const size_t blocks[] = { 16, 32, 64, 128, 24, 0 };   /* 0: one block a row */
+  static const size_t nrs[] = { 1, 2, 3, 4, 5, 8 };
+  static uint8_t codes[NR * (MAXK / 32 + 1) * 34 + NR * PAD + 64];
+  static uint8_t sc[NR * (MAXK + PAD) * 4 + 64];
+  static int32_t zp[NR * (MAXK + PAD) + 16];
+  static float x[4 * LDX + 8] BUF_ALIGNED, wd[NR * MAXK], o[2][4 * 11 + 8];
+
+  for (size_t fi = 0; fi < sizeof dd_fmts / sizeof dd_fmts[0]; fi++)
+    for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++)
+      for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+        {
+          const DdFmt *f = &dd_fmts[fi];
+          size_t k = ks[ki], block = blocks[bi] ? blocks[bi] : k;
+          PiqBlockArgs a;
+          PiqMmWeights w;
+          size_t bpr, stride, sb = piq_block_scale_size (f->kind);
+          int specials = (ki + bi) % 2;
+
+          if ((f->bits == 0 || f->fixed) && bi > 0)
+            continue;          /* their blocks are not a parameter */
+          memset (&a, 0, sizeof a);
+          a.code = f->code;
+          a.bits = f->bits;
+          a.qmin = f->qmin;
+          a.qmax = f->qmax;
+          a.block = f->bits == 0 ? 32 : block;
+          a.scale_kind = f->kind;
+          a.high_first = f->hf;
+          a.fixed = f->fixed;
+          if (f->fixed)
+            {
+              dd_scale ((uint8_t *) &a.scale, PIQ_SCALE_F32, specials);
+              a.zero_point = f->qmin < 0 ? 0 : (int64_t) (rnd () % (uint64_t) (f->qmax + 1));
+              if (specials && rnd () % 3 == 0)
+                a.zero_point = rnd () % 2 ? INT32_MAX : -(1 << 30) - 5;   /* the wide path */
+            }
+          bpr = f->bits == 0 || f->fixed ? 0 : (k + block - 1) / block + rnd () % 2;
+          stride = f->bits == 0 ? (k + 31) / 32 * (f->code == PIQ_C_Q8_0 ? 34 : 18)
+                   : (k * (size_t) f->bits + 7) / 8;
+          stride += rnd () % 2 ? 0 : rnd () % PAD + 1;
+          fill_random (codes, sizeof codes);
+          if (f->bits == 0)
+            for (size_t j = 0; j < NR; j++)
+              for (size_t b = 0; b < (k + 31) / 32; b++)
+                {
+                  uint8_t d[4];
+                  dd_scale (d, PIQ_SCALE_F16, specials);
+                  memcpy (codes + j * stride + b * (f->code == PIQ_C_Q8_0 ? 34 : 18), d, 2);
+                }
+          for (size_t b = 0; b < NR * (bpr ? bpr : 1); b++)
+            {
+              dd_scale (sc + b * sb, f->kind, specials);
+              zp[b] = f->qmin < 0 ? (int32_t) (rnd () % 16) - 8 : (int32_t) (rnd () % (uint64_t) (f->qmax + 1));
+              if (specials && rnd () % 41 == 0)
+                zp[b] = rnd () % 2 ? INT32_MIN : (1 << 30) + 3;
+            }
+          w = (PiqMmWeights) { &a, codes, stride, f->fixed ? NULL : sc, f->zps ? zp : NULL, bpr };
+
+          /* the scalar reference against its definition */
+          if (fn == ref)
+            for (size_t j = 0; j < NR; j++)
+              piq_block_dequantize (&a, codes + j * stride, w.scales ? sc + j * bpr * sb : NULL,
+                                    w.zero_points ? zp + j * bpr : NULL, 0, k, PIQ_F_F32,
+                                    wd + j * k, 0);
+          for (size_t ni = 0; ni < sizeof nrs / sizeof nrs[0]; ni++)
+            for (size_t mr = 1; mr <= 4; mr++)
+              {
+                size_t nr = nrs[ni], xo = rnd () % 4, ldx = k + (mr % 2 ? 0 : 1 + rnd () % 5);
+                size_t ldo = nr + rnd () % 3;
+
+                mm_fill (x, sizeof x / sizeof x[0], specials);
+                fill_random ((uint8_t *) o[0], sizeof o[0]);
+                memcpy (o[1], o[0], sizeof o[0]);
+                if (fn == ref)
+                  piq_kernels_scalar.mm_tile (x + xo, ldx, wd, k, k, mr, nr, o[0], ldo);
+                else
+                  ref (&w, x + xo, ldx, k, mr, nr, o[0], ldo);
+                fn (&w, x + xo, ldx, k, mr, nr, o[1], ldo);
+                if (memcmp (o[0], o[1], sizeof o[0]) != 0)
+                  {
+                    size_t e = 0;
+                    while (memcmp (&o[0][e], &o[1][e], 4) == 0)
+                      e++;
+                    snprintf (diag, sizeof diag, "%s, block %zu, k %zu, mr %zu, nr %zu, ldx %zu, x offset %zu, "
+                              "specials %d: out[%zu][%zu] is %a, %s gives %a", f->name, a.block, k, mr, nr,
+                              ldx, xo, specials, e / ldo, e % ldo, (double) o[1][e],
+                              fn == ref ? "dequantize + mm_tile" : "scalar", (double) o[0][e]);
+                    return 0;
+                  }
+              }
+        }
+  return 1;
+}
+
+static void
+run_mm_decode_dot (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_mm_decode_dot (piq_kernels_scalar.mm_decode_dot, t->mm_decode_dot),
+          t->name, "mm_decode_dot/f32", skip);
+}
+
 /* dot_groups (unsigned weights, any x) or dot_groups_i8 (signed weights, x in
  * [−127, 127]: its contract) against the scalar table's and an independent int64 sum. */
 static void
@@ -1380,6 +1555,7 @@ run_qat_backward (const PiqKernelTable *t, const char *skip)
 #define RUN_block_quantize(t, slot, f)   run_block (t, "block", skip);
 #define RUN_block_dequantize(t, slot, f) /* checked with block_quantize */
 #define RUN_mm_tile(t, slot, f)          run_mm_tile (t, skip);
+#define RUN_mm_decode_dot(t, slot, f)    run_mm_decode_dot (t, skip);
 #define RUN_dot_groups(t, slot, f)       run_dot_groups (t, skip);
 #define RUN_dot_groups_i8(t, slot, f)    run_dot_groups_i8 (t, skip);
 #define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
@@ -1423,6 +1599,8 @@ main (void)
   report (check_affine_nonfinite (), "scalar", "affine-from-range/non-finite", NULL);
   /* The scalar matrix-multiply kernels against their contracts written out here. */
   report (check_mm_tile (NULL, piq_kernels_scalar.mm_tile, 1), "scalar", "mm_tile/f32/contract", NULL);
+  report (check_mm_decode_dot (piq_kernels_scalar.mm_decode_dot, piq_kernels_scalar.mm_decode_dot),
+          "scalar", "mm_decode_dot/f32/contract", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 0), "scalar", "dot_groups/u8s8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 1), "scalar", "dot_groups/i8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);

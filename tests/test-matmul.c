@@ -3098,6 +3098,72 @@ test_blocks_bad_input (void)
   gemm_expect_fail ("blocks: bias of N − 1", a, pw, b8, NULL, y, PIQ_REDUCE_SET, PIQ_ERROR_SIZE);
 }
 
+/* ---- the fused GEMV against the decoded-panel path ----
+ * Weights the float policy multiplies with the fused decode-and-dot kernel
+ * (docs/matmul.md) give Y byte for byte as the panel path (packing under
+ * PIQUANT_MATMUL_UNFUSED=1) and as the oracle, for M = 1, 2, 3, 7 (one and several
+ * rows of X per kernel call, a partial tile), K odd, below and past 16, 32 and the
+ * blocks, every SIMD level and 1 or 3 threads. */
+
+static void
+test_fused (gconstpointer data)
+{
+  const FmtCase *fc = data;
+  static const guint64 ks[] = { 31, 64, 130, 257 }, ms[] = { 1, 2, 3, 7 };
+  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_AVX2,
+                                         PIQ_SIMD_LEVEL_AVX512 };
+
+  for (gsize ki = 0; ki < G_N_ELEMENTS (ks); ki++)
+    {
+      Weights W;
+      g_autoptr(PiqPackedWeights) fused = NULL, panel = NULL;
+
+      make_weights (&W, fc->format, 11, ks[ki], FALSE);
+      g_setenv ("PIQUANT_MATMUL_UNFUSED", "1", TRUE);
+      panel = pack (fc, &W, PIQ_ACTIVATION_FLOAT);
+      g_unsetenv ("PIQUANT_MATMUL_UNFUSED");
+      fused = pack (fc, &W, PIQ_ACTIVATION_FLOAT);
+      if (fused == NULL || panel == NULL)
+        {
+          weights_clear (&W);
+          continue;
+        }
+      for (gsize mi = 0; mi < G_N_ELEMENTS (ms); mi++)
+        {
+          Params p = { ms[mi], 11, ks[ki], PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET,
+                       mi % 2 == 0, PIQ_ACTIVATION_FLOAT, mi == 2 };
+          Case c;
+
+          case_init (&c, &p, &W);
+          any_nan_matches = FALSE;
+          for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+            for (guint t = 1; t <= 3; t += 2)
+              {
+                g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+                g_autoptr(GError) error = NULL;
+                g_autoptr(PiqTensor) ya = NULL, yb = NULL;
+                char what[96];
+
+                piq_quantizer_set_n_threads (qt, t);
+                piq_quantizer_set_max_simd_level (qt, levels[li]);
+                g_snprintf (what, sizeof what, "fused, K %" G_GUINT64_FORMAT ", %u threads, SIMD level %d",
+                            p.K, t, levels[li]);
+                run_case (what, qt, &p, &c, fused);
+                ya = piq_quantizer_matmul_new (qt, c.x, fused, c.b, PIQ_DTYPE_F32, &error);
+                g_assert_no_error (error);
+                yb = piq_quantizer_matmul_new (qt, c.x, panel, c.b, PIQ_DTYPE_F32, &error);
+                g_assert_no_error (error);
+                if (memcmp (piq_tensor_get_data (ya, NULL), piq_tensor_get_data (yb, NULL),
+                            p.M * p.N * 4) != 0)
+                  g_error ("%s, %s, M %" G_GUINT64_FORMAT ": the fused path's Y differs from the "
+                           "panel path's", fc->name, what, p.M);
+              }
+          case_clear (&c);
+        }
+      weights_clear (&W);
+    }
+}
+
 /* ---- registration ---- */
 
 static GPtrArray *cases;
@@ -3165,6 +3231,19 @@ main (int argc, char **argv)
       g_autofree char *p2 = g_strdup_printf ("/matmul/layout/%s", c->name);
       g_autofree char *p3 = g_strdup_printf ("/matmul/threads/%s", c->name);
       g_test_add_data_func (p1, c, test_format);
+      /* the formats with a fused float GEMV (docs/matmul.md) */
+      if (g_str_equal (c->name, "q4_0") || g_str_equal (c->name, "q8_0") ||
+          g_str_equal (c->name, "nf4") || g_str_equal (c->name, "nf4_dq") ||
+          g_str_equal (c->name, "mxfp4") || g_str_equal (c->name, "fp4_bnb") ||
+          g_str_equal (c->name, "mxfp8_e4m3") || g_str_equal (c->name, "fp8_e5m2") ||
+          g_str_equal (c->name, "int4_block") || g_str_equal (c->name, "int8_block") ||
+          g_str_equal (c->name, "mxint8") || g_str_has_suffix (c->name, "-channel0") ||
+          (g_str_has_suffix (c->name, "-tensor") && !g_str_has_prefix (c->name, "uint16")) ||
+          g_str_has_suffix (c->name, "-block32-f16") || g_str_has_prefix (c->name, "uint4-block"))
+        {
+          g_autofree char *p4 = g_strdup_printf ("/matmul/fused/%s", c->name);
+          g_test_add_data_func (p4, c, test_fused);
+        }
       /* layouts: one case per kind of weights is enough */
       if (g_str_has_suffix (c->name, "-tensor") || g_str_equal (c->name, "q4_0") ||
           g_str_equal (c->name, "mxint8") || g_str_equal (c->name, "nf4") ||

@@ -500,6 +500,12 @@ void piq_dq_compress (const float *scales, uint64_t n_blocks, uint8_t *out)
 void piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
   __attribute__((visibility ("hidden")));
 
+/* The float policy's fused GEMV (PiqMmDecodeDotFn): the scalar reference, which the
+ * vector bodies also run for what they do not take. */
+void piq_block_decode_dot (const PiqMmWeights *w, const float *x, size_t ldx, size_t n,
+                           size_t mr, size_t nr, float *out, size_t ldo)
+  __attribute__((visibility ("hidden")));
+
 /* Binary vectors: Σ_blocks sa·sb·(agreeing bits − disagreeing bits). */
 double piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b_bits,
                        const uint8_t *b_scales, uint64_t n, size_t block, PiqScaleKind kind)

@@ -537,3 +537,48 @@ piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
       scales[b] = piq_dynamic_map[codes[b]] * amax + offset;   /* bnb: dequantize, then + offset */
     }
 }
+
+/* --- the float policy's fused GEMV: the reference -------------------------------- */
+
+/* Element k of weight row j, decoded as piq_block_dequantize decodes it; *b and *p
+ * cache the row's current block (b = UINT64_MAX: none yet). */
+static inline float
+mm_weight (const PiqMmWeights *w, size_t j, size_t k, uint64_t *b, PiqBlockP *p)
+{
+  const PiqBlockArgs *a = w->a;
+  const uint8_t *row = w->codes + j * w->code_stride;
+
+  if (a->bits == 0)
+    return ggml_decode (a->code, row + k / GGML_QK * ggml_block_bytes (a->code),
+                        (int) (k % GGML_QK));
+  if (*b != (a->fixed ? 0 : k / a->block))
+    {
+      *b = a->fixed ? 0 : k / a->block;
+      piq_block_load_params (a, w->scales, w->zero_points, j * w->blocks_per_row + *b, p);
+    }
+  return decode (a, p, piq_get_code (row, k, a->bits, a->high_first));
+}
+
+void
+piq_block_decode_dot (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
+                      size_t nr, float *out, size_t ldo)
+{
+  for (size_t j = 0; j < nr; j++)
+    {
+      float lanes[4][PIQ_SUM_LANES] = { { 0 } }, wv[PIQ_SUM_LANES];
+      uint64_t b = UINT64_MAX;
+      PiqBlockP p;
+
+      for (size_t k0 = 0; k0 < n; k0 += PIQ_SUM_LANES)
+        {
+          size_t len = PIQ_MIN ((size_t) PIQ_SUM_LANES, n - k0);
+          for (size_t l = 0; l < len; l++)
+            wv[l] = mm_weight (w, j, k0 + l, &b, &p);
+          for (size_t i = 0; i < mr; i++)
+            for (size_t l = 0; l < len; l++)
+              lanes[i][l] = fmaf (x[i * ldx + k0 + l], wv[l], lanes[i][l]);
+        }
+      for (size_t i = 0; i < mr; i++)
+        out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (lanes[i]));
+    }
+}

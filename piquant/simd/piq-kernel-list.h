@@ -106,12 +106,13 @@ enum {
   X (block_quantize, block_quantize, f32) \
   X (block_dequantize, block_dequantize, f32)
 
-/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile, the
- * dynamic-int8 policy's exact integer dot products, the int8 GEMM's packed
- * micro-kernel (piq-engine-matmul-int.c) and the binary policy's XNOR popcounts
- * (piq-engine-matmul-binary.c). */
+/* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and its fused
+ * decode-and-dot GEMV, the dynamic-int8 policy's exact integer dot products, the
+ * int8 GEMM's packed micro-kernel (piq-engine-matmul-int.c) and the binary policy's
+ * XNOR popcounts (piq-engine-matmul-binary.c). */
 #define PIQ_KL_MATMUL_(X) \
   X (mm_tile, mm_tile, f32) \
+  X (mm_decode_dot, mm_decode_dot, f32) \
   X (dot_groups, dot_groups, u8s8) \
   X (dot_groups_i8, dot_groups_i8, i8) \
   X (dot_groups_q4, dot_groups_q4, q4) \
@@ -144,6 +145,7 @@ enum {
 #define PIQ_KNAME_block_quantize(f)   block_quantize_##f
 #define PIQ_KNAME_block_dequantize(f) block_dequantize_##f
 #define PIQ_KNAME_mm_tile(f)          mm_tile_##f
+#define PIQ_KNAME_mm_decode_dot(f)    mm_decode_dot_##f
 #define PIQ_KNAME_dot_groups(t)       dot_groups_##t
 #define PIQ_KNAME_dot_groups_i8(t)    dot_groups_##t
 #define PIQ_KNAME_dot_groups_q4(t)    dot_groups_##t

@@ -82,6 +82,25 @@ typedef void (*PiqBlockDequantizeFn) (const PiqBlockArgs *a, const uint8_t *code
  * leave it to the scalar kernel (fmaf). No alignment is assumed. */
 typedef void (*PiqMmTileFn)     (const float *x, size_t ldx, const float *w, size_t ldw,
                                  size_t n, size_t mr, size_t nr, float *out, size_t ldo);
+/* The float policy's GEMV with the weights decoded in registers (mm_decode_dot): the
+ * weights are nr ≤ 8 rows of a quantized [rows, n] tensor, row j's codes from byte
+ * codes + j · code_stride (a byte boundary), its scales and zero points from index
+ * j · blocks_per_row of `scales` / `zero_points`, element k of a row in block
+ * k / a->block of it (a->fixed: a->scale and a->zero_point for all; a->bits 0: ggml's
+ * self-contained blocks of 32, their scales inside). Then for i < mr ≤ 4, j < nr,
+ *   out[i·ldo + j] = mm_tile's value for x row i and row j decoded exactly as
+ *   piq_block_dequantize decodes it (docs/matmul.md),
+ * the same bytes in every table. */
+typedef struct {
+  const PiqBlockArgs *a;
+  const uint8_t      *codes;
+  size_t              code_stride;
+  const uint8_t      *scales;
+  const int32_t      *zero_points;
+  size_t              blocks_per_row;
+} PiqMmWeights;
+typedef void (*PiqMmDecodeDotFn) (const PiqMmWeights *w, const float *x, size_t ldx, size_t n,
+                                  size_t mr, size_t nr, float *out, size_t ldo);
 /* The dynamic-int8 policy's dot products: out[g] = Σ w[k] · x[k] over the k of
  * group g, groups of `group` (1 … 65536) elements from k = 0, the last one shorter
  * when group does not divide n. Exact: |w · x| ≤ 255 · 128, so 65536 terms fit. */
@@ -150,6 +169,7 @@ typedef struct {
   PiqBlockQuantizeFn   block_quantize;     /* f32 source */
   PiqBlockDequantizeFn block_dequantize;   /* f32 destination */
   PiqMmTileFn     mm_tile;
+  PiqMmDecodeDotFn mm_decode_dot;
   PiqDotGroupsFn  dot_groups;
   PiqDotGroupsI8Fn dot_groups_i8;
   PiqDotGroupsFn  dot_groups_q4;

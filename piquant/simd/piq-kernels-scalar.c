@@ -473,6 +473,10 @@ qat_backward_f32 (const void *x, const void *dy, size_t n, const PiqQatArgs *a, 
 #define DEF_qat_backward(f)
 #define DEF_mm_tile(f)
 #define DEF_gemm_u8s8(t)
+#define DEF_mm_decode_dot(f) \
+  static void PIQ_KNAME_mm_decode_dot (f) (const PiqMmWeights *w, const float *x, size_t ldx, \
+                                           size_t n, size_t mr, size_t nr, float *out, size_t ldo) \
+  { piq_block_decode_dot (w, x, ldx, n, mr, nr, out, ldo); }
 #define DEF_dot_groups(t)
 #define DEF_dot_groups_i8(t)
 #define DEF_dot_groups_q4(t)

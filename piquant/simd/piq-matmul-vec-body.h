@@ -103,7 +103,337 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
     }
 }
 
-# define PIQ_MM_TILE_SLOT .mm_tile = mm_tile_f32,
+/* ---- the fused GEMV (mm_decode_dot): the weights decoded in registers ----
+ * Each 16-element chunk of a weight row is decoded into MM_V vectors by the same
+ * operations as the block dequantize bodies (fload_codes, fdecode; ggml's (c − 8) · d
+ * and c · d), then multiplied into the 16-lane accumulators exactly as mm_step does:
+ * the scalar reference's bytes, with nothing written to memory but Y. */
+
+/* What the body takes: ggml Q4_0 and Q8_0, 4- and 8-bit integers, the 4-bit table
+ * formats and FP8, whose blocks hold whole 16-element chunks (or one block a row). */
+VINLINE int
+dd_takes (const PiqBlockArgs *a, size_t n)
+{
+  if (a->bits == 0)
+    return a->code == PIQ_C_Q4_0 || a->code == PIQ_C_Q8_0;
+  if (!(a->fixed || a->block % 16 == 0 || a->block >= n))
+    return 0;
+  if (a->code < 0)
+    return a->bits == 4 || a->bits == 8;
+  switch (a->code)
+    {
+    case PIQ_C_NF4: case PIQ_C_FP4_BNB: case PIQ_C_FP4_E2M1:
+    case PIQ_C_FP8_E4M3: case PIQ_C_FP8_E5M2:
+      return 1;
+    default:
+      return 0;
+    }
+}
+
+/* fdecode subtracts integer zero points in int32 lanes: one near ±2^31 would wrap, so
+ * weights with such a zero point take the scalar reference (its difference is exact). */
+VINLINE int
+dd_big_zp (const PiqMmWeights *w, size_t n, size_t nr)
+{
+  const PiqBlockArgs *a = w->a;
+  size_t per_row;
+
+  if (a->code >= 0 || a->bits == 0)
+    return 0;
+  if (a->fixed)
+    return a->zero_point > (1 << 30) || a->zero_point < -(1 << 30);
+  if (w->zero_points == NULL)
+    return 0;
+  per_row = a->block >= n ? 1 : (n + a->block - 1) / a->block;
+  for (size_t j = 0; j < nr; j++)
+    for (size_t b = 0; b < per_row; b++)
+      {
+        int32_t z = piq_ld_i32 (w->zero_points, j * w->blocks_per_row + b);
+        if (z > (1 << 30) || z < -(1 << 30))
+          return 1;
+      }
+  return 0;
+}
+
+/* the binary32 values of the 4-bit codes that decode through a table */
+static const float dd_fp4_e2m1[16] = {
+  0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+  -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f,
+};
+
+/* t[c] for codes 0 … 15: one permute (16 lanes), two and a blend (8), lane by lane (4) */
+VINLINE vf
+dd_lut16 (const float *t, vi c)
+{
+#if PIQ_W == 16
+  vf t0;
+  memcpy (&t0, t, sizeof t0);
+  return fperm1_f (t0, c);
+#elif PIQ_W == 8
+  vf t0, t1;
+  memcpy (&t0, t, sizeof t0);
+  memcpy (&t1, t + 8, sizeof t1);
+  return fperm2_f (t0, t1, c);
+#else
+  vf v;
+  for (int l = 0; l < PIQ_W; l++)
+    v[l] = t[c[l] & 15];
+  return v;
+#endif
+}
+
+/* Elements k … k + 15 (k a multiple of 16, inside one block) of a row of codes. */
+VINLINE void
+dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const int code,
+             const int bits, const int hf, const int sg, vf wv[MM_V])
+{
+  if (bits == 0)
+    {
+      const uint8_t *blk = row + k / 32 * (code == PIQ_C_Q8_0 ? 34 : 18) + 2;
+      const int half = (int) (k / 16) & 1;
+#pragma GCC unroll 4
+      for (int v = 0; v < MM_V; v++)
+        {
+          vi c;
+          if (code == PIQ_C_Q8_0)
+            c = PIQ_VEC_S8_TO_I32 (bytes16 (blk + 16 * half + v * PIQ_W, PIQ_W));
+          else
+            {
+              vb16 b = bytes16 (blk + v * PIQ_W, PIQ_W);
+              b = half ? b >> 4 : b & 15;
+              c = PIQ_VEC_U8_TO_I32 (b) - 8;
+            }
+          wv[v] = __builtin_convertvector (c, vf) * vsplat (d);
+        }
+      return;
+    }
+#pragma GCC unroll 4
+  for (int v = 0; v < MM_V; v++)
+    {
+      vi c = fload_codes (row + (k + (size_t) v * PIQ_W) * bits / 8, bits, sg, hf);
+      const float *t = code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
+                       ? piq_fp4_bnb_values : dd_fp4_e2m1;
+      if (code == PIQ_C_NF4 || code == PIQ_C_FP4_BNB || (code == PIQ_C_FP4_E2M1 && PIQ_W >= 8))
+        wv[v] = p->nan_scale ? vsplat (NAN) : dd_lut16 (t, c) * vsplat (p->scale);
+      else
+        wv[v] = fdecode (p, c, code);
+    }
+}
+
+/* A ggml block's f16 scale as binary32: F16C's conversion where the unit has it (the
+ * same value; a NaN may differ in its quiet bit, and every output it reaches is
+ * stored as the default NaN), else piq_f16_to_f32. */
+VINLINE float
+dd_f16 (const uint8_t *p)
+{
+  uint16_t h;
+  memcpy (&h, p, 2);
+#ifdef __F16C__
+  return _cvtsh_ss (h);
+#else
+  return piq_f16_to_f32 (h);
+#endif
+}
+
+/* Bytes ahead of each row of codes to prefetch: the rows of a panel are separate
+ * streams, and the loads of the codes stalled the loop (perf). */
+#ifndef DD_PREFETCH
+# define DD_PREFETCH 1024
+#endif
+
+/* acc[i][j] += x[i] (16 elements at x + i·ldx) · wv[j], lane for lane */
+#define DD_FMA_(mr, nr, x, ldx, wv, acc) \
+  do { \
+    vf xv_[4][MM_V]; \
+    _Pragma ("GCC unroll 4") \
+    for (int i_ = 0; i_ < (mr); i_++) \
+      _Pragma ("GCC unroll 4") \
+      for (int v_ = 0; v_ < MM_V; v_++) \
+        xv_[i_][v_] = fload ((x) + i_ * (ldx) + v_ * PIQ_W); \
+    _Pragma ("GCC unroll 4") \
+    for (int j_ = 0; j_ < (nr); j_++) \
+      _Pragma ("GCC unroll 4") \
+      for (int i_ = 0; i_ < (mr); i_++) \
+        _Pragma ("GCC unroll 4") \
+        for (int v_ = 0; v_ < MM_V; v_++) \
+          acc[i_][j_][v_] = PIQ_VEC_FMA (xv_[i_][v_], wv[j_][v_], acc[i_][j_][v_]); \
+  } while (0)
+
+/* One sub-tile of mr × nr outputs (constants), over the whole row: the block's
+ * parameters once per block, then 16 elements at a time (ggml: a block's two halves
+ * from one load of its codes); the row's last n mod 16 come from zero-padded copies
+ * of x and the codes, with the weights past the end zeroed, so they add
+ * fma (0, 0, lane) = lane as in mm_block. */
+VINLINE void
+dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int mr,
+          const int nr, size_t j0, float *out, size_t ldo, const int code, const int bits,
+          const int hf, const int sg)
+{
+  const PiqBlockArgs *a = w->a;
+  const size_t bs = bits == 0 ? 32 : a->fixed ? n : a->block;
+  const size_t bb = code == PIQ_C_Q8_0 ? 34 : 18;
+  vf acc[4][4][MM_V];
+  const uint8_t *row[4];
+  PiqBlockP p[4];
+  float d[4] = { 0 };
+  size_t k0 = 0;
+
+#pragma GCC unroll 4
+  for (int j = 0; j < nr; j++)
+    {
+      row[j] = w->codes + (j0 + (size_t) j) * w->code_stride;
+#pragma GCC unroll 4
+      for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < MM_V; v++)
+          acc[i][j][v] = (vf) { 0 };
+    }
+  if (bits == 0)
+    for (; k0 + 32 <= n; k0 += 32)
+      {
+        vf wv[4][MM_V];
+        const float *xk = x + k0;
+#pragma GCC unroll 4
+        for (int j = 0; j < nr; j++)
+          {
+            __builtin_prefetch (row[j] + k0 / 32 * bb + DD_PREFETCH);
+            d[j] = dd_f16 (row[j] + k0 / 32 * bb);
+            dd_decode16 (row[j], k0, &p[j], d[j], code, bits, hf, sg, wv[j]);
+          }
+        DD_FMA_ (mr, nr, xk, ldx, wv, acc);
+#pragma GCC unroll 4
+        for (int j = 0; j < nr; j++)
+          dd_decode16 (row[j], k0 + 16, &p[j], d[j], code, bits, hf, sg, wv[j]);
+        DD_FMA_ (mr, nr, xk + 16, ldx, wv, acc);
+      }
+  for (; k0 < n; k0 += bs)
+    {
+      size_t end = n - k0 > bs ? k0 + bs : n, k = k0;
+
+#pragma GCC unroll 4
+      for (int j = 0; j < nr; j++)
+        if (bits == 0)
+          d[j] = dd_f16 (row[j] + k0 / 32 * bb);
+        else
+          piq_block_load_params (a, w->scales, w->zero_points,
+                                 (j0 + (size_t) j) * w->blocks_per_row +
+                                 (a->fixed || bs >= n ? 0 : k0 / a->block), &p[j]);
+      for (; k + 16 <= end; k += 16)
+        {
+          vf wv[4][MM_V];
+#pragma GCC unroll 4
+          for (int j = 0; j < nr; j++)
+            {
+              if (bits == 8 || k % 32 == 0)
+                __builtin_prefetch (row[j] + k * bits / 8 + DD_PREFETCH);
+              dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv[j]);
+            }
+          DD_FMA_ (mr, nr, x + k, ldx, wv, acc);
+        }
+      if (k < end)
+        {
+          size_t rem = end - k;
+          float xt[4][16] = { { 0 } };
+          vf wv[4][MM_V];
+          for (int i = 0; i < mr; i++)
+            memcpy (xt[i], x + i * ldx + k, rem * sizeof (float));
+          for (int j = 0; j < nr; j++)
+            {
+              uint8_t ct[16] = { 0 };
+              if (bits == 0)   /* ggml blocks are stored whole */
+                dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv[j]);
+              else
+                {
+                  memcpy (ct, row[j] + k * bits / 8, (rem * bits + 7) / 8);
+                  dd_decode16 (ct, 0, &p[j], d[j], code, bits, hf, sg, wv[j]);
+                }
+              for (int v = 0; v < MM_V; v++)
+                {
+                  vi idx;
+                  for (int l = 0; l < PIQ_W; l++)
+                    idx[l] = v * PIQ_W + l;
+                  wv[j][v] = vsel (idx < (vi) { 0 } + (int32_t) rem, wv[j][v], (vf) { 0 });
+                }
+            }
+          DD_FMA_ (mr, nr, &xt[0][0], 16, wv, acc);
+        }
+    }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++)
+      {
+        float lanes[PIQ_SUM_LANES];
+        memcpy (lanes, acc[i][j], sizeof lanes);
+        out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (lanes));
+      }
+}
+
+/* Sub-tiles: MM_MR rows of x by MM_NR weight rows, and single rows of x (GEMV) by 4:
+ * four rows of codes stream side by side and x is loaded once for them. */
+VINLINE void
+dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr, size_t nr,
+         float *out, size_t ldo, const int code, const int bits, const int hf, const int sg)
+{
+  size_t i = 0, j;
+
+  if (mr > 1)
+    for (; i + MM_MR <= mr; i += MM_MR)
+      {
+        for (j = 0; j + MM_NR <= nr; j += MM_NR)
+          dd_block (w, x + i * ldx, ldx, n, MM_MR, MM_NR, j, out + i * ldo + j, ldo, code, bits,
+                    hf, sg);
+        for (; j < nr; j++)
+          dd_block (w, x + i * ldx, ldx, n, MM_MR, 1, j, out + i * ldo + j, ldo, code, bits, hf,
+                    sg);
+      }
+  for (; i < mr; i++)
+    {
+      for (j = 0; j + 4 <= nr; j += 4)
+        dd_block (w, x + i * ldx, ldx, n, 1, 4, j, out + i * ldo + j, ldo, code, bits, hf, sg);
+      for (; j < nr; j++)
+        dd_block (w, x + i * ldx, ldx, n, 1, 1, j, out + i * ldo + j, ldo, code, bits, hf, sg);
+    }
+}
+
+/* X (name, code, bits, high nibble first, signed integer): one specialization each */
+#define DD_FORMATS(X) \
+  X (q4_0, PIQ_C_Q4_0, 0, 0, 0) X (q8_0, PIQ_C_Q8_0, 0, 0, 0) \
+  X (u4, -1, 4, 0, 0) X (u4h, -1, 4, 1, 0) X (s4, -1, 4, 0, 1) X (s4h, -1, 4, 1, 1) \
+  X (u8, -1, 8, 0, 0) X (s8, -1, 8, 0, 1) \
+  X (nf4, PIQ_C_NF4, 4, 0, 0) X (nf4h, PIQ_C_NF4, 4, 1, 0) \
+  X (fp4, PIQ_C_FP4_E2M1, 4, 0, 0) X (fp4h, PIQ_C_FP4_E2M1, 4, 1, 0) \
+  X (bnb4, PIQ_C_FP4_BNB, 4, 0, 0) X (bnb4h, PIQ_C_FP4_BNB, 4, 1, 0) \
+  X (e4m3, PIQ_C_FP8_E4M3, 8, 0, 0) X (e5m2, PIQ_C_FP8_E5M2, 8, 0, 0)
+
+#define DD_DEF_(name, c, b, h, s) \
+  static void \
+  dd_##name (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr, size_t nr, \
+             float *out, size_t ldo) \
+  { dd_tile (w, x, ldx, n, mr, nr, out, ldo, c, b, h, s); }
+DD_FORMATS (DD_DEF_)
+#undef DD_DEF_
+
+static void
+mm_decode_dot_f32 (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
+                   size_t nr, float *out, size_t ldo)
+{
+  const PiqBlockArgs *a = w->a;
+  const int hf = a->bits == 4 && a->high_first, sg = a->code < 0 && a->qmin < 0;
+
+  if (dd_takes (a, n) && !dd_big_zp (w, n, nr))
+    {
+#define DD_PICK_(name, c, b, h, s) \
+      if (a->code == (c) && a->bits == (b) && hf == (h) && sg == (s)) \
+        { \
+          dd_##name (w, x, ldx, n, mr, nr, out, ldo); \
+          return; \
+        }
+      DD_FORMATS (DD_PICK_)
+#undef DD_PICK_
+    }
+  piq_block_decode_dot (w, x, ldx, n, mr, nr, out, ldo);
+}
+
+# define PIQ_MM_TILE_SLOT .mm_tile = mm_tile_f32, .mm_decode_dot = mm_decode_dot_f32,
 #else
 # define PIQ_MM_TILE_SLOT
 #endif
