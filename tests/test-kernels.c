@@ -394,6 +394,8 @@ static const BlockCase block_cases[] = {
   { PIQ_C_NF4, 4, 0, PIQ_SCALE_F16, 0, 1, 0, 0 },
   /* the scalar driver's: must be handed over unchanged */
   { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
+  { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+  { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F16, 0, 1, 1, 0 },
   { PIQ_C_FP6_E2M3, 6, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
   { PIQ_C_BFP3, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
   { PIQ_C_BINARY, 1, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
@@ -557,6 +559,17 @@ check_nf4_edges (const PiqKernelTable *t)
       }
   for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
     x[n++] = special[i];
+  for (int i = 0; i < 7; i++)              /* bnb FP4's thresholds, both signs */
+    {
+      static const float bt[7] = { 0.00260417f, 0.0859375f, 0.20833333f, 0.29166667f,
+                                   0.4166667f, 0.583333f, 0.8333333f };
+      for (int d = -1; d <= 1; d++)
+        {
+          float v = d < 0 ? nextafterf (bt[i], -2.0f) : d > 0 ? nextafterf (bt[i], 2.0f) : bt[i];
+          x[n++] = v;
+          x[n++] = -v;
+        }
+    }
   for (int i = 0; i < 16; i++)             /* the levels (stochastic rounding's ends) */
     for (int d = -1; d <= 1; d++)
       x[n++] = d < 0 ? nextafterf (piq_nf4_values[i], -2.0f)
@@ -568,11 +581,12 @@ check_nf4_edges (const PiqKernelTable *t)
   for (size_t m = n, i = 0; n < N; n++, i++)
     x[n] = n % 64 == 0 ? 1.0f : n % 64 == 1 ? -1.0f : isfinite (x[i % m]) && fabsf (x[i % m]) <= 1.0f ? x[i % m] : 0.25f;
 
+  for (int bnb = 0; bnb < 2; bnb++)        /* NF4, then bnb FP4 (its thresholds are in x too) */
   for (int stoch = 0; stoch < 5; stoch++)
   for (int fixed = 0; fixed < 2; fixed++)
     for (int hf = 0; hf < 2; hf++)
       {
-        const BlockCase c = { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, hf, 0 };
+        const BlockCase c = { bnb ? PIQ_C_FP4_BNB : PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, hf, 0 };
         PiqBlockArgs a = block_args (&c, fixed ? 0 : 64, stoch > 0);
         if (stoch)
           stoch_seed (&a, 0, N);
@@ -589,8 +603,9 @@ check_nf4_edges (const PiqKernelTable *t)
             for (size_t i = 0; i < N / 2; i++)
               if (codes[0][i] != codes[1][i])
                 {
-                  snprintf (diag, sizeof diag, "%s, hf %d, %s: byte %zu (x %a, %a): %02x, scalar %02x",
-                            fixed ? "per tensor" : "blocks of 64", hf, stoch ? "stochastic" : "nearest",
+                  snprintf (diag, sizeof diag, "%s %s, hf %d, %s: byte %zu (x %a, %a): %02x, scalar %02x",
+                            bnb ? "fp4_bnb" : "nf4", fixed ? "per tensor" : "blocks of 64", hf,
+                            stoch ? "stochastic" : "nearest",
                             i, (double) x[2 * i],
                             (double) x[2 * i + 1], codes[1][i], codes[0][i]);
                   return 0;

@@ -33,6 +33,8 @@ fvec_takes (const PiqBlockArgs *a, int quantize)
       return 1;
     case PIQ_C_NF4:
       return PIQ_W >= 8;   /* the 16-entry table is one or two vectors */
+    case PIQ_C_FP4_BNB:    /* quantize, nearest: seven compares (decoding: scalar) */
+      return quantize && !a->stochastic && a->scale_kind != PIQ_SCALE_E8M0;
     case PIQ_C_BINARY:     /* whole 16-element groups: two bytes of bits, 16 sum lanes */
       return a->fixed || a->block % PIQ_SUM_LANES == 0;
     default:
@@ -332,6 +334,23 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st
       v = vmin (vmax (v, q->lo), q->hi);
       c = vstoch_r (v, h);
       return fin && sg ? c : c + fsplat_i (q->zp);
+    }
+  if (code == PIQ_C_FP4_BNB)
+    {
+      /* piq_fp4_bnb_encode, nearest: bnb's decision tree on |v| is the number r of
+       * its seven thresholds below |v| (the same binary32 literals and strict
+       * compares), mapped to the code of the r-th magnitude; sign bit 3 for v < 0.
+       * NaN compares false everywhere: code 0, as the scalar's. */
+      static const float thr[7] = { 0.00260417f, 0.0859375f, 0.20833333f, 0.29166667f,
+                                    0.4166667f, 0.583333f, 0.8333333f };
+      vf av = (vf) ((vu) v & 0x7fffffffu);
+      vi r = fsplat_i (0), c;
+      for (int k = 0; k < 7; k++)
+        r -= (vi) (av > vsplat (thr[k]));
+      /* order {0, 1, 6, 7, 4, 5, 2, 3} by rank: 4-bit fields of one constant */
+      c = (vi) (((vu) fsplat_i ((int32_t) 0x32547610u) >> (vu) (r << 2)) & 15u);
+      (void) st;
+      return c | ((vi) (v < vsplat (0.0f)) & 8);
     }
   if (code == PIQ_C_NF4 && st)
     {
@@ -772,7 +791,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
       scale = vsel (scale > vsplat (0x1p-23f), scale, vsplat (0x1p-23f));
       inv = vsplat (1.0f) / scale;
     }
-  else if (code == PIQ_C_NF4)
+  else if (code == PIQ_C_NF4 || code == PIQ_C_FP4_BNB)
     {
       scale = amax;
       inv = vsel (amax > vsplat (0.0f), vsplat (1.0f) / amax, vsplat (0.0f));
@@ -1512,7 +1531,8 @@ fbinary_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *
   X (-1, 8, 0, 1, 0) X (-1, 8, 0, 1, 1) X (-1, 4, 0, 1, 0) X (-1, 4, 0, 1, 1) \
   X (PIQ_C_FP8_E4M3, 8, 0, 1, 0) X (PIQ_C_FP8_E4M3, 8, 0, 0, 0) \
   X (PIQ_C_FP8_E5M2, 8, 0, 1, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0, 0) \
-  X (PIQ_C_FP4_E2M1, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 1, 1, 0)
+  X (PIQ_C_FP4_E2M1, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 1, 1, 0) \
+  X (PIQ_C_FP4_BNB, 4, 0, 1, 0) X (PIQ_C_FP4_BNB, 4, 1, 1, 0)
 #define FD_LIST(X) \
   X (-1, 8, 0, 0) X (-1, 8, 0, 1) X (-1, 4, 0, 0) X (-1, 4, 0, 1) \
   X (PIQ_C_FP8_E4M3, 8, 0, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0) X (PIQ_C_FP4_E2M1, 4, 0, 0) \
@@ -1523,7 +1543,7 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
                     uint8_t *codes, uint8_t *scales, int32_t *zero_points)
 {
   int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
-            a->code < 0 || a->code == PIQ_C_NF4;
+            a->code < 0 || a->code == PIQ_C_NF4 || a->code == PIQ_C_FP4_BNB;
   int sg = a->code < 0 && a->qmin < 0;
 
   if (a->bits == 0)
