@@ -387,11 +387,15 @@ static const BlockCase block_cases[] = {
   { PIQ_C_FP8_E5M2, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_EVEN },
   { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
   { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_RCEIL },
+  { PIQ_C_FP4_E2M1, 4, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+  { PIQ_C_FP8_E5M2, 8, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
   { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
   { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
   { PIQ_C_NF4, 4, 0, PIQ_SCALE_F16, 0, 1, 0, 0 },
   /* the scalar driver's: must be handed over unchanged */
   { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F32, 0, 1, 1, 0 },
+  { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+  { PIQ_C_FP4_BNB, 4, 0, PIQ_SCALE_F16, 0, 1, 1, 0 },
   { PIQ_C_FP6_E2M3, 6, 0, PIQ_SCALE_E8M0, 0, 1, 0, PIQ_E8M0_FLOOR },
   { PIQ_C_BFP3, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
   { PIQ_C_BINARY, 1, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
@@ -425,27 +429,47 @@ block_args (const BlockCase *c, size_t block, int stochastic)
   return a;
 }
 
+/* Stochastic rounding's draw for element i depends on the keys and index0 + i only:
+ * a fresh pair of keys per call, and index0 at 0, anywhere below or past 2^32, or
+ * such that the call's indices cross a multiple of 2^32 (the vector bodies hand
+ * such a call to the scalar driver). */
+static void
+stoch_seed (PiqBlockArgs *a, uint64_t first, size_t n)
+{
+  uint64_t r = rnd () % 4;
+
+  a->key0 = (uint32_t) rnd ();
+  a->key1 = (uint32_t) rnd ();
+  a->index0 = r == 0 ? 0
+              : r == 1 ? rnd () % (1ull << 40)
+              : r == 2 ? (3ull << 32) - first - rnd () % (n + 1)
+              : (rnd () % (1ull << 32)) & ~63ull;
+}
+
 static int
 check_block (const PiqKernelTable *t, const BlockCase *c)
 {
   enum { MAXN = 4099, FIRST = 384 * 3 };
-  static float x[MAXN];
+  static float xbuf[MAXN + 4];
   static uint8_t codes[2][(FIRST + MAXN) * 2 + 64], scl[2][(FIRST + MAXN) * 4 + 64];
   static int32_t zps[2][FIRST + MAXN];
   static float y[2][MAXN];
 
   for (size_t bi = 0; bi < sizeof block_sizes / sizeof block_sizes[0]; bi++)
     for (size_t li = 0; li < sizeof block_lengths / sizeof block_lengths[0]; li++)
-      for (int stoch = 0; stoch < 2; stoch++)
+      for (int stoch = 0; stoch < 3; stoch++)   /* nearest, then two seeds */
         for (int off = 0; off < 2; off++)
           {
             size_t n = block_lengths[li];
-            PiqBlockArgs a = block_args (c, block_sizes[bi], stoch);
+            PiqBlockArgs a = block_args (c, block_sizes[bi], stoch > 0);
             /* a chunk may start at any whole unit: a multiple of the block and of 8 */
             uint64_t first = off ? (uint64_t) a.block * 8 * 3 : 0;
             size_t code_bytes = (size_t) ((first + n) * (uint64_t) c->bits + 7) / 8 + 8;
             int add = (int) (rnd () & 1);
+            float *x = xbuf + rnd () % 4;  /* unaligned sources too */
 
+            if (stoch)
+              stoch_seed (&a, first, n);
             if (c->code < 0 && c->kind == PIQ_SCALE_E8M0 && a.fixed)
               continue;
             double mag = ldexp (1.0, (int) (rnd () % 40) - 20);
@@ -480,9 +504,9 @@ check_block (const PiqKernelTable *t, const BlockCase *c)
                 memcmp (scl[0], scl[1], sizeof scl[0]) != 0 ||
                 memcmp (zps[0], zps[1], sizeof zps[0]) != 0)
               {
-                snprintf (diag, sizeof diag, "quantize: block %zu, n %zu, first %llu, %s",
+                snprintf (diag, sizeof diag, "quantize: block %zu, n %zu, first %llu, %s, index0 %llu",
                           block_sizes[bi], n, (unsigned long long) first,
-                          stoch ? "stochastic" : "nearest");
+                          stoch ? "stochastic" : "nearest", (unsigned long long) a.index0);
                 return 0;
               }
             /* a caller's zero points may lie anywhere in int32: near ±2^31 the
@@ -535,6 +559,21 @@ check_nf4_edges (const PiqKernelTable *t)
       }
   for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
     x[n++] = special[i];
+  for (int i = 0; i < 7; i++)              /* bnb FP4's thresholds, both signs */
+    {
+      static const float bt[7] = { 0.00260417f, 0.0859375f, 0.20833333f, 0.29166667f,
+                                   0.4166667f, 0.583333f, 0.8333333f };
+      for (int d = -1; d <= 1; d++)
+        {
+          float v = d < 0 ? nextafterf (bt[i], -2.0f) : d > 0 ? nextafterf (bt[i], 2.0f) : bt[i];
+          x[n++] = v;
+          x[n++] = -v;
+        }
+    }
+  for (int i = 0; i < 16; i++)             /* the levels (stochastic rounding's ends) */
+    for (int d = -1; d <= 1; d++)
+      x[n++] = d < 0 ? nextafterf (piq_nf4_values[i], -2.0f)
+               : d > 0 ? nextafterf (piq_nf4_values[i], 2.0f) : piq_nf4_values[i];
   while (n % 64 != 0)
     x[n++] = 0.5f;
   /* then the same values in blocks of 64 that also hold ±1, so that every block's
@@ -542,11 +581,15 @@ check_nf4_edges (const PiqKernelTable *t)
   for (size_t m = n, i = 0; n < N; n++, i++)
     x[n] = n % 64 == 0 ? 1.0f : n % 64 == 1 ? -1.0f : isfinite (x[i % m]) && fabsf (x[i % m]) <= 1.0f ? x[i % m] : 0.25f;
 
+  for (int bnb = 0; bnb < 2; bnb++)        /* NF4, then bnb FP4 (its thresholds are in x too) */
+  for (int stoch = 0; stoch < 5; stoch++)
   for (int fixed = 0; fixed < 2; fixed++)
     for (int hf = 0; hf < 2; hf++)
       {
-        const BlockCase c = { PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, hf, 0 };
-        PiqBlockArgs a = block_args (&c, fixed ? 0 : 64, 0);
+        const BlockCase c = { bnb ? PIQ_C_FP4_BNB : PIQ_C_NF4, 4, 0, PIQ_SCALE_F32, 0, 1, hf, 0 };
+        PiqBlockArgs a = block_args (&c, fixed ? 0 : 64, stoch > 0);
+        if (stoch)
+          stoch_seed (&a, 0, N);
         a.scale = 1.0f;                    /* per tensor: the codes of x itself */
         for (int k = 0; k < 2; k++)
           {
@@ -560,8 +603,10 @@ check_nf4_edges (const PiqKernelTable *t)
             for (size_t i = 0; i < N / 2; i++)
               if (codes[0][i] != codes[1][i])
                 {
-                  snprintf (diag, sizeof diag, "%s, hf %d: byte %zu (x %a, %a): %02x, scalar %02x",
-                            fixed ? "per tensor" : "blocks of 64", hf, i, (double) x[2 * i],
+                  snprintf (diag, sizeof diag, "%s %s, hf %d, %s: byte %zu (x %a, %a): %02x, scalar %02x",
+                            bnb ? "fp4_bnb" : "nf4", fixed ? "per tensor" : "blocks of 64", hf,
+                            stoch ? "stochastic" : "nearest",
+                            i, (double) x[2 * i],
                             (double) x[2 * i + 1], codes[1][i], codes[0][i]);
                   return 0;
                 }
@@ -660,7 +705,7 @@ check_ggml (const PiqKernelTable *t, int code)
   a.scale_kind = PIQ_SCALE_F16;
   for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
     for (int off = 0; off < 4; off++)
-      for (int stream = 0; stream < 2; stream++)
+      for (int stream = 0; stream < 4; stream++)
         {
           size_t n = lens[li];
           uint64_t first = off & 1 ? FIRST : 0;
@@ -668,7 +713,10 @@ check_ggml (const PiqKernelTable *t, int code)
           size_t code_bytes = (size_t) (first + n + 31) / 32 * bb;
           float *xs = x + xo;
 
-          a.stream = stream;
+          a.stream = stream & 1;
+          a.stochastic = stream >> 1;      /* nearest, then stochastic rounding */
+          if (a.stochastic)
+            stoch_seed (&a, first, n);
           for (size_t b = 0; b < n; b += 32)
             ggml_block (xs + b, n - b < 32 ? n - b : 32);
           /* the vector bodies take a shorter route for groups of blocks that are
@@ -687,8 +735,9 @@ check_ggml (const PiqKernelTable *t, int code)
               while (codes[0][i] == codes[1][i])
                 i++;
               i -= xo;
-              snprintf (diag, sizeof diag, "quantize: n %zu, first %llu, offset %zu: block %zu byte %zu "
-                        "is %02x, scalar wrote %02x", n, (unsigned long long) first, xo, i / bb,
+              snprintf (diag, sizeof diag, "quantize (%s): n %zu, first %llu, offset %zu: block %zu byte %zu "
+                        "is %02x, scalar wrote %02x", a.stochastic ? "stochastic" : "nearest", n,
+                        (unsigned long long) first, xo, i / bb,
                         i % bb, codes[1][i + xo], codes[0][i + xo]);
               return 0;
             }

@@ -23,7 +23,7 @@
 VINLINE int
 fvec_takes (const PiqBlockArgs *a, int quantize)
 {
-  if ((quantize && a->stochastic) || a->bits == 0 || (!a->fixed && a->block % PIQ_W != 0))
+  if (a->bits == 0 || (!a->fixed && a->block % PIQ_W != 0))
     return 0;
   if (a->code < 0)
     return a->bits == 8 || a->bits == 4;
@@ -33,6 +33,8 @@ fvec_takes (const PiqBlockArgs *a, int quantize)
       return 1;
     case PIQ_C_NF4:
       return PIQ_W >= 8;   /* the 16-entry table is one or two vectors */
+    case PIQ_C_FP4_BNB:    /* quantize, nearest: seven compares (decoding: scalar) */
+      return quantize && !a->stochastic && a->scale_kind != PIQ_SCALE_E8M0;
     case PIQ_C_BINARY:     /* whole 16-element groups: two bytes of bits, 16 sum lanes */
       return a->fixed || a->block % PIQ_SUM_LANES == 0;
     default:
@@ -186,15 +188,35 @@ fsel_ltu (vu a, uint32_t b, vi x, vi y)
  * fin: no lane is NaN (a finite block scaled by a finite inverse), so the NaN code
  * is left out. */
 VINLINE vi
-mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fin)
+mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fin, int st, vu h)
 {
   const int emin = 1 - bias;
   vu u = (vu) v, a = u & 0x7fffffffu;
-  /* the rebias folds into the rounding constant: a ≥ 2^emin keeps it positive */
-  vu r = a + (((1u << (22 - M)) - 1) - ((uint32_t) (127 - bias) << 23)) + ((a >> (23 - M)) & 1u);
-  vi cn = (vi) (r >> (23 - M));
-  vi cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
-  vi code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
+  vi cn, cs, code;
+
+  if (st)
+    {
+      /* stochastic, as the scalar floor(t) + (u < t − floor(t)) with u = (h >> 8)·2^−24:
+       * normal range: t's fraction is the 23 − M low bits f of a, and
+       * u < f·2^(M − 23) ⟺ (h >> 8) < f·2^(M + 1), both integers below 2^24; the
+       * carry of the increment runs into the exponent as the scalar's mag does.
+       * Subnormal range: t = a · 2^(M − emin) < 2^M is exact, and so are its
+       * truncation and fraction, compared with u in binary32 as the scalar does. */
+      vu hb = h >> 8, f = a & ((1u << (23 - M)) - 1);
+      vf t = (vf) a * vsplat (ldexpf (1.0f, M - emin));
+      vi ti = __builtin_convertvector (t, vi);
+      vf ur = __builtin_convertvector ((vi) hb, vf) * vsplat (0x1p-24f);
+      cn = (vi) ((a - ((uint32_t) (127 - bias) << 23)) >> (23 - M)) - (vi) ((vi) hb < (vi) (f << (M + 1)));
+      cs = ti - (vi) (ur < t - __builtin_convertvector (ti, vf));
+    }
+  else
+    {
+      /* the rebias folds into the rounding constant: a ≥ 2^emin keeps it positive */
+      vu r = a + (((1u << (22 - M)) - 1) - ((uint32_t) (127 - bias) << 23)) + ((a >> (23 - M)) & 1u);
+      cn = (vi) (r >> (23 - M));
+      cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
+    }
+  code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
   vi s = (vi) ((u >> (32 - width)) & (1u << (width - 1))), nan;   /* the sign bit, in place */
 
   if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */
@@ -255,8 +277,9 @@ static const float fnf4_thr[32] = { FNF4_32_ (FNF4_THR_) };
 /* An integer block's zero point and bounds: lo ≤ x · inv ≤ hi before the zero
  * point is added, qlo ≤ code ≤ qmax after (MX integers are symmetric: −qmax … qmax). */
 typedef struct {
-  int32_t zp, qlo, qmax;
-  vf      lo, hi;
+  int32_t  zp, qlo, qmax;
+  vf       lo, hi;
+  uint32_t key;       /* stochastic rounding: K of vhash for the call's indices */
 } FInt;
 
 VINLINE void
@@ -267,6 +290,27 @@ fint (const PiqBlockArgs *a, int64_t zp, FInt *q)
   q->qmax = (int32_t) a->qmax;
   q->lo = vsplat ((float) (q->qlo - zp));
   q->hi = vsplat ((float) (a->qmax - zp));
+  q->key = 0;
+}
+
+/* u = (h >> 8)·2^−24, piq_uniform24 of the hashes h (vhash leaves the low 8 bits
+ * cleared on some units: the shift drops them either way) */
+VINLINE vf
+funiform (vu h)
+{
+  return __builtin_convertvector ((vi) (h >> 8), vf) * vsplat (0x1p-24f);
+}
+
+/* vhash's K for the indices of a call from global index g (index0 + first), or 0
+ * where the call's indices cross a multiple of 2^32 (the vector bodies hand it to
+ * the scalar driver then) */
+VINLINE int
+fstoch_key (const PiqBlockArgs *a, uint64_t g, size_t n, uint32_t *key)
+{
+  if ((g >> 32) != ((g + n) >> 32))
+    return 0;
+  *key = a->key0 ^ piq_mix32 ((uint32_t) (g >> 32) ^ a->key1);
+  return 1;
 }
 
 /* One vector of codes from x, its block's inverse scale and (integers) q. fin: every
@@ -275,10 +319,74 @@ fint (const PiqBlockArgs *a, int64_t zp, FInt *q)
  * narrow four vectors (fencode4), integer codes are bounded there, on bytes, after
  * the rounding: |x · inv| < 2^31, so the bounds commute with it. */
 VINLINE vi
-fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
+fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st, uint32_t p)
 {
   vf v = x * inv;
+  vu h = st ? vhash (q->key, p) : (vu) fsplat_i (0);
 
+  if (code < 0 && st)
+    {
+      /* piq_round_u's floor(v) + (u < fraction) on the clamped v: the bounds are
+       * integers, so clamping commutes with the rounding (vstoch_r) */
+      vi c;
+      if (!fin)
+        v = (vf) ((vi) v & (v == v));      /* NaN: the zero point */
+      v = vmin (vmax (v, q->lo), q->hi);
+      c = vstoch_r (v, h);
+      return fin && sg ? c : c + fsplat_i (q->zp);
+    }
+  if (code == PIQ_C_FP4_BNB)
+    {
+      /* piq_fp4_bnb_encode, nearest: bnb's decision tree on |v| is the number r of
+       * its seven thresholds below |v| (the same binary32 literals and strict
+       * compares), mapped to the code of the r-th magnitude; sign bit 3 for v < 0.
+       * NaN compares false everywhere: code 0, as the scalar's. */
+      static const float thr[7] = { 0.00260417f, 0.0859375f, 0.20833333f, 0.29166667f,
+                                    0.4166667f, 0.583333f, 0.8333333f };
+      vf av = (vf) ((vu) v & 0x7fffffffu);
+      vi r = fsplat_i (0), c;
+      for (int k = 0; k < 7; k++)
+        r -= (vi) (av > vsplat (thr[k]));
+      /* order {0, 1, 6, 7, 4, 5, 2, 3} by rank: 4-bit fields of one constant */
+      c = (vi) (((vu) fsplat_i ((int32_t) 0x32547610u) >> (vu) (r << 2)) & 15u);
+      (void) st;
+      return c | ((vi) (v < vsplat (0.0f)) & 8);
+    }
+  if (code == PIQ_C_NF4 && st)
+    {
+      /* piq_nf4_encode, stochastic: c = the number of levels 1 … 15 at or below v
+       * (binary search), then up with probability (v − lo) / (hi − lo) between
+       * levels c and c + 1, the scalar's binary32 operations. v = lo gives 0 there,
+       * and so does v ≤ −1 (c = 0, lo = −1); v ≥ 1 is 15, NaN 7. */
+      vf t0, t1, lo, hi;
+      vi c = fsplat_i (0);
+      memcpy (&t0, piq_nf4_values, sizeof t0);
+      memcpy (&t1, piq_nf4_values + (PIQ_W == 8 ? 8 : 0), sizeof t1);
+      for (int step = 8; step > 0; step /= 2)
+        {
+          vi at = c + step;
+# if PIQ_W == 16
+          vf t = fperm1_f (t0, at);
+# else
+          vf t = fperm2_f (t0, t1, at);
+# endif
+          c += (vi) (t <= v) & step;
+        }
+# if PIQ_W == 16
+      lo = fperm1_f (t0, c);
+      hi = fperm1_f (t0, c + 1);
+# else
+      lo = fperm2_f (t0, t1, c);
+      hi = fperm2_f (t0, t1, c + 1);
+# endif
+      (void) t1;
+      c -= (vi) (funiform (h) < (v - lo) / (hi - lo));
+      {
+        vi top = (vi) (v >= vsplat (1.0f));
+        c = (c & ~top) | (fsplat_i (15) & top);
+      }
+      return fin ? c : (c & (v == v)) | (fsplat_i (7) & (v != v));
+    }
   if (code < 0)
     {
       vi c;
@@ -340,7 +448,7 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg)
     const PiqMinifloat *f = &piq_minifloats[code];
     int ovf = sat || !f->nan_code ? f->max_code : f->inf_code ? f->inf_code : f->nan_code;
     return mf_encode (v, f->mbits, f->bias, f->max_code, ovf, f->nan_code, 1 + f->ebits + f->mbits,
-                      fin);
+                      fin, st, h);
   }
 }
 
@@ -418,12 +526,12 @@ fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
  * that size and the store goes past the caches. */
 VINLINE void
 fencode4 (const float *x, vf i0, vf i1, vf i2, vf i3, const FInt *q, uint8_t *dst, int code,
-          int bits, int hf, int sat, int fin, int sg, int stream)
+          int bits, int hf, int sat, int fin, int sg, int stream, int st, uint32_t p)
 {
-  vi c0 = fencode (fload (x), i0, q, code, sat, fin, sg);
-  vi c1 = fencode (fload (x + PIQ_W), i1, q, code, sat, fin, sg);
-  vi c2 = fencode (fload (x + 2 * PIQ_W), i2, q, code, sat, fin, sg);
-  vi c3 = fencode (fload (x + 3 * PIQ_W), i3, q, code, sat, fin, sg);
+  vi c0 = fencode (fload (x), i0, q, code, sat, fin, sg, st, p);
+  vi c1 = fencode (fload (x + PIQ_W), i1, q, code, sat, fin, sg, st, p + PIQ_W);
+  vi c2 = fencode (fload (x + 2 * PIQ_W), i2, q, code, sat, fin, sg, st, p + 2 * PIQ_W);
+  vi c3 = fencode (fload (x + 3 * PIQ_W), i3, q, code, sat, fin, sg, st, p + 3 * PIQ_W);
 #ifdef PIQ_VEC_PACKS_DW
   /* two saturating packs, then the integer kernels' nibble merge and permutation
    * back into element order, in place of four narrowing stores */
@@ -469,10 +577,12 @@ fprefetch4 (const float *p)
 }
 
 /* The codes of n elements (a multiple of PIQ_W) that share the parameters p, to dst;
- * pf: x is not in the caches yet (per tensor), prefetch it. */
+ * pf: x is not in the caches yet (per tensor), prefetch it. st: stochastic rounding,
+ * with key and ix, the low 32 bits of x[0]'s index. */
 VINLINE void
 fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, size_t n,
-                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream, int pf)
+                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream, int pf,
+                int st, uint32_t key, uint32_t ix)
 {
   const size_t step = PIQ_W * bits / 8;
   vf inv = vsplat (p->inv);
@@ -485,14 +595,16 @@ fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, size_
       return;
     }
   fint (a, p->zp, &q);
+  q.key = key;
   for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W, dst += 4 * step)
     {
       if (pf)
         fprefetch4 (x + i + PIQ_PREFETCH);
-      fencode4 (x + i, inv, inv, inv, inv, &q, dst, code, bits, hf, sat, 0, sg, stream);
+      fencode4 (x + i, inv, inv, inv, inv, &q, dst, code, bits, hf, sat, 0, sg, stream, st,
+                ix + (uint32_t) i);
     }
   for (; i < n; i += PIQ_W, dst += step)
-    fstore (dst, fencode (fload (x + i), inv, &q, code, sat, 0, sg), bits, hf);
+    fstore (dst, fencode (fload (x + i), inv, &q, code, sat, 0, sg, st, ix + (uint32_t) i), bits, hf);
 }
 
 VINLINE uint32_t
@@ -679,7 +791,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
       scale = vsel (scale > vsplat (0x1p-23f), scale, vsplat (0x1p-23f));
       inv = vsplat (1.0f) / scale;
     }
-  else if (code == PIQ_C_NF4)
+  else if (code == PIQ_C_NF4 || code == PIQ_C_FP4_BNB)
     {
       scale = amax;
       inv = vsel (amax > vsplat (0.0f), vsplat (1.0f) / amax, vsplat (0.0f));
@@ -743,7 +855,8 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
  * row for blocks of 64), they were slower out of cache than no reordering at all. */
 VINLINE void
 fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
-                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream)
+                uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream, int st,
+                uint32_t ix)
 {
   const size_t K = a->block / PIQ_W, step = PIQ_W * bits / 8;   /* vectors per block */
   const size_t ahead = FGROUP * a->block + PIQ_PREFETCH;         /* elements */
@@ -752,27 +865,27 @@ fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float
     for (int j = 0; j < PIQ_W; j++)
       {
         vf v = vsplat (inv[j]);
-        for (size_t k = 0; k < K; k += 4, x += 4 * PIQ_W, dst += 4 * step)
+        for (size_t k = 0; k < K; k += 4, x += 4 * PIQ_W, dst += 4 * step, ix += 4 * PIQ_W)
           {
             fprefetch4 (x + ahead);
-            fencode4 (x, v, v, v, v, q, dst, code, bits, hf, sat, 1, sg, stream);
+            fencode4 (x, v, v, v, v, q, dst, code, bits, hf, sat, 1, sg, stream, st, ix);
           }
       }
   else if (K == 2)
-    for (int j = 0; j < PIQ_W; j += 2, x += 4 * PIQ_W, dst += 4 * step)
+    for (int j = 0; j < PIQ_W; j += 2, x += 4 * PIQ_W, dst += 4 * step, ix += 4 * PIQ_W)
       {
         vf v0 = vsplat (inv[j]), v1 = vsplat (inv[j + 1]);
         fprefetch4 (x + ahead);
-        fencode4 (x, v0, v0, v1, v1, q, dst, code, bits, hf, sat, 1, sg, stream);
+        fencode4 (x, v0, v0, v1, v1, q, dst, code, bits, hf, sat, 1, sg, stream, st, ix);
       }
   else   /* one vector at a time: the integers' bounds are in fencode then (fin 0) */
     for (int j = 0; j < PIQ_W; j++)
       {
         vf v = vsplat (inv[j]);
-        for (size_t k = 0; k < K; k++, x += PIQ_W, dst += step)
+        for (size_t k = 0; k < K; k++, x += PIQ_W, dst += step, ix += PIQ_W)
           {
             __builtin_prefetch (x + ahead);
-            fstore (dst, fencode (fload (x), v, q, code, sat, code >= 0, sg), bits, hf);
+            fstore (dst, fencode (fload (x), v, q, code, sat, code >= 0, sg, st, ix), bits, hf);
           }
       }
 }
@@ -783,25 +896,26 @@ fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float
 VINLINE void
 fquantize_blocks (const PiqBlockArgs *a, const float *x, size_t b0, size_t g, uint64_t b,
                   uint8_t *scales, int32_t *zero_points, PiqBlockP *p, int mode, uint8_t *dst,
-                  int code, int bits, int hf, int sat, int sg)
+                  int code, int bits, int hf, int sat, int sg, int st, uint32_t key, uint32_t ix)
 {
   for (size_t j = 0; j < g; j++)
     {
       size_t at = b0 + j * a->block;
       if (mode == 0)
         {
-          PiqBlockStats st;
-          fstats (x + at, a->block, code, &st);
-          piq_block_params (a, &st, a->block, b + j, scales, zero_points, &p[j]);
+          PiqBlockStats bst;
+          fstats (x + at, a->block, code, &bst);
+          piq_block_params (a, &bst, a->block, b + j, scales, zero_points, &p[j]);
         }
       fquantize_span (a, &p[j], x + at, a->block, dst + at * bits / 8, code, bits, hf, sat, sg,
-                      0, 0);
+                      0, 0, st, key, ix + (uint32_t) at);
     }
 }
 
 VINLINE void
 fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
-           uint8_t *scales, int32_t *zero_points, int code, int bits, int hf, int sat, int sg)
+           uint8_t *scales, int32_t *zero_points, int code, int bits, int hf, int sat, int sg,
+           int st)
 {
   uint8_t *dst = codes + first * (uint64_t) bits / 8;
   /* whole groups keep four vectors' codes aligned to their size */
@@ -813,17 +927,28 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
   float inv[2][FGROUP];
   int mode[2] = { 0, 0 };
   FConst k;
+  /* stochastic rounding: element i of x has index index0 + first + i, whose low 32
+   * bits are ix + i (the high ones, in key, are the same throughout the call) */
+  const uint32_t ix = (uint32_t) (a->index0 + first);
+  uint32_t key = 0;
+
+  if (st && !fstoch_key (a, a->index0 + first, n, &key))
+    {
+      piq_block_quantize (a, PIQ_F_F32, x, first, n, codes, scales, zero_points);
+      return;
+    }
 
   k.group = e8m0 ? a->e8m0_rule == PIQ_E8M0_FLOOR
                  : a->scale_kind == PIQ_SCALE_F32 && (code >= 0 || a->rule == PIQ_BRULE_ABS_MAX);
   k.half = (float) ((double) (float) (double) ((__int128) a->qmax - a->qmin) / 2);
   fint (a, code < 0 && !e8m0 ? piq_block_symmetric_zp (a) : 0, &k.q);
+  k.q.key = key;
 
   if (a->fixed)
     {
       b0 = n - n % PIQ_W;
       piq_block_params_fixed (a, &p[0][0]);
-      fquantize_span (a, &p[0][0], x, b0, dst, code, bits, hf, sat, sg, stream, 1);
+      fquantize_span (a, &p[0][0], x, b0, dst, code, bits, hf, sat, sg, stream, 1, st, key, ix);
     }
   else
     {
@@ -844,17 +969,17 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
             continue;
           if (mode[prev] == 2)
             fgroup_encode (a, &k.q, x + e, inv[prev], dst + e * bits / 8, code, bits, hf, sat,
-                           sg, stream);
+                           sg, stream, st, ix + (uint32_t) e);
           else
             fquantize_blocks (a, x, e, FGROUP, b_first + (g - 1) * FGROUP, scales, zero_points,
-                              p[prev], mode[prev], dst, code, bits, hf, sat, sg);
+                              p[prev], mode[prev], dst, code, bits, hf, sat, sg, st, key, ix);
         }
       /* the whole blocks after the last group, one at a time */
       b0 = n_groups * gsize;
       {
         size_t rest = (n - b0) / a->block;
         fquantize_blocks (a, x, b0, rest, b_first + n_groups * FGROUP, scales, zero_points, p[0],
-                          0, dst, code, bits, hf, sat, sg);
+                          0, dst, code, bits, hf, sat, sg, st, key, ix);
         b0 += rest * a->block;
       }
     }
@@ -986,9 +1111,25 @@ gf16_bits (vf v)
  * relative error ≤ 2^−21 wherever 1 / d is finite, even subnormal): no NaN rule,
  * Q8_0 needs no clamp (|v| < 127.5), Q4_0 only the upper one (v + 8.5 > 0.49). */
 VINLINE vi
-gencode (vf x, vf id, int code, int fin)
+gencode (vf x, vf id, int code, int fin, int st, vu h)
 {
   vf v = x * id;
+
+  if (st)
+    {
+      /* stochastic, as ggml_quantize_block: piq_round_u of v (Q8_0, NaN 0) or of
+       * v + 8 (Q4_0, NaN 8), then the integer bounds, which commute with it */
+      if (code == PIQ_C_Q8_0)
+        v = (vf) ((vi) v & (v == v));
+      else
+        {
+          v = v + vsplat (8.0f);
+          v = vsel (v == v, v, vsplat (8.0f));
+        }
+      v = code == PIQ_C_Q8_0 ? vmin (vmax (v, vsplat (-127.0f)), vsplat (127.0f))
+                             : vmin (vmax (v, vsplat (0.0f)), vsplat (15.0f));
+      return vstoch_r (v, h);
+    }
 
   if (code == PIQ_C_Q8_0)
     {
@@ -1027,15 +1168,27 @@ gput (uint8_t *out, size_t bb, size_t cb, size_t o, const void *bytes, size_t le
  * of elements o … (signed), Q4_0 the two nibbles of bytes o …: byte r of a block
  * holds elements r and r + 16 (PIQ_W ≤ 16, so a vector never straddles). */
 VINLINE vi
-gcode_bytes (const float *x, const float *id, size_t o, int code, int fin)
+gcode_bytes (const float *x, const float *id, size_t o, int code, int fin, int st, uint32_t key,
+             uint32_t ix)
 {
+  vu h0 = (vu) fsplat_i (0), h1 = h0;
   if (code == PIQ_C_Q8_0)
-    return gencode (fload (x + o), vsplat (id[o / GQK]), code, fin);
+    {
+      if (st)
+        h0 = vhash (key, ix + (uint32_t) o);
+      return gencode (fload (x + o), vsplat (id[o / GQK]), code, fin, st, h0);
+    }
   {
     size_t blk = o / (GQK / 2), r = o % (GQK / 2);
     vf v = vsplat (id[blk]);
     const float *p = x + blk * GQK + r;
-    return gencode (fload (p), v, code, fin) | gencode (fload (p + GQK / 2), v, code, fin) << 4;
+    if (st)
+      {
+        h0 = vhash (key, ix + (uint32_t) (blk * GQK + r));
+        h1 = vhash (key, ix + (uint32_t) (blk * GQK + r + GQK / 2));
+      }
+    return gencode (fload (p), v, code, fin, st, h0) |
+           gencode (fload (p + GQK / 2), v, code, fin, st, h1) << 4;
   }
 }
 
@@ -1043,15 +1196,17 @@ gcode_bytes (const float *x, const float *id, size_t o, int code, int fin)
  * 4·PIQ_W bytes at a time: where the x86 packs exist they narrow four vectors in
  * registers (values fit: Q8_0 in int8, Q4_0 bytes in uint8). */
 VINLINE void
-ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin)
+ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin, int st,
+              uint32_t key, uint32_t ix)
 {
   const size_t bb = gblock_bytes (code), cb = bb - 2;
 
   for (size_t o = 0; o < PIQ_W * cb; o += 4 * PIQ_W)
     {
-      vi c0 = gcode_bytes (x, id, o, code, fin), c1 = gcode_bytes (x, id, o + PIQ_W, code, fin);
-      vi c2 = gcode_bytes (x, id, o + 2 * PIQ_W, code, fin);
-      vi c3 = gcode_bytes (x, id, o + 3 * PIQ_W, code, fin);
+      vi c0 = gcode_bytes (x, id, o, code, fin, st, key, ix);
+      vi c1 = gcode_bytes (x, id, o + PIQ_W, code, fin, st, key, ix);
+      vi c2 = gcode_bytes (x, id, o + 2 * PIQ_W, code, fin, st, key, ix);
+      vi c3 = gcode_bytes (x, id, o + 3 * PIQ_W, code, fin, st, key, ix);
 #ifdef PIQ_VEC_PACKS_DW
       vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
       vbw b = code == PIQ_C_Q8_0 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1) : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
@@ -1070,7 +1225,7 @@ ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin)
 
 /* PIQ_W whole blocks from x into out. */
 VINLINE void
-ggroup_quantize (const float *x, uint8_t *out, int code)
+ggroup_quantize (const float *x, uint8_t *out, int code, int st, uint32_t hkey, uint32_t ix)
 {
   const int q8 = code == PIQ_C_Q8_0;
   const size_t bb = gblock_bytes (code);
@@ -1148,25 +1303,29 @@ ggroup_quantize (const float *x, uint8_t *out, int code)
       uint16_t dh = (uint16_t) hbuf[j];
       memcpy (out + j * bb, &dh, 2);
     }
-  if (fin)
-    ggroup_codes (x, ibuf, out, code, 1);
+  if (st)                                 /* the stochastic codes bound every lane */
+    ggroup_codes (x, ibuf, out, code, 0, 1, hkey, ix);
+  else if (fin)
+    ggroup_codes (x, ibuf, out, code, 1, 0, 0, 0);
   else
-    ggroup_codes (x, ibuf, out, code, 0);
+    ggroup_codes (x, ibuf, out, code, 0, 0, 0, 0);
 }
 
-/* Nearest rounding; whole groups of PIQ_W blocks, the rest (fewer blocks, a
- * ragged last block) and a range that does not start on a block by the scalar
- * codec. */
+/* Whole groups of PIQ_W blocks, the rest (fewer blocks, a ragged last block) and a
+ * range that does not start on a block by the scalar codec; st: stochastic
+ * rounding (a call whose indices cross a multiple of 2^32 all scalar). */
 VINLINE void
 gquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
-           int code)
+           int code, int st)
 {
   const size_t bb = gblock_bytes (code), gsize = PIQ_W * GQK;
+  const uint32_t ix = (uint32_t) (a->index0 + first);
+  uint32_t key = 0;
   size_t b0 = 0;
 
-  if (first % GQK == 0)
+  if (first % GQK == 0 && (!st || fstoch_key (a, a->index0 + first, n, &key)))
     for (; b0 + gsize <= n; b0 += gsize)
-      ggroup_quantize (x + b0, codes + (first + b0) / GQK * bb, code);
+      ggroup_quantize (x + b0, codes + (first + b0) / GQK * bb, code, st, key, ix + (uint32_t) b0);
   if (b0 < n)
     piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, NULL, NULL);
 }
@@ -1241,8 +1400,10 @@ gdequantize (const PiqBlockArgs *a, const uint8_t *codes, uint64_t first, size_t
 
 #define FB_VECS (16 / PIQ_W)
 
+/* st: stochastic rounding with inverse scale inv ≠ 0, keys key and ix (x[0]'s index,
+ * low 32 bits): bit = u < (x · inv + 1) · 0.5, NaN 1, as the scalar codec. */
 VINLINE void
-fbinary_bits (const float *x, uint8_t *dst, size_t n)
+fbinary_bits (const float *x, uint8_t *dst, size_t n, int st, float inv, uint32_t key, uint32_t ix)
 {
   for (size_t i = 0; i < n; i += 16, dst += 2)
     {
@@ -1250,7 +1411,16 @@ fbinary_bits (const float *x, uint8_t *dst, size_t n)
       for (int k = 0; k < FB_VECS; k++)
         {
           vf v = fload (x + i + k * PIQ_W);
-          acc |= ~(vu) (v < vsplat (0.0f)) & ((vu) fsplat_i (1) << viota ((uint32_t) (k * PIQ_W)));
+          vu on;
+          if (st)
+            {
+              vf pr = (v * vsplat (inv) + vsplat (1.0f)) * vsplat (0.5f);
+              vu h = vhash (key, ix + (uint32_t) (i + k * PIQ_W));
+              on = (vu) (funiform (h) < pr) | (vu) (v != v);
+            }
+          else
+            on = ~(vu) (v < vsplat (0.0f));
+          acc |= on & ((vu) fsplat_i (1) << viota ((uint32_t) (k * PIQ_W)));
         }
       uint32_t bits = fhor (acc);
       dst[0] = (uint8_t) bits;
@@ -1294,12 +1464,21 @@ VINLINE void
 fbinary_quantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n,
                   uint8_t *codes, uint8_t *scales, int32_t *zero_points)
 {
+  const uint32_t ix = (uint32_t) (a->index0 + first);
+  uint32_t key = 0;
   size_t b0 = 0;
 
-  if (a->fixed)
+  if (a->stochastic && !fstoch_key (a, a->index0 + first, n, &key))
+    b0 = 0;                                /* indices cross 2^32: all scalar */
+  else if (a->fixed)
     {
+      PiqBlockP p;
+      piq_block_params_fixed (a, &p);
       b0 = n - n % 16;
-      fbinary_bits (x, codes + first / 8, b0);
+      if (a->stochastic && p.inv != 0.0f)
+        fbinary_bits (x, codes + first / 8, b0, 1, p.inv, key, ix);
+      else
+        fbinary_bits (x, codes + first / 8, b0, 0, 0.0f, 0, 0);
     }
   else
     for (; b0 + a->block <= n; b0 += a->block)
@@ -1308,7 +1487,10 @@ fbinary_quantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t 
         PiqBlockP p;
         st.sum_abs = fbinary_sum (x + b0, a->block);
         piq_block_params (a, &st, a->block, (first + b0) / a->block, scales, zero_points, &p);
-        fbinary_bits (x + b0, codes + (first + b0) / 8, a->block);
+        if (a->stochastic && p.inv != 0.0f)
+          fbinary_bits (x + b0, codes + (first + b0) / 8, a->block, 1, p.inv, key, ix + (uint32_t) b0);
+        else
+          fbinary_bits (x + b0, codes + (first + b0) / 8, a->block, 0, 0.0f, 0, 0);
       }
   if (b0 < n)
     piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, scales, zero_points);
@@ -1349,7 +1531,8 @@ fbinary_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *
   X (-1, 8, 0, 1, 0) X (-1, 8, 0, 1, 1) X (-1, 4, 0, 1, 0) X (-1, 4, 0, 1, 1) \
   X (PIQ_C_FP8_E4M3, 8, 0, 1, 0) X (PIQ_C_FP8_E4M3, 8, 0, 0, 0) \
   X (PIQ_C_FP8_E5M2, 8, 0, 1, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0, 0) \
-  X (PIQ_C_FP4_E2M1, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 1, 1, 0)
+  X (PIQ_C_FP4_E2M1, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 0, 1, 0) X (PIQ_C_NF4, 4, 1, 1, 0) \
+  X (PIQ_C_FP4_BNB, 4, 0, 1, 0) X (PIQ_C_FP4_BNB, 4, 1, 1, 0)
 #define FD_LIST(X) \
   X (-1, 8, 0, 0) X (-1, 8, 0, 1) X (-1, 4, 0, 0) X (-1, 4, 0, 1) \
   X (PIQ_C_FP8_E4M3, 8, 0, 0) X (PIQ_C_FP8_E5M2, 8, 0, 0) X (PIQ_C_FP4_E2M1, 4, 0, 0) \
@@ -1360,15 +1543,22 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
                     uint8_t *codes, uint8_t *scales, int32_t *zero_points)
 {
   int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
-            a->code < 0 || a->code == PIQ_C_NF4;
+            a->code < 0 || a->code == PIQ_C_NF4 || a->code == PIQ_C_FP4_BNB;
   int sg = a->code < 0 && a->qmin < 0;
 
-  if (a->bits == 0 && !a->stochastic)
+  if (a->bits == 0)
     {
-      if (a->code == PIQ_C_Q8_0)
-        gquantize (a, src, first, n, codes, PIQ_C_Q8_0);
+      if (a->stochastic)
+        {
+          if (a->code == PIQ_C_Q8_0)
+            gquantize (a, src, first, n, codes, PIQ_C_Q8_0, 1);
+          else
+            gquantize (a, src, first, n, codes, PIQ_C_Q4_0, 1);
+        }
+      else if (a->code == PIQ_C_Q8_0)
+        gquantize (a, src, first, n, codes, PIQ_C_Q8_0, 0);
       else
-        gquantize (a, src, first, n, codes, PIQ_C_Q4_0);
+        gquantize (a, src, first, n, codes, PIQ_C_Q4_0, 0);
       return;
     }
   if (fvec_takes (a, 1) && a->code == PIQ_C_BINARY)
@@ -1380,7 +1570,13 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
     {
 #define FQ_(c, b, h, s, g) \
       if (a->code == (c) && a->bits == (b) && a->high_first == (h) && sat == (s) && sg == (g)) \
-        { fquantize (a, src, first, n, codes, scales, zero_points, c, b, h, s, g); return; }
+        { \
+          if (a->stochastic) \
+            fquantize (a, src, first, n, codes, scales, zero_points, c, b, h, s, g, 1); \
+          else \
+            fquantize (a, src, first, n, codes, scales, zero_points, c, b, h, s, g, 0); \
+          return; \
+        }
       FQ_LIST (FQ_)
 #undef FQ_
     }
