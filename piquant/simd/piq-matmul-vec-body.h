@@ -536,7 +536,9 @@ dot_i8_4w (vi acc, const int8_t *w, const int8_t *x)
   memcpy (&a, w, sizeof a);
   memcpy (&b, x, sizeof b);
   m = a >> 7;
-  return MM_DOT4 (acc, (vbw) ((a ^ m) - m), (vbw) ((b ^ m) - m));
+  /* |w| and x with w's sign, in unsigned bytes: |−128| is 128 as an unsigned byte, and
+   * signed bytes would overflow computing it (UBSan) */
+  return MM_DOT4 (acc, ((vbw) a ^ (vbw) m) - (vbw) m, ((vbw) b ^ (vbw) m) - (vbw) m);
 }
 
 VINLINE int32_t
