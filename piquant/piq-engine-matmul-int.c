@@ -355,15 +355,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
                   "tensor or per output channel, packed for dynamic int8 activations (these are "
                   "%s%s)", bi->name, b->activation != PIQ_ACT_DYNAMIC_INT8
                   ? ", packed for float activations" : b->group != k ? " per block" : "");
-  if (a_dims < 1 || a_shape[a_dims - 1] != k)
-    return failf (e, PIQ_E_SIZE, "the input's rows have %" PRIu64 " elements, the weights take "
-                  "%" PRIu64, a_dims ? a_shape[a_dims - 1] : 0, k);
-  if (!piq_engine_check_shape (a_shape, a_dims, &n_a, e) ||
-      !piq_engine_sizes (&a->f, a_shape, a_dims, &a_codes, &a_scales, &a_zps, e))
+  if (!check_quant_input (a, a_shape, a_dims, k, &n_a, &a_codes, &a_scales, &a_zps, e))
     return 0;
-  if (a->codes_size < a_codes || a->scales_size < a_scales || a->zero_points_size < a_zps ||
-      (a_scales && a->scales == NULL) || (a_zps && a->zero_points == NULL))
-    return failf (e, PIQ_E_SIZE, "the input holds fewer bytes than its shape needs");
   m = n_a / k;
   if (a->f.granularity != GRAN_TENSOR && !(a_dims == 2 && a->f.granularity == GRAN_CHANNEL &&
                                            (a->f.axis == 0 || a->f.axis == -2)))

@@ -108,6 +108,41 @@ to_f32 (const void *src, int dtype, uint64_t n, float *dst)
     }
 }
 
+/* @q's codes read as plain integers: per tensor, scale 1, zero point 0, so the
+ * library's own decoder gives each code's integer value exactly. */
+static inline void
+as_plain_codes (PiqEngineQuant *q)
+{
+  q->f.granularity = GRAN_TENSOR;
+  q->f.axis = 0;
+  q->f.block_size = 0;
+  q->f.scale_dtype = DT_F32;
+  q->f.symmetric = 0;
+  q->scales = q->zero_points = NULL;
+  q->scales_size = q->zero_points_size = 0;
+  q->scale = 1.0;
+  q->zero_point = 0;
+}
+
+/* A quantized input [..., k] of a product: its element count in *n_a and its
+ * byte sizes, checked against what the input holds. */
+static inline int
+check_quant_input (const PiqEngineQuant *a, const uint64_t *a_shape, unsigned a_dims, uint64_t k,
+                   uint64_t *n_a, size_t *codes, size_t *scales, size_t *zps, PiqEngineError *e)
+{
+  if (a_dims < 1 || a_shape[a_dims - 1] != k)
+    return piq_engine_fail (e, PIQ_E_SIZE, "the input's rows have %llu elements, the weights "
+                            "take %llu", (unsigned long long) (a_dims ? a_shape[a_dims - 1] : 0),
+                            (unsigned long long) k);
+  if (!piq_engine_check_shape (a_shape, a_dims, n_a, e) ||
+      !piq_engine_sizes (&a->f, a_shape, a_dims, codes, scales, zps, e))
+    return 0;
+  if (a->codes_size < *codes || a->scales_size < *scales || a->zero_points_size < *zps ||
+      (*scales && a->scales == NULL) || (*zps && a->zero_points == NULL))
+    return piq_engine_fail (e, PIQ_E_SIZE, "the input holds fewer bytes than its shape needs");
+  return 1;
+}
+
 /* Element j of a float output row: y stored (rounded to the dtype) or added (in
  * binary32, or binary64 for f64). */
 static inline void

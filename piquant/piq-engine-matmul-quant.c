@@ -72,16 +72,8 @@ check_call (const PiqEngineQuant *a, const uint64_t *a_shape, unsigned a_dims,
                   ai != NULL ? ai->name : "this dtype");
   if (!piq_engine_check_format (&a->f, e))
     return 0;
-  if (a_dims < 1 || a_shape[a_dims - 1] != k)
-    return failf (e, PIQ_E_SIZE, "the input's rows have %" PRIu64 " elements, the weights [%"
-                  PRIu64 ", %" PRIu64 "] take %" PRIu64, a_dims ? a_shape[a_dims - 1] : 0, n, k,
-                  k);
-  if (!piq_engine_check_shape (a_shape, a_dims, &n_a, e) ||
-      !piq_engine_sizes (&a->f, a_shape, a_dims, &a_codes, &a_scales, &a_zps, e))
+  if (!check_quant_input (a, a_shape, a_dims, k, &n_a, &a_codes, &a_scales, &a_zps, e))
     return 0;
-  if (a->codes_size < a_codes || a->scales_size < a_scales || a->zero_points_size < a_zps ||
-      (a_scales && a->scales == NULL) || (a_zps && a->zero_points == NULL))
-    return failf (e, PIQ_E_SIZE, "the input holds fewer bytes than its shape needs");
   if (!as_matrix (a, a_dims, am, e))
     return 0;
   *m = n_a / k;
@@ -355,15 +347,7 @@ piq_engine_matmul_blocks (const PiqEngine *eng, const PiqEngineQuant *a,
     if (!piq_engine_int_row_params (&am, m, k, &group, xd, za, e))
       goto done;
     /* the codes through the library's decoder, read per tensor with scale 1 */
-    whole.f.granularity = GRAN_TENSOR;
-    whole.f.axis = 0;
-    whole.f.block_size = 0;
-    whole.f.scale_dtype = DT_F32;
-    whole.f.symmetric = 0;
-    whole.scales = whole.zero_points = NULL;
-    whole.scales_size = whole.zero_points_size = 0;
-    whole.scale = 1.0;
-    whole.zero_point = 0;
+    as_plain_codes (&whole);
     for (uint64_t r0 = 0; r0 < m; r0 += block_rows)
       {
         uint64_t rows = MIN (block_rows, m - r0), shape[2] = { rows, k };

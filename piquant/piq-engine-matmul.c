@@ -192,15 +192,7 @@ unpack_ints (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngineQuant *w, 
       PiqEngineQuant whole = *w, sub;
       PiqEngineView v = { DT_F32, 2, { rows, p->k }, 0, panel, (size_t) (rows * p->k * 4) };
 
-      whole.f.granularity = GRAN_TENSOR;
-      whole.f.axis = 0;
-      whole.f.block_size = 0;
-      whole.f.scale_dtype = DT_F32;
-      whole.f.symmetric = 0;
-      whole.scales = whole.zero_points = NULL;
-      whole.scales_size = whole.zero_points_size = 0;
-      whole.scale = 1.0;
-      whole.zero_point = 0;
+      as_plain_codes (&whole);
       ok = piq_engine_rows_quant (&whole, p->n, p->k, r0, &sub, e) &&
            piq_engine_dequantize (&one, &sub, shape, 2, &v, 0, e);
       for (uint64_t i = 0; ok && i < rows * p->k; i++)
