@@ -665,7 +665,6 @@ test_format (gconstpointer data)
       for (gsize si = 0; si < G_N_ELEMENTS (shapes); si++)
         {
           Weights W;
-          g_autoptr(GError) error = NULL;
           g_autoptr(PiqPackedWeights) pw = NULL;
 
           make_weights (&W, fc->format, shapes[si].N, shapes[si].K, act == PIQ_ACTIVATION_DYNAMIC_INT8);
