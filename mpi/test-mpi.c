@@ -22,6 +22,8 @@ static int rank, size;
 static int n_failed;
 
 /* One TAP line: passes when every rank passed. */
+static void check (gboolean ok, const char *fmt, ...) G_GNUC_PRINTF (2, 3);
+
 static void
 check (gboolean ok, const char *fmt, ...)
 {

@@ -632,7 +632,6 @@ test_threads_and_requantize (void)
           g_autoptr(PiqRecipe) rc = piq_recipe_new ();
           g_autoptr(PiqTensor) xt = f32_tensor (x, n);
           g_autoptr(GBytes) ref = NULL, ref_scales = NULL;
-          g_autoptr(PiqTensor) ref_y = NULL;
 
           piq_recipe_set_round_mode (rc, stoch ? PIQ_ROUND_STOCHASTIC : PIQ_ROUND_NEAREST);
           /* a seed applies to stochastic rounding only */

@@ -6,7 +6,7 @@
  * sanitizers' checks it asserts the reader's promises: NULL exactly when a GError in
  * PIQ_ERROR is set, with a message; what it returns saves, and reads back with the same
  * names, metadata and tensors (dtype, shape, bytes, format, scales, zero points). No
- * GLib warning or critical may be logged. Inputs over MAX_INPUT bytes are skipped, so
+ * GLib warning or critical may be logged. Inputs over FUZZ_MAX_INPUT bytes are skipped, so
  * that no entry asks for more memory than the input could hold.
  *
  * Run: ./fuzz-safetensors corpus/safetensors or `make fuzz` (tests/fuzz/Makefile.am).
@@ -26,7 +26,7 @@ int LLVMFuzzerInitialize (int *argc, char ***argv);
 #define FAIL(...) do { fprintf (stderr, "fuzz-safetensors: " __VA_ARGS__); fputc ('\n', stderr); abort (); } while (0)
 #define CHECK(cond) do { if (!(cond)) FAIL ("%s:%d: %s failed", __FILE__, __LINE__, #cond); } while (0)
 
-#define MAX_INPUT (1 << 20)
+#define FUZZ_MAX_INPUT (1 << 20)
 
 static void
 log_handler (const char *domain, GLogLevelFlags level, const char *message, gpointer user_data)
@@ -93,7 +93,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   g_auto(GStrv) keys2 = NULL;
   guint64 header_len = 0, total;
 
-  if (size > MAX_INPUT)
+  if (size > FUZZ_MAX_INPUT)
     return 0;
   /* An entry can ask for as many bytes as its offsets say; a stream of unknown size
    * is read until it ends short. Keep the requests within the input. */
