@@ -91,7 +91,12 @@ xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, 
       s = xnor_hsum (acc);
 #endif
       for (; i < words; i++)
-        s += (uint64_t) __builtin_popcountll (xb[i] ^ wb[i]);
+        {
+          uint64_t xi, wi;   /* unaligned words: memcpy, not a uint64_t load */
+          memcpy (&xi, xb + i, sizeof xi);
+          memcpy (&wi, wb + i, sizeof wi);
+          s += (uint64_t) __builtin_popcountll (xi ^ wi);
+        }
       out[b] = s;
     }
 }
