@@ -1223,73 +1223,148 @@ ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin, 
     }
 }
 
+/* One level of the transposing max on a pair of vectors (FT_LEVEL_'s step), so
+ * that gq4_stats combines two blocks as soon as both are read and keeps only
+ * PIQ_W / 2 partial vectors per statistic live; FT_REST_ does the other levels. */
+#define FT_PAIR_(a, b, s) \
+  fmaxu (PIQ_SHUF2 ((a), (b), vu, FT_MASK_ (s, 0)), PIQ_SHUF2 ((a), (b), vu, FT_MASK_ (s, s)))
+#if PIQ_W == 16
+# define FT_REST_(m) FT_LEVEL_ (m, 4, 4) FT_LEVEL_ (m, 2, 2) FT_LEVEL_ (m, 1, 1)
+#elif PIQ_W == 8
+# define FT_REST_(m) FT_LEVEL_ (m, 2, 2) FT_LEVEL_ (m, 1, 1)
+#else
+# define FT_REST_(m) FT_LEVEL_ (m, 1, 1)
+#endif
+
+/* Q4_0's statistics of PIQ_W blocks in one pass (its scale needs the sign of the
+ * first element of greatest |x|, which took a second, keyed pass). Each element is
+ * keyed rotl (bits, 1) = |x| · 2 + sign bit, and again with that bit flipped: the
+ * two maxima give max |x| (lane j, block j, as bits: *amax) and whether a negative
+ * (first key) and a positive (second key) element reach it. Where only one sign
+ * does, that is the sign (*s, in bit 31); a block of zeros keeps +0, as the
+ * scalar's amax = 0 never updates its max. Returns 1 then; 0 where both signs
+ * reach a nonzero max |x| in some block (the keyed pass decides; *amax is right);
+ * −1 where an element is NaN or ±Inf (the finite-only passes decide). */
+VINLINE int
+gq4_stats (const float *x, vu *amax, vu *s)
+{
+  vu k1[PIQ_W / 2], k2[PIQ_W / 2], neg, pos, nz;
+
+#pragma GCC unroll 8
+  for (int j = 0; j < PIQ_W / 2; j++)
+    {
+      vu a1[2], a2[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; h++)
+        {
+          const float *blk = x + (2 * j + h) * GQK;
+          a1[h] = a2[h] = (vu) fsplat_i (0);
+          __builtin_prefetch (blk + PIQ_PREFETCH);   /* both 64-byte lines of the block */
+          __builtin_prefetch (blk + 16 + PIQ_PREFETCH);
+#pragma GCC unroll 8
+          for (int k = 0; k < GV; k++)
+            {
+              vu u = (vu) fload (blk + k * PIQ_W), r = (u << 1) | (u >> 31);
+              a1[h] = fmaxu (a1[h], r);
+              a2[h] = fmaxu (a2[h], r ^ 1u);
+            }
+        }
+      k1[j] = FT_PAIR_ (a1[0], a1[1], PIQ_W / 2);
+      k2[j] = FT_PAIR_ (a2[0], a2[1], PIQ_W / 2);
+    }
+  FT_REST_ (k1)
+  FT_REST_ (k2)
+  *amax = k1[0] >> 1;
+  if (fany ((vi) (*amax >= 0x7f800000u)))
+    return -1;
+  neg = k1[0] & 1u;
+  pos = k2[0] & 1u;
+  nz = (vu) (*amax != 0u);
+  *s = (neg << 31) & nz;
+  return !fany ((vi) (neg & pos & nz));
+}
+
 /* PIQ_W whole blocks from x into out. */
 VINLINE void
 ggroup_quantize (const float *x, uint8_t *out, int code, int st, uint32_t hkey, uint32_t ix)
 {
   const int q8 = code == PIQ_C_Q8_0;
   const size_t bb = gblock_bytes (code);
-  vu m[PIQ_W];
+  vu m[PIQ_W], qa = (vu) fsplat_i (0), qs = qa;
   vf amax, d, id;
   float ibuf[PIQ_W];
   uint32_t hbuf[PIQ_W];
-  int fin;
+  int fin = 1, q4 = q8 ? -2 : gq4_stats (x, &qa, &qs);   /* −2: Q8_0 */
 
-  /* lane j of m[0]: block j's max |x| as bits, NaN and Inf above every finite
-   * value; a group that has any takes a second pass that skips them */
-  for (int finite_only = 0; finite_only < 2; finite_only++)
+  if (q4 == 1)
     {
-#pragma GCC unroll 16
-      for (int j = 0; j < PIQ_W; j++)
-        {
-          vu am = (vu) fsplat_i (0);
-          if (!finite_only)   /* both 64-byte lines of the block */
-            {
-              __builtin_prefetch (x + j * GQK + PIQ_PREFETCH);
-              __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
-            }
-#pragma GCC unroll 8
-          for (int k = 0; k < GV; k++)
-            {
-              vf v = fload (x + j * GQK + k * PIQ_W);
-              am = fmaxu (am, finite_only ? gabs_finite (v) : (vu) v & 0x7fffffffu);
-            }
-          m[j] = am;
-        }
-      FT_TREE_ (m)
-      if (!finite_only && (fin = !fany ((vi) (m[0] >= 0x7f800000u))))
-        break;
+      amax = (vf) qa;
+      d = (vf) (qa | qs) / vsplat (-8.0f);
     }
-  amax = (vf) m[0];
-
-  if (q8)
-    d = amax / vsplat (127.0f);
   else
     {
-      /* max: the first finite element (in index order) with |x| = amax, as the
-       * scalar's strict "amax < |x|" keeps it. Each block's matches are keyed
-       * (31 − index) · 2 + sign bit, so the largest key is the first match; with
-       * amax = 0 the scalar keeps max = +0, whatever the zeros' signs. */
-      uint32_t abuf[PIQ_W];
-      vu s;
-      memcpy (abuf, &m[0], sizeof abuf);
+      /* lane j of m[0]: block j's max |x| as bits, NaN and Inf above every finite
+       * value; a group that has any takes a second pass that skips them (for Q4_0
+       * gq4_stats has told which case it is) */
+      if (q4 == 0)
+        m[0] = qa;
+      else
+        for (int finite_only = q4 == -1; finite_only < 2; finite_only++)
+          {
 #pragma GCC unroll 16
-      for (int j = 0; j < PIQ_W; j++)
-        {
-          vu am = (vu) fsplat_i (0) + abuf[j], key = (vu) fsplat_i (0);
+            for (int j = 0; j < PIQ_W; j++)
+              {
+                vu am = (vu) fsplat_i (0);
+                if (!finite_only)   /* both 64-byte lines of the block */
+                  {
+                    __builtin_prefetch (x + j * GQK + PIQ_PREFETCH);
+                    __builtin_prefetch (x + j * GQK + 16 + PIQ_PREFETCH);
+                  }
 #pragma GCC unroll 8
-          for (int k = 0; k < GV; k++)
+                for (int k = 0; k < GV; k++)
+                  {
+                    vf v = fload (x + j * GQK + k * PIQ_W);
+                    am = fmaxu (am, finite_only ? gabs_finite (v) : (vu) v & 0x7fffffffu);
+                  }
+                m[j] = am;
+              }
+            FT_TREE_ (m)
+            if (!finite_only && (fin = !fany ((vi) (m[0] >= 0x7f800000u))))
+              break;
+          }
+      if (q4 == -1)
+        fin = 0;
+      amax = (vf) m[0];
+
+      if (q8)
+        d = amax / vsplat (127.0f);
+      else
+        {
+          /* max: the first finite element (in index order) with |x| = amax, as the
+           * scalar's strict "amax < |x|" keeps it. Each block's matches are keyed
+           * (31 − index) · 2 + sign bit, so the largest key is the first match;
+           * with amax = 0 the scalar keeps max = +0, whatever the zeros' signs. */
+          uint32_t abuf[PIQ_W];
+          vu s;
+          memcpy (abuf, &m[0], sizeof abuf);
+#pragma GCC unroll 16
+          for (int j = 0; j < PIQ_W; j++)
             {
-              vf v = fload (x + j * GQK + k * PIQ_W);
-              vu rank = ((vu) fsplat_i (GQK - 1 - k * PIQ_W) - viota (0)) << 1;
-              vi hit = (vi) (gabs_finite (v) == am);
-              key = fmaxu (key, (rank | ((vu) v >> 31)) & (vu) hit);
+              vu am = (vu) fsplat_i (0) + abuf[j], key = (vu) fsplat_i (0);
+#pragma GCC unroll 8
+              for (int k = 0; k < GV; k++)
+                {
+                  vf v = fload (x + j * GQK + k * PIQ_W);
+                  vu rank = ((vu) fsplat_i (GQK - 1 - k * PIQ_W) - viota (0)) << 1;
+                  vi hit = (vi) (gabs_finite (v) == am);
+                  key = fmaxu (key, (rank | ((vu) v >> 31)) & (vu) hit);
+                }
+              m[j] = key;
             }
-          m[j] = key;
+          FT_TREE_ (m)
+          s = (m[0] << 31) & (vu) ((vu) amax != 0u);
+          d = (vf) ((vu) amax | s) / vsplat (-8.0f);
         }
-      FT_TREE_ (m)
-      s = (m[0] << 31) & (vu) ((vu) amax != 0u);
-      d = (vf) ((vu) amax | s) / vsplat (-8.0f);
     }
   id = vsel (d != vsplat (0.0f), vsplat (1.0f) / d, vsplat (0.0f));
   fin = fin && !fany ((vi) (((vu) id & 0x7fffffffu) >= 0x7f800000u));
