@@ -164,25 +164,30 @@ fq_backward (float x, float dy, float s, float inv, int64_t zp, int64_t qmin, in
 }
 
 /* ---------------------------------------------------------------------------
- * The f32 runs of the integer formats whose range binary32 holds (|qmin|, |qmax| ≤
- * 2^24: the 2- to 16-bit types) go through the kernel layer's qat_forward and
- * qat_backward (simd/piq-kernels-private.h), on the quantizer's table. There
- * (q − zp) · s is a binary32 product of integers binary32 holds exactly, so the
- * binary64 product rounded to binary32 of fq_forward is the same number. */
+ * The integer formats whose range binary32 holds (|qmin|, |qmax| ≤ 2^24: the 2- to
+ * 16-bit types) go through the kernel layer's qat_forward and qat_backward
+ * (simd/piq-kernels-private.h), on the quantizer's table, for every combination of
+ * f32, bf16 and f16 tensors. There (q − zp) · s is a binary32 product of integers
+ * binary32 holds exactly, so the binary64 product rounded to binary32 of fq_forward
+ * is the same number. */
 
 static inline gboolean
-fast_f32 (const QatCall *c)
+kernel_range (const QatCall *c)
 {
-  return c->code < 0 && c->qmin >= -(1 << 24) && c->qmax <= (1 << 24) && c->x.ft == PIQ_F_F32;
+  return c->code < 0 && c->qmin >= -(1 << 24) && c->qmax <= (1 << 24);
 }
 
 static inline PiqQatArgs
 qat_args (const QatCall *c, float s, float inv, int64_t zp)
 {
+  gboolean back = c->want_sums || c->has_dx;
   PiqQatArgs a = {
     .s = s, .inv = inv, .gf = c->grad_factor,
     .zp = (float) zp, .lo = (float) c->qmin, .hi = (float) c->qmax,
     .lo_zp = (float) (c->qmin - zp), .hi_zp = (float) (c->qmax - zp),
+    .x_ft = c->x.ft,
+    .g_ft = back ? c->dy.ft : PIQ_F_F32,
+    .o_ft = back ? (c->has_dx ? c->dx.ft : PIQ_F_F32) : (c->has_y ? c->y.ft : PIQ_F_F32),
     .stream = c->stream,
   };
   return a;
@@ -294,9 +299,7 @@ run_items (void     *data,
       int64_t zp = c->zps[g];
       const PiqQatArgs qa = qat_args (c, s, inv, zp);
       gboolean back = c->want_sums || c->has_dx;
-      gboolean kernel = fast_f32 (c)
-                        && (back ? c->dy.ft == PIQ_F_F32 && (!c->has_dx || c->dx.ft == PIQ_F_F32)
-                                 : !c->has_y || c->y.ft == PIQ_F_F32);
+      gboolean kernel = kernel_range (c);
       /* the gradient terms: position k of the group into lane k mod 16 (an item
        * starts at a multiple of 16), [0, 16) the scale's, [16, 32) the zero point's */
       double lanes[2 * PIQ_QAT_LANES] = { 0 };
@@ -374,7 +377,9 @@ run_call (PiqQuantizer *self,
   n_threads = eng.n_threads;
   c->kern = eng.kernels;
   /* x (and dy) read and y (or dx) written, as the engine's PIQ_STREAM_MIN_BYTES rule */
-  c->stream = c->n * (c->x.esize + (c->want_sums ? c->dy.esize : 0) + 4) >= PIQ_STREAM_MIN_BYTES;
+  c->stream = c->n * (c->x.esize + (c->want_sums ? c->dy.esize : 0)
+                      + (c->has_dx ? c->dx.esize : 0) + (c->has_y ? c->y.esize : 0)
+                      + (c->has_mask ? 1 : 0)) >= PIQ_STREAM_MIN_BYTES;
 
   piq_parallel_run (n_threads, n_items, 1,
                     c->n >= PIQ_PARALLEL_MIN_ELEMENTS ? 0 : UINT64_MAX, run_items, c);

@@ -1474,8 +1474,24 @@ lanes_equal (const double *a, const double *b, size_t n)
   return 1;
 }
 
+static void
+put_float (uint8_t *p, size_t i, int ft, float f)
+{
+  switch (ft)
+    {
+    case PIQ_F_F32: memcpy (p + 4 * i, &f, 4); break;
+    case PIQ_F_BF16: { uint16_t h = piq_f32_to_bf16 (f); memcpy (p + 2 * i, &h, 2); } break;
+    default: { uint16_t h = piq_f32_to_f16 (f); memcpy (p + 2 * i, &h, 2); } break;
+    }
+}
+
+static const char *const ft_names[] = { "f32", "f64", "bf16", "f16" };
+
+/* One combination of element types: x, dy (backward) and y / dx. All-f32 runs every
+ * length × integer type × zero-point kind; the others a rotating quarter of the
+ * types and kinds at every length (each still sees every length, type and kind). */
 static int
-check_qat (const PiqKernelTable *t, int backward)
+check_qat (const PiqKernelTable *t, int backward, int xft, int gft, int oft)
 {
   static const int types[] = { PIQ_I_UINT8, PIQ_I_INT8, PIQ_I_INT4, PIQ_I_UINT2, PIQ_I_UINT16, PIQ_I_INT16 };
   static const size_t lane0s[] = { 0, 1, 7, 15, 16, 35 };
@@ -1484,6 +1500,7 @@ check_qat (const PiqKernelTable *t, int backward)
   static uint8_t x[4 * N + 8], g[4 * N + 8], m1[N + 8], m2[N + 8];
   static uint8_t o1[4 * N + 8] __attribute__ ((aligned (64))), o2[4 * N + 8] __attribute__ ((aligned (64)));
   size_t n_len = sizeof lengths / sizeof lengths[0], n_all = n_len + sizeof extra / sizeof extra[0];
+  int all = xft == PIQ_F_F32 && gft == PIQ_F_F32 && oft == PIQ_F_F32;
 
   for (size_t li = 0; li < n_all; li++)
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
@@ -1492,20 +1509,26 @@ check_qat (const PiqKernelTable *t, int backward)
           size_t n = li < n_len ? lengths[li] : extra[li - n_len];
           double scale = scales[(li + ti + zk) % (sizeof scales / sizeof scales[0])];
           static const float gfs[] = { 1.0f, 0.3f, 0.125f, 1.7e-3f };
-          PiqQatArgs a = qat_args (scale, types[ti], zk, gfs[(li + zk) % 4]);
+          PiqQatArgs a;
           size_t off = (li + zk) % 4;            /* bytes: unaligned pointers */
           size_t lane0 = lane0s[(li + ti + zk) % (sizeof lane0s / sizeof lane0s[0])];
           double l1[2 * PIQ_QAT_LANES], l2[2 * PIQ_QAT_LANES];
           int want_out = (li + ti) % 5 != 0, want_mask = (li + zk) % 3 != 0;
 
-          fill_float (x + off, n, PIQ_F_F32, scale);
+          if (!all && (ti + (size_t) zk) % 4 != (li + (size_t) (xft + 3 * gft + 5 * oft)) % 4)
+            continue;
+          a = qat_args (scale, types[ti], zk, gfs[(li + zk) % 4]);
+          a.x_ft = xft;
+          a.g_ft = gft;
+          a.o_ft = oft;
+          fill_float (x + off, n, xft, scale);
           /* clamped values on both sides, often */
           for (size_t i = 0; i < n; i += 7)
             {
               float f = (float) ((i & 8 ? 1 : -1) * scale * (double) (a.hi - a.lo + 3 + (double) (rnd () % 50)));
-              memcpy (x + off + 4 * i, &f, 4);
+              put_float (x + off, i, xft, f);
             }
-          fill_float (g + off, n, PIQ_F_F32, 0.01);
+          fill_float (g + off, n, gft, 0.01);
           for (int k = 0; k < 2 * PIQ_QAT_LANES; k++)
             l1[k] = l2[k] = (double) (int64_t) (rnd () % 2001) - 1000.0 + 0.25 * (double) k;
           memset (o1, 0xa5, sizeof o1);
@@ -1525,9 +1548,10 @@ check_qat (const PiqKernelTable *t, int backward)
           if (memcmp (o1, o2, sizeof o1) != 0 || memcmp (m1, m2, sizeof m1) != 0
               || (backward && !lanes_equal (l1, l2, 2 * PIQ_QAT_LANES)))
             {
-              snprintf (diag, sizeof diag, "qat_%s n=%zu type %d zp kind %d lane0 %zu offset %zu: "
-                        "the table differs from scalar", backward ? "backward" : "forward", n,
-                        types[ti], zk, lane0, off);
+              snprintf (diag, sizeof diag, "qat_%s x %s dy %s out %s n=%zu type %d zp kind %d "
+                        "lane0 %zu offset %zu stream %d: the table differs from scalar",
+                        backward ? "backward" : "forward", ft_names[xft], ft_names[gft],
+                        ft_names[oft], n, types[ti], zk, lane0, off, a.stream);
               return 0;
             }
         }
@@ -1545,6 +1569,7 @@ check_qat_order (void)
   PiqQatArgs a = qat_args (0.02, PIQ_I_UINT8, 3, 0.5f);
 
   a.stream = 0;
+  a.x_ft = a.g_ft = a.o_ft = PIQ_F_F32;
   double got[2 * PIQ_QAT_LANES] = { 0 }, want[2 * PIQ_QAT_LANES] = { 0 };
   const size_t lane0 = 5;
 
@@ -1583,16 +1608,36 @@ check_qat_order (void)
   return 1;
 }
 
+/* Every x / y type pair forward; backward every x / dy pair with dx of dy's type (the
+ * vectorized ones) and two with another dx type (the scalar hand-over). */
 static void
 run_qat_forward (const PiqKernelTable *t, const char *skip)
 {
-  report (skip != NULL || check_qat (t, 0), t->name, "qat_forward/f32", skip);
+  static const int fts[] = { PIQ_F_F32, PIQ_F_BF16, PIQ_F_F16 };
+  char name[64];
+
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      {
+        snprintf (name, sizeof name, "qat_forward/%s-%s", ft_names[fts[a]], ft_names[fts[b]]);
+        report (skip != NULL || check_qat (t, 0, fts[a], fts[a], fts[b]), t->name, name, skip);
+      }
 }
 
 static void
 run_qat_backward (const PiqKernelTable *t, const char *skip)
 {
-  report (skip != NULL || check_qat (t, 1), t->name, "qat_backward/f32", skip);
+  static const int fts[] = { PIQ_F_F32, PIQ_F_BF16, PIQ_F_F16 };
+  static const int mixed[][3] = { { PIQ_F_F32, PIQ_F_BF16, PIQ_F_F32 }, { PIQ_F_BF16, PIQ_F_F16, PIQ_F_BF16 } };
+  char name[64];
+
+  for (int k = 0; k < 9 + 2; k++)
+    {
+      int xft = k < 9 ? fts[k / 3] : mixed[k - 9][0], gft = k < 9 ? fts[k % 3] : mixed[k - 9][1];
+      int oft = k < 9 ? gft : mixed[k - 9][2];
+      snprintf (name, sizeof name, "qat_backward/%s-%s-%s", ft_names[xft], ft_names[gft], ft_names[oft]);
+      report (skip != NULL || check_qat (t, 1, xft, gft, oft), t->name, name, skip);
+    }
 }
 
 #define STR_(x) #x

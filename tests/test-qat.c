@@ -500,11 +500,130 @@ test_f32_runs (void)
       }
 }
 
+/* bf16 and f16 data and gradients on every SIMD table: values, mask, source
+ * gradient and both binary64 sums equal the scalar table's bytes, for lengths around
+ * the vector widths and the 16-element lane blocks, tensors that start 2 bytes past
+ * an alignment (unaligned elements for the vectors), and NaN, ±Inf, ±0, subnormals,
+ * ties and huge values among the data and the gradients. */
+static const char *dt_name (PiqDtype dt);
+
+static void
+test_half_tables (void)
+{
+  static const int caps[] = {
+    PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2, PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512,
+    PIQ_SIMD_LEVEL_AVX512_VNNI, PIQ_SIMD_LEVEL_NEON, -1,
+  };
+  static const guint64 lens[] = { 1, 15, 17, 31, 33, 47, 64, 65, 131, 4099, 16384 + 33 };
+  static const float specials[] = {
+    NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 0x1p-20f, -0x1p-130f, 0x1p30f, -0x1p30f,
+    0.125f, -0.375f, 2.5f, 3.5f, 1e30f, -1e30f, 65504.0f, 6e-5f,
+  };
+  static const PiqDtype dts[] = { PIQ_DTYPE_BF16, PIQ_DTYPE_F16 };
+  g_autoptr(GRand) r = g_rand_new_with_seed (77);
+  g_autoptr(PiqFormat) fmt = piq_format_new (PIQ_DTYPE_UINT8);
+  g_autoptr(PiqFormat) sym = piq_format_new_symmetric (PIQ_DTYPE_INT4);
+
+  for (gsize di = 0; di < G_N_ELEMENTS (dts); di++)
+    for (gsize li = 0; li < G_N_ELEMENTS (lens); li++)
+      {
+        const guint64 n = lens[li];
+        const PiqDtype dt = dts[di];
+        PiqFormat *f = li % 2 ? sym : fmt;
+        const double scale = li % 3 ? 0.25 : 0.0173;
+        const gint64 zp = li % 2 ? 0 : 117;
+        g_autofree float *x = g_new (float, n), *dy = g_new (float, n);
+        g_autofree guint8 *bx = g_malloc (2 * n + 64), *bg = g_malloc (2 * n + 64);
+        g_autofree guint8 *by = g_malloc (2 * n + 64), *bd = g_malloc (2 * n + 64);
+        guint8 *px = (guint8 *) (((guintptr) bx + 31) & ~(guintptr) 31) + 2;
+        guint8 *pg = (guint8 *) (((guintptr) bg + 31) & ~(guintptr) 31) + 2;
+        guint8 *py = (guint8 *) (((guintptr) by + 31) & ~(guintptr) 31) + 2 * (li % 2);
+        guint8 *pd = (guint8 *) (((guintptr) bd + 31) & ~(guintptr) 31) + 2 * (li % 3 == 1);
+        GBytes *ref[5] = { NULL };
+
+        for (guint64 i = 0; i < n; i++)
+          {
+            x[i] = i % 7 == 3 ? specials[(i / 7) % G_N_ELEMENTS (specials)]
+                              : (float) g_rand_double_range (r, -200, 200) * (float) scale;
+            dy[i] = i % 11 == 5 ? specials[(i / 11 + 3) % G_N_ELEMENTS (specials)]
+                                : (float) g_rand_double_range (r, -2, 2);
+          }
+        for (guint64 i = 0; i < n; i++)
+          {
+            guint16 hx = dt == PIQ_DTYPE_BF16 ? o_f32_to_bf16 (x[i]) : o_f32_to_f16 (x[i]);
+            guint16 hg = dt == PIQ_DTYPE_BF16 ? o_f32_to_bf16 (dy[i]) : o_f32_to_f16 (dy[i]);
+            memcpy (px + 2 * i, &hx, 2);
+            memcpy (pg + 2 * i, &hg, 2);
+          }
+        for (gsize k = 0; k < G_N_ELEMENTS (caps); k++)
+          {
+            g_autoptr(GError) error = NULL;
+            g_autoptr(PiqQuantizer) q = piq_quantizer_new ();
+            g_autoptr(PiqTensor) src = piq_tensor_new_for_address (dt, &n, 1, (guintptr) px, 2 * n,
+                                                                   0, FALSE, &error);
+            g_autoptr(PiqTensor) gout = piq_tensor_new_for_address (dt, &n, 1, (guintptr) pg,
+                                                                    2 * n, 0, FALSE, &error);
+            g_autoptr(PiqTensor) y = piq_tensor_new_for_address (dt, &n, 1, (guintptr) py, 2 * n,
+                                                                 0, TRUE, &error);
+            g_autoptr(PiqTensor) gsrc = piq_tensor_new_for_address (dt, &n, 1, (guintptr) pd,
+                                                                    2 * n, 0, TRUE, &error);
+            g_autoptr(PiqTensor) mask = piq_tensor_new (PIQ_DTYPE_UINT8, n, &error);
+            double sums[2];
+            GBytes *now[5];
+
+            g_assert_no_error (error);
+            piq_quantizer_set_n_threads (q, 1 + (guint) (k % 2));
+            if (caps[k] >= 0)
+              piq_quantizer_set_max_simd_level (q, caps[k]);
+            memset (py, 0xa5, 2 * n);
+            memset (pd, 0x5a, 2 * n);
+            g_assert_true (piq_quantizer_fake_quantize_per_tensor (q, f, src, scale, zp, y, mask,
+                                                                   &error));
+            g_assert_true (piq_quantizer_fake_quantize_per_tensor_backward (q, f, src, scale, zp,
+                                                                            gout, 0.37, gsrc,
+                                                                            &sums[0], &sums[1],
+                                                                            &error));
+            g_assert_no_error (error);
+            now[0] = g_bytes_new (py, 2 * n);
+            now[1] = snapshot (mask);
+            now[2] = g_bytes_new (pd, 2 * n);
+            now[3] = g_bytes_new (&sums[0], 8);
+            now[4] = g_bytes_new (&sums[1], 8);
+            for (int j = 0; j < 5; j++)
+              {
+                if (k == 0)
+                  {
+                    ref[j] = now[j];
+                    continue;
+                  }
+                /* a NaN sum's payload is not part of the contract */
+                if (j >= 3 && isnan (sums[j - 3]))
+                  {
+                    double rv;
+                    memcpy (&rv, g_bytes_get_data (ref[j], NULL), 8);
+                    g_assert_true (isnan (rv));
+                  }
+                else
+                  {
+                    if (!g_bytes_equal (ref[j], now[j]))
+                      g_test_message ("%s n %" G_GUINT64_FORMAT " cap %d output %d differs",
+                                      dt_name (dt), n, caps[k], j);
+                    g_assert_true (g_bytes_equal (ref[j], now[j]));
+                  }
+                g_bytes_unref (now[j]);
+              }
+          }
+        for (int j = 0; j < 5; j++)
+          g_bytes_unref (ref[j]);
+      }
+}
+
 /* ---- identical bytes for any thread count and SIMD level ---- */
 
 /* Every output for threads 1 … 4, 7 and all, uncapped, and for every SIMD level cap
- * with 1 … 4 threads, equals the first one's bytes; once with every tensor f32 (the
- * kernel layer's qat entries) and once with mixed dtypes (the per-element path). */
+ * with 1 … 4 threads, equals the first one's bytes; with every tensor f32, bf16 or
+ * f16 (the kernel layer's vectorized combinations) and with mixed dtypes (a source
+ * gradient of another type than dy's goes to the scalar kernel). */
 static void
 test_threads (gconstpointer data)
 {
@@ -519,13 +638,16 @@ test_threads (gconstpointer data)
     { 2, PIQ_SIMD_LEVEL_AVX2 }, { 4, PIQ_SIMD_LEVEL_AVX2 }, { 1, PIQ_SIMD_LEVEL_AVX512 },
     { 3, PIQ_SIMD_LEVEL_AVX512 }, { 2, PIQ_SIMD_LEVEL_AVX512_VNNI }, { 4, PIQ_SIMD_LEVEL_NEON },
   };
-  static const PiqDtype dts[2][3] = {
-    { PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_DTYPE_F32 },      /* x, dy, y */
-    { PIQ_DTYPE_F32, PIQ_DTYPE_BF16, PIQ_DTYPE_F16 },
+  static const PiqDtype dts[][4] = {
+    { PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_DTYPE_F32 },      /* x, dy, y, dx */
+    { PIQ_DTYPE_F32, PIQ_DTYPE_BF16, PIQ_DTYPE_F16, PIQ_DTYPE_F32 },
+    { PIQ_DTYPE_BF16, PIQ_DTYPE_BF16, PIQ_DTYPE_BF16, PIQ_DTYPE_BF16 },
+    { PIQ_DTYPE_F16, PIQ_DTYPE_F16, PIQ_DTYPE_F16, PIQ_DTYPE_F16 },
+    { PIQ_DTYPE_BF16, PIQ_DTYPE_F16, PIQ_DTYPE_F32, PIQ_DTYPE_F16 },
   };
 
   make_data (c, 4242, FALSE, &d);
-  for (int v = 0; v < 2; v++)
+  for (gsize v = 0; v < G_N_ELEMENTS (dts); v++)
     {
       GBytes *ref[6] = { NULL };
       for (gsize k = 0; k < G_N_ELEMENTS (runs); k++)
@@ -537,7 +659,7 @@ test_threads (gconstpointer data)
           g_autoptr(PiqTensor) zt = c->symmetric ? NULL : zps_tensor (&d);
           g_autoptr(PiqTensor) dst = float_tensor (dts[v][2], c->shape, c->n_dims, NULL);
           g_autoptr(PiqTensor) mask = piq_tensor_new_shaped (PIQ_DTYPE_UINT8, c->shape, c->n_dims, &error);
-          g_autoptr(PiqTensor) gsrc = float_tensor (PIQ_DTYPE_F32, c->shape, c->n_dims, NULL);
+          g_autoptr(PiqTensor) gsrc = float_tensor (dts[v][3], c->shape, c->n_dims, NULL);
           g_autoptr(PiqTensor) gs = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
           g_autoptr(PiqTensor) gz = piq_tensor_new (PIQ_DTYPE_F32, d.n_groups, &error);
           GBytes *now[6];
@@ -571,7 +693,7 @@ test_threads (gconstpointer data)
               else
                 {
                   if (!g_bytes_equal (ref[j], now[j]))
-                    g_test_message ("dtypes %d, threads %u, cap %d, output %d differs", v,
+                    g_test_message ("dtypes %d, threads %u, cap %d, output %d differs", (int) v,
                                     runs[k].th, runs[k].cap, j);
                   g_assert_true (g_bytes_equal (ref[j], now[j]));
                   g_bytes_unref (now[j]);
@@ -1402,6 +1524,7 @@ main (int argc, char **argv)
     }
   g_test_add_func ("/qat/strided-source", test_strided);
   g_test_add_func ("/qat/f32-runs", test_f32_runs);
+  g_test_add_func ("/qat/half-tables", test_half_tables);
   g_test_add_func ("/qat/order", test_order);
   for (gsize i = 0; i < G_N_ELEMENTS (thread_cases); i++)
     {

@@ -121,10 +121,12 @@ enum {
 
 /* Fake quantization of the 2- to 16-bit integer formats (piq-qat.c, docs/qat.md):
  * the forward pass (values and straight-through mask) and the backward pass (source
- * gradient and the LSQ gradient terms added into 16 binary64 lanes), f32 data. */
+ * gradient and the LSQ gradient terms added into 16 binary64 lanes). One entry for
+ * every f32/bf16/f16 combination, the types in the arguments: a body vectorizes the
+ * combinations it has and hands the rest to the scalar kernel. */
 #define PIQ_KL_QAT_(X) \
-  X (qat_forward, qat_forward, f32) \
-  X (qat_backward, qat_backward, f32)
+  X (qat_forward, qat_forward, float) \
+  X (qat_backward, qat_backward, float)
 
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \

@@ -132,7 +132,8 @@ typedef void (*PiqGemmU8S8Fn)   (const uint8_t *a, size_t lda, size_t m, const i
                                  int add);
 
 /* Fake quantization of an integer format whose qmin, qmax and zero point binary32
- * holds exactly (|·| ≤ 2^24: the 2- to 16-bit types), f32 data (docs/qat.md). With
+ * holds exactly (|·| ≤ 2^24: the 2- to 16-bit types), f32, bf16 or f16 data
+ * (docs/qat.md). Every element is widened exactly to binary32 (x_ft, g_ft), and with
  * rne() rounding ties to even, per element, every operation rounded to binary32:
  *   forward:  qf = zp + rne(x · inv); NaN qf: y = +0, mask 0; qf < qmin: y = (qmin − zp) · s,
  *             qf > qmax: y = (qmax − zp) · s, mask 0; else y = (qf − zp) · s, mask 1
@@ -140,15 +141,19 @@ typedef void (*PiqGemmU8S8Fn)   (const uint8_t *a, size_t lda, size_t m, const i
  *             inside: dx = dy, ds = ((dy · ((qf − zp) · s − x)) · inv) · gf, dz = 0
  *             below/above: dx = dy · 0, ds = (dy · (qmin or qmax − zp)) · gf,
  *                          dz = ((dy · −1) · s) · gf
- * `y`, `mask` and `dx` may be NULL (not written). The backward kernel adds ds and dz,
- * widened to binary64, into lanes[k] and lanes[16 + k], k = (lane0 + i) mod 16 for
- * element i, each lane in increasing i: the fixed order of docs/qat.md, which every
- * table reproduces exactly. No alignment is assumed. */
+ * y (dx) is rounded to o_ft (round to nearest even, NaN quiet: piq_store_f). `y`,
+ * `mask` and `dx` may be NULL (not written; o_ft is then not read). The backward
+ * kernel adds ds and dz, widened to binary64, into lanes[k] and lanes[16 + k],
+ * k = (lane0 + i) mod 16 for element i, each lane in increasing i: the fixed order of
+ * docs/qat.md, which every table reproduces exactly. No alignment is assumed. */
 #define PIQ_QAT_LANES 16
 typedef struct {
   float s, inv, gf;      /* scale, 1.0f / scale, grad_factor */
   float zp, lo, hi;      /* zero point, qmin, qmax */
   float lo_zp, hi_zp;    /* qmin − zp, qmax − zp */
+  int   x_ft;            /* PIQ_F_F32, PIQ_F_BF16 or PIQ_F_F16: x */
+  int   g_ft;            /* the same for dy (backward) */
+  int   o_ft;            /* the same for y (forward) or dx (backward) */
   int   stream;          /* y / dx may bypass the caches (large calls): same bytes */
 } PiqQatArgs;
 typedef void (*PiqQatForwardFn)  (const void *x, size_t n, const PiqQatArgs *a, void *y,
@@ -175,8 +180,8 @@ typedef struct {
   PiqDotGroupsFn  dot_groups_q4;
   PiqXnorCountsFn xnor_counts;
   PiqGemmU8S8Fn   gemm_u8s8;
-  PiqQatForwardFn  qat_forward;            /* f32 */
-  PiqQatBackwardFn qat_backward;           /* f32 */
+  PiqQatForwardFn  qat_forward;            /* f32, bf16, f16 (PiqQatArgs' types) */
+  PiqQatBackwardFn qat_backward;
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

@@ -423,12 +423,14 @@ qat_rne (float v)
   return __builtin_copysignf ((a + 0x1p23f) - 0x1p23f, v);
 }
 
+/* The types are read per element (piq_load_f, piq_store_f): this is the reference,
+ * and runs only the scalar-capped calls and the vector kernels' heads and tails. */
 static void
-qat_forward_f32 (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask)
+qat_forward_float (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask)
 {
   for (size_t i = 0; i < n; i++)
     {
-      float qf = a->zp + qat_rne (piq_ld_f32 (x, i) * a->inv), v;
+      float qf = a->zp + qat_rne (piq_load_f (x, i, a->x_ft) * a->inv), v;
       int inside = 0;
 
       if (qf != qf)
@@ -440,19 +442,19 @@ qat_forward_f32 (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t 
       else
         v = (qf - a->zp) * a->s, inside = 1;
       if (y != NULL)
-        piq_st_f32 (y, i, v);
+        piq_store_f (y, i, v, a->o_ft);
       if (mask != NULL)
         mask[i] = (uint8_t) inside;
     }
 }
 
 static void
-qat_backward_f32 (const void *x, const void *dy, size_t n, const PiqQatArgs *a, void *dx,
-                  size_t lane0, double *lanes)
+qat_backward_float (const void *x, const void *dy, size_t n, const PiqQatArgs *a, void *dx,
+                    size_t lane0, double *lanes)
 {
   for (size_t i = 0; i < n; i++)
     {
-      float xv = piq_ld_f32 (x, i), g = piq_ld_f32 (dy, i);
+      float xv = piq_load_f (x, i, a->x_ft), g = piq_load_f (dy, i, a->g_ft);
       float qf = qat_rne (a->zp + xv * a->inv), ds, dz, d;
       size_t k = (lane0 + i) % PIQ_QAT_LANES;
 
@@ -469,7 +471,7 @@ qat_backward_f32 (const void *x, const void *dy, size_t n, const PiqQatArgs *a, 
           d = g * 0.0f;
         }
       if (dx != NULL)
-        piq_st_f32 (dx, i, d);
+        piq_store_f (dx, i, d, a->o_ft);
       lanes[k] += (double) ds;
       lanes[PIQ_QAT_LANES + k] += (double) dz;
     }

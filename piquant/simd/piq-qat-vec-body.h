@@ -5,7 +5,11 @@
  * Included by piq-kernels-vec-body.h. Every operation is the binary32 operation of
  * the scalar reference (piq-kernels-scalar.c, qat_forward_f32 / qat_backward_f32),
  * lane-wise and without branches, so the values, the mask and the source gradient
- * are its bytes. The gradient terms go into the same 16 binary64 lanes as there:
+ * are its bytes. bf16 and f16 data and gradients widen in registers (vload_f: a
+ * shift, or the ISA's binary16 conversion) and y / dx round back the same way
+ * (vstore_op), exactly as piq_load_f and piq_store_f do; the element types are
+ * compile-time constants of each instantiation below, so each loop is as tight as
+ * the f32 one. The gradient terms go into the same 16 binary64 lanes as there:
  * a block of 16 elements starting at a multiple of 16 in lane order fills lanes
  * 0 … 15 with one widening add per lane, PIQ_W lanes per vector (16 / PIQ_W
  * accumulators of each sum), so each lane sees the same additions in the same
@@ -28,10 +32,12 @@ vqat_rne (vf v)
 }
 
 VINLINE void
-vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask)
+vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask,
+              int xft, int yft)
 {
   const uint8_t *xs = x;
   uint8_t *ys = y;
+  const size_t xe = fsize (xft), ye = fsize (yft);
   const vf inv = vsplat (a->inv), s = vsplat (a->s), zp = vsplat (a->zp);
   const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
   const vf ylo = vsplat (a->lo_zp * a->s), yhi = vsplat (a->hi_zp * a->s);
@@ -42,10 +48,10 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   if (a->stream && ys != NULL && n >= 4 * PIQ_W)
     {
       /* the first elements up to a vector-aligned y by the scalar kernel */
-      size_t head = ((sizeof (vf) - (uintptr_t) ys % sizeof (vf)) % sizeof (vf));
-      if (head % 4 == 0)
+      size_t head = (PIQ_W * ye - (uintptr_t) ys % (PIQ_W * ye)) % (PIQ_W * ye);
+      if (head % ye == 0)
         {
-          i = head / 4;
+          i = head / ye;
           if (i > 0)
             piq_kernels_scalar.qat_forward (xs, i, a, ys, mask);
           nt = 1;
@@ -57,19 +63,14 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
       vf v, qf;
       vi inside;
 
-      __builtin_prefetch (xs + 4 * (i + PIQ_PREFETCH));
-      memcpy (&v, xs + 4 * i, sizeof v);
+      __builtin_prefetch (xs + xe * (i + PIQ_PREFETCH));
+      v = vload_f (xs + xe * i, xft);
       qf = zp + vqat_rne (v * inv);
       inside = (qf >= lo) & (qf <= hi);
       if (ys != NULL)
         {
           vf out = vsel (inside, (qf - zp) * s, vsel (qf < lo, ylo, vsel (qf > hi, yhi, vsplat (0.0f))));
-#ifdef PIQ_VEC_STREAM
-          if (nt)
-            PIQ_VEC_STREAM (ys + 4 * i, out);
-          else
-#endif
-            memcpy (ys + 4 * i, &out, sizeof out);
+          vstore_op (ys + ye * i, out, yft, 0, nt);
         }
       if (mask != NULL)
         {
@@ -79,28 +80,15 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
     }
   stream_fence (nt);
   if (i < n)
-    piq_kernels_scalar.qat_forward (xs + 4 * i, n - i, a, ys != NULL ? ys + 4 * i : NULL,
+    piq_kernels_scalar.qat_forward (xs + xe * i, n - i, a, ys != NULL ? ys + ye * i : NULL,
                                     mask != NULL ? mask + i : NULL);
-}
-
-/* One vector of PIQ_W elements at p (element offset j): the terms into as_, az_. */
-VINLINE void
-qat_stream (uint8_t *p, vf v)
-{
-#ifdef PIQ_VEC_STREAM
-  PIQ_VEC_STREAM (p, v);
-#else
-  memcpy (p, &v, sizeof v);
-#endif
 }
 
 #define QAT_BW_STEP(j, as_, az_) \
   do { \
-    size_t o_ = 4 * (i + (j) * PIQ_W); \
-    vf v_, g_, qf_, ds_, dz_; \
+    size_t o_ = i + (j) * PIQ_W; \
+    vf v_ = vload_f (xs + xe * o_, xft), g_ = vload_f (gs + ge * o_, gft), qf_, ds_, dz_; \
     vi in_; \
-    memcpy (&v_, xs + o_, sizeof v_); \
-    memcpy (&g_, gs + o_, sizeof g_); \
     qf_ = vqat_rne (zp + v_ * inv); \
     in_ = (qf_ >= lo) & (qf_ <= hi); \
     ds_ = vsel (in_, g_ * ((qf_ - zp) * s - v_) * inv * gf, \
@@ -109,10 +97,7 @@ qat_stream (uint8_t *p, vf v)
     if (has_dx) \
       { \
         vf d_ = vsel (in_, g_, g_ * vsplat (0.0f)); \
-        if (nt) \
-          qat_stream (ds8 + o_, d_); \
-        else \
-          memcpy (ds8 + o_, &d_, sizeof d_); \
+        vstore_op (ds8 + ge * o_, d_, gft, 0, nt); \
       } \
     as_ += __builtin_convertvector (ds_, vqd); \
     az_ += __builtin_convertvector (dz_, vqd); \
@@ -120,9 +105,10 @@ qat_stream (uint8_t *p, vf v)
 
 VINLINE void
 vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, void *dx,
-               size_t lane0, double *lanes, int has_dx)
+               size_t lane0, double *lanes, int has_dx, int xft, int gft)
 {
   const uint8_t *xs = x, *gs = dy;
+  const size_t xe = fsize (xft), ge = fsize (gft);     /* dx is gft too */
   uint8_t *ds8 = dx;
   const vf inv = vsplat (a->inv), s = vsplat (a->s), zp = vsplat (a->zp), gf = vsplat (a->gf);
   const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
@@ -140,7 +126,7 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
       /* streamed stores where asked and dx is vector-aligned at the 16-element blocks */
       int nt = 0;
 #ifdef PIQ_VEC_STREAM
-      nt = has_dx && a->stream && (uintptr_t) (ds8 + 4 * i) % sizeof (vf) == 0;
+      nt = has_dx && a->stream && (uintptr_t) (ds8 + ge * i) % (PIQ_W * ge) == 0;
 #endif
       memcpy (&as0, lanes, sizeof as0);
       memcpy (&az0, lanes + PIQ_QAT_LANES, sizeof az0);
@@ -158,8 +144,8 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
         }
       for (; i + PIQ_QAT_LANES <= n; i += PIQ_QAT_LANES)
         {
-          __builtin_prefetch (xs + 4 * (i + PIQ_PREFETCH));
-          __builtin_prefetch (gs + 4 * (i + PIQ_PREFETCH));
+          __builtin_prefetch (xs + xe * (i + PIQ_PREFETCH));
+          __builtin_prefetch (gs + ge * (i + PIQ_PREFETCH));
           QAT_BW_STEP (0, as0, az0);
           if (PIQ_W <= 8)
             QAT_BW_STEP (1, as1, az1);
@@ -186,27 +172,63 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
         }
     }
   if (i < n)
-    piq_kernels_scalar.qat_backward (xs + 4 * i, gs + 4 * i, n - i, a,
-                                     has_dx ? ds8 + 4 * i : NULL, 0, lanes);
+    piq_kernels_scalar.qat_backward (xs + xe * i, gs + ge * i, n - i, a,
+                                     has_dx ? ds8 + ge * i : NULL, 0, lanes);
 }
 #undef QAT_BW_STEP
 
+/* The entries: every combination of x and y (x and dy, with dx of dy's type) that the
+ * unit converts in registers; the rest (f16 without F16C, a dx of another type than
+ * dy) go to the scalar kernel. */
+#if HAVE_F16
+# define QAT_FOR_PAIRS(M) \
+  M (F32, F32) M (F32, BF16) M (BF16, F32) M (BF16, BF16) \
+  M (F32, F16) M (BF16, F16) M (F16, F32) M (F16, BF16) M (F16, F16)
+#else
+# define QAT_FOR_PAIRS(M) M (F32, F32) M (F32, BF16) M (BF16, F32) M (BF16, BF16)
+#endif
+
 static void
-PIQ_KNAME_qat_forward (f32) (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask)
+PIQ_KNAME_qat_forward (float) (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *mask)
 {
-  vqat_forward (x, n, a, y, mask);
+  int yft = y != NULL ? a->o_ft : a->x_ft;
+
+#define QAT_FW_(X, Y) \
+  if (a->x_ft == PIQ_F_##X && yft == PIQ_F_##Y) \
+    { \
+      vqat_forward (x, n, a, y, mask, PIQ_F_##X, PIQ_F_##Y); \
+      return; \
+    }
+  QAT_FOR_PAIRS (QAT_FW_)
+#undef QAT_FW_
+  piq_kernels_scalar.qat_forward (x, n, a, y, mask);
 }
 
 static void
-PIQ_KNAME_qat_backward (f32) (const void *x, const void *dy, size_t n, const PiqQatArgs *a,
-                              void *dx, size_t lane0, double *lanes)
+PIQ_KNAME_qat_backward (float) (const void *x, const void *dy, size_t n, const PiqQatArgs *a,
+                                void *dx, size_t lane0, double *lanes)
 {
-  if (dx != NULL)
-    vqat_backward (x, dy, n, a, dx, lane0, lanes, 1);
-  else
-    vqat_backward (x, dy, n, a, NULL, lane0, lanes, 0);
+#define QAT_BW_(X, G) \
+  if (a->x_ft == PIQ_F_##X && a->g_ft == PIQ_F_##G) \
+    { \
+      if (dx == NULL) \
+        vqat_backward (x, dy, n, a, NULL, lane0, lanes, 0, PIQ_F_##X, PIQ_F_##G); \
+      else if (a->o_ft == PIQ_F_##G) \
+        vqat_backward (x, dy, n, a, dx, lane0, lanes, 1, PIQ_F_##X, PIQ_F_##G); \
+      else \
+        break; \
+      return; \
+    }
+  do
+    {
+      QAT_FOR_PAIRS (QAT_BW_)
+    }
+  while (0);
+#undef QAT_BW_
+  piq_kernels_scalar.qat_backward (x, dy, n, a, dx, lane0, lanes);
 }
+#undef QAT_FOR_PAIRS
 
 #define PIQ_QAT_SLOTS \
-  .qat_forward = PIQ_KNAME_qat_forward (f32), \
-  .qat_backward = PIQ_KNAME_qat_backward (f32),
+  .qat_forward = PIQ_KNAME_qat_forward (float), \
+  .qat_backward = PIQ_KNAME_qat_backward (float),
