@@ -27,9 +27,9 @@
  * fused kernel decodes the weights again for every TILE_M rows): a work item decodes
  * FGEMM_NC weight rows once into binary32, laid out in blocks of FGEMM_KC of k, and the
  * kernels' mm_lanes multiplies them with FGEMM_MC rows of X at a time, block by block of
- * k, the 16 lanes of every output carried between blocks. 48 rows = 4 micro-panels of
- * 12 (AVX-512) or 16 of 3 (AVX2, NEON) and 6 decoded panels; a block of k of 512
- * keeps a micro-panel (12 × 2 KiB) in L1, and 32 rows of X (64 KiB) with the block's
+ * k, the 16 lanes of every output carried between blocks. 48 rows = 8 micro-panels of
+ * 6 (AVX-512) or 16 of 3 (AVX2, NEON) and 6 decoded panels; a block of k of 512
+ * keeps a micro-panel (6 × 2 KiB) in L1, and 32 rows of X (64 KiB) with the block's
  * weights (96 KiB) and the carried lanes (96 KiB) in L2. */
 #define FGEMM_MIN_M 8
 #define FGEMM_NC 48

@@ -992,8 +992,9 @@ check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
 }
 
 /* ---- the GEMM's micro-kernels (mm_lanes) ----
- * mr across the register tiles' rows (2) and nr across their widths (12 on AVX-512, 3
- * elsewhere) and every narrower tail (8, 4, 2, 1), n across 16 and the blocks of k,
+ * mr across the register tiles' rows (4 on AVX-512, 2 elsewhere) and nr across their
+ * widths (6 on AVX-512, 3 elsewhere) and every narrower tail (4, 2, 1), n across 16 and
+ * the blocks of k,
  * the lanes carried through blocks of 16, 48 and 128 (and one block), unaligned x, w,
  * lanes and out, NaN, ±Inf, ±0 and subnormals: the blocked product against the scalar
  * kernel's unblocked one, byte for byte, and the carried lanes against the scalar
@@ -1014,7 +1015,7 @@ check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
 {
   enum { MAXK = 300, MAXM = 5, MAXN = 27, LD = MAXK + 5, OUT_LD = MAXN + 3 };
   static const size_t ns[] = { 0, 1, 15, 16, 17, 33, 64, 100, 257, 300 };
-  static const size_t nrs[] = { 1, 2, 3, 5, 8, 11, 12, 13, 16, 24, 27 };
+  static const size_t nrs[] = { 1, 2, 3, 5, 6, 7, 8, 11, 12, 13, 16, 24, 27 };
   static const size_t kbs[] = { 0, 16, 48, 128 };      /* 0: one block */
   static float x[MAXM * LD + 8] BUF_ALIGNED, w[MAXN * LD + 8] BUF_ALIGNED;
   static float o[2][MAXM * OUT_LD + 8] BUF_ALIGNED;

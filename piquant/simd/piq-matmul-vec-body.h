@@ -106,14 +106,14 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 /* ---- the GEMM's micro-kernels (mm_lanes): one block of k, lanes carried ----
  * A register tile of ML_MR rows of x by ML_NR rows of w keeps one 16-lane accumulator
  * per output, so per 16 k it loads ML_MR x vectors and streams ML_NR w vectors (one
- * register) into ML_MR · ML_NR multiply-adds: 2 × 12 on 32 zmm (24 accumulators, 14
- * loads per 24 FMA, and the w micro-panel the caller keeps in L1 is swept by 2 rows
- * of x at a time); 2 × 3 with two ymm per accumulator (12 + 2 + 1 of 16 ymm) and
+ * register) into ML_MR · ML_NR multiply-adds: 4 × 6 on 32 zmm (24 accumulators + 4 x
+ * + 1 w; 10 loads per 24 FMA; 6 + 4 row pointers fit the 16 GPRs, where 2 × 12 spilled
+ * them in the loop); 2 × 3 with two ymm per accumulator (12 + 2 + 1 of 16 ymm) and
  * four q registers (24 + 2 + 1 of 32 NEON registers). Each MM_V part of the 16 lanes
  * runs as its own pass, so only ML_MR x registers are live. */
 #if PIQ_W == 16
-# define ML_MR 2
-# define ML_NR 12
+# define ML_MR 4
+# define ML_NR 6
 #else
 # define ML_MR 2
 # define ML_NR 3
@@ -134,6 +134,10 @@ ml_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, c
       for (int j = 0; j < nr; j++)
         {
           vf wv = fload (w + j * ldw + v * PIQ_W);
+#if PIQ_W == 16 && (defined(__x86_64__) || defined(__i386__))
+          /* in a register: GCC folded the load into each FMA (ML_MR loads, not one) */
+          __asm__ ("" : "+v" (wv));
+#endif
 #pragma GCC unroll 4
           for (int i = 0; i < mr; i++)
             acc[i][j][v] = PIQ_VEC_FMA (xv[i], wv, acc[i][j][v]);
@@ -212,6 +216,8 @@ ml_rows (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const
   ML_COLS_ (ML_NR)
 #if ML_NR > 8
   ML_COLS_ (8)
+#endif
+#if ML_NR > 4
   ML_COLS_ (4)
 #endif
 #if ML_NR > 2
