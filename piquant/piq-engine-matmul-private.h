@@ -23,6 +23,18 @@
 #define PANEL 8
 /* Rows of X per call of the tile kernel (its contract: mr ≤ 4, nr ≤ 8). */
 #define TILE_M 4
+/* The float policy's GEMM, from FGEMM_MIN_M rows of X on (fused weights included: the
+ * fused kernel decodes the weights again for every TILE_M rows): a work item decodes
+ * FGEMM_NC weight rows once into binary32, laid out in blocks of FGEMM_KC of k, and the
+ * kernels' mm_lanes multiplies them with FGEMM_MC rows of X at a time, block by block of
+ * k, the 16 lanes of every output carried between blocks. 48 rows = 8 micro-panels of
+ * 6 (AVX-512) or 16 of 3 (AVX2, NEON) and 6 decoded panels; a block of k of 512
+ * keeps a micro-panel (6 × 2 KiB) in L1, and 32 rows of X (64 KiB) with the block's
+ * weights (96 KiB) and the carried lanes (96 KiB) in L2. */
+#define FGEMM_MIN_M 8
+#define FGEMM_NC 48
+#define FGEMM_KC 512
+#define FGEMM_MC 32
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
 #define DOT_CHUNK 4096

@@ -402,8 +402,10 @@ typedef struct {
   int            y_dtype;
   size_t         ldy;          /* bytes between Y's rows */
   int            add;
-  /* work: panels × row blocks, split into `slots` contiguous runs */
-  uint64_t       panels, mblocks, mrows;
+  /* work: panels of prows weight rows × row blocks, split into `slots` contiguous runs;
+   * gemm: the float policy's panels are FGEMM_NC rows for gemm_item */
+  int            gemm;
+  uint64_t       prows, panels, mblocks, mrows;
   uint64_t       slots;
   uint8_t       *scratch;      /* per slot */
   size_t         scratch_bytes;
@@ -419,6 +421,51 @@ store_row (MatmulJob *job, uint64_t m, uint64_t n0, const float *v, uint64_t cou
   for (uint64_t j = 0; j < count; j++)
     store_float (row, n0 + j, job->bias != NULL ? v[j] + job->bias[n0 + j] : v[j],
                  job->y_dtype, job->add);
+}
+
+/* The float policy's GEMM over one work item: FGEMM_NC weight rows decoded once, in
+ * blocks of FGEMM_KC of k (rows × block, one after the other), then multiplied with
+ * FGEMM_MC rows of X at a time, block by block of k, the lanes carried in scratch. */
+static int
+gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1,
+           PiqEngineError *e)
+{
+  const PiqEnginePacked *w = job->w;
+  const uint64_t rows = MIN ((uint64_t) FGEMM_NC, w->n - r0), k = w->k;
+  const uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
+  float *wp = scratch, *tmp = wp + FGEMM_NC * nkb * kc;
+  float *lanes = tmp + (nkb > 1 ? PANEL * k : 0);
+  float *out = lanes + (nkb > 1 ? FGEMM_MC * FGEMM_NC * 16 : 0);
+
+  for (uint64_t p = 0; p < rows; p += PANEL)
+    {
+      uint64_t pr = MIN ((uint64_t) PANEL, rows - p);
+      if (nkb == 1)
+        {
+          if (!decode_panel (job->eng, w, r0 + p, wp + p * k, e))
+            return 0;
+          continue;
+        }
+      if (!decode_panel (job->eng, w, r0 + p, tmp, e))
+        return 0;
+      for (uint64_t b = 0; b < nkb; b++)
+        for (uint64_t j = 0; j < pr; j++)
+          memcpy (wp + (b * rows + p + j) * kc, tmp + j * k + b * kc,
+                  (size_t) MIN (kc, k - b * kc) * sizeof (float));
+    }
+  for (uint64_t m = m0; m < m1; m += FGEMM_MC)
+    {
+      uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m);
+      const float *x = job->x + m * job->ldx;
+      for (uint64_t b = 0; b < nkb; b++)
+        job->eng->kernels->mm_lanes (x + b * kc, job->ldx, wp + b * rows * kc, (size_t) kc,
+                                     (size_t) MIN (kc, k - b * kc), (size_t) mc, (size_t) rows,
+                                     nkb > 1 ? lanes : NULL, b == 0,
+                                     b + 1 == nkb ? out : NULL, FGEMM_NC);
+      for (uint64_t i = 0; i < mc; i++)
+        store_row (job, m + i, r0, out + i * FGEMM_NC, rows);
+    }
+  return 1;
 }
 
 /* The float policy over one work item: decode a panel, multiply it by a block of rows. */
@@ -590,6 +637,17 @@ int8_gemm (MatmulJob *job, PiqEngineError *e)
   return ok;
 }
 
+/* gemm_item's scratch: the decoded rows, a decoded panel and the carried lanes where k
+ * takes more than one block, and the outputs. */
+static size_t
+gemm_scratch (uint64_t k)
+{
+  uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
+
+  return (size_t) (FGEMM_NC * nkb * kc + (nkb > 1 ? PANEL * k + FGEMM_MC * FGEMM_NC * 16 : 0) +
+                   FGEMM_MC * FGEMM_NC) * sizeof (float);
+}
+
 static void
 matmul_slot (void *data, uint64_t slot, uint64_t count)
 {
@@ -607,7 +665,8 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
           if (job->w->activation == PIQ_ACT_FLOAT)
             {
               PiqEngineError e;
-              if (!float_item (job, (float *) scratch, panel * PANEL, m0, m1, &e) &&
+              if (!(job->gemm ? gemm_item (job, (float *) scratch, panel * job->prows, m0, m1, &e)
+                              : float_item (job, (float *) scratch, panel * PANEL, m0, m1, &e)) &&
                   !__atomic_exchange_n (&job->failed, 1, __ATOMIC_RELAXED))
                 job->error = e;
             }
@@ -745,7 +804,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
   if (m * w->n * w->k < PARALLEL_MIN_MACS)
     threads = 1;
-  job.panels = (w->n + PANEL - 1) / PANEL;
+  job.gemm = w->activation == PIQ_ACT_FLOAT && m >= FGEMM_MIN_M;
+  job.prows = job.gemm ? FGEMM_NC : PANEL;
+  job.panels = (w->n + job.prows - 1) / job.prows;
   job.mblocks = job.panels >= 2u * threads ? 1 : MIN (m, (2u * threads + job.panels - 1) / job.panels);
   job.mrows = (m + job.mblocks - 1) / job.mblocks;
   job.mrows = (job.mrows + TILE_M - 1) / TILE_M * TILE_M;
@@ -755,6 +816,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
                       ? (size_t) (PANEL * w->groups * sizeof (int64_t) +
                                   MAX (w->groups, (w->group + DOT_CHUNK - 1) / DOT_CHUNK) *
                                   sizeof (int32_t))
+                      : job.gemm ? gemm_scratch (w->k)
                       : w->fused ? 0 : (size_t) PANEL * w->k * sizeof (float);
   job.scratch_bytes = (job.scratch_bytes + 63) / 64 * 64;
 

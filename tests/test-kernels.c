@@ -991,6 +991,92 @@ check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
   return 1;
 }
 
+/* ---- the GEMM's micro-kernels (mm_lanes) ----
+ * mr across the register tiles' rows (4 on AVX-512, 2 elsewhere) and nr across their
+ * widths (6 on AVX-512, 3 elsewhere) and every narrower tail (4, 2, 1), n across 16 and
+ * the blocks of k,
+ * the lanes carried through blocks of 16, 48 and 128 (and one block), unaligned x, w,
+ * lanes and out, NaN, ±Inf, ±0 and subnormals: the blocked product against the scalar
+ * kernel's unblocked one, byte for byte, and the carried lanes against the scalar
+ * kernel's (a NaN lane may differ in payload: the outputs take the default NaN). With
+ * ref NULL, the scalar kernel against mm_tile (its definition) where mm_tile takes the
+ * tile. */
+static int
+mm_lanes_equal (const float *a, const float *b, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (memcmp (&a[i], &b[i], 4) != 0 && !(a[i] != a[i] && b[i] != b[i]))
+      return 0;
+  return 1;
+}
+
+static int
+check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
+{
+  enum { MAXK = 300, MAXM = 5, MAXN = 27, LD = MAXK + 5, OUT_LD = MAXN + 3 };
+  static const size_t ns[] = { 0, 1, 15, 16, 17, 33, 64, 100, 257, 300 };
+  static const size_t nrs[] = { 1, 2, 3, 5, 6, 7, 8, 11, 12, 13, 16, 24, 27 };
+  static const size_t kbs[] = { 0, 16, 48, 128 };      /* 0: one block */
+  static float x[MAXM * LD + 8] BUF_ALIGNED, w[MAXN * LD + 8] BUF_ALIGNED;
+  static float o[2][MAXM * OUT_LD + 8] BUF_ALIGNED;
+  static float l[2][MAXM * MAXN * 16 + 8] BUF_ALIGNED;
+
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+    for (size_t mr = 1; mr <= MAXM; mr++)
+      for (size_t nri = 0; nri < sizeof nrs / sizeof nrs[0]; nri++)
+        for (size_t kbi = 0; kbi < sizeof kbs / sizeof kbs[0]; kbi++)
+          {
+            size_t n = ns[ni], nr = nrs[nri], kb = kbs[kbi] ? kbs[kbi] : n;
+            size_t xo = rnd () % 4, wo = rnd () % 4, oo = rnd () % 4, lo = rnd () % 4;
+            size_t ldx = n + rnd () % 4, ldw = n + rnd () % 4, ldo = nr + rnd () % 3;
+            int specials = (ni + nri + kbi) % 2;
+
+            if (ref == NULL && (mr > 4 || nr > 8))
+              continue;
+            mm_fill (x, sizeof x / sizeof x[0], specials);
+            mm_fill (w, sizeof w / sizeof w[0], specials);
+            fill_random ((uint8_t *) o[0], sizeof o[0]);
+            memcpy (o[1], o[0], sizeof o[0]);
+            if (ref == NULL)
+              piq_kernels_scalar.mm_tile (x + xo, ldx, w + wo, ldw, n, mr, nr, o[0] + oo, ldo);
+            else
+              ref (x + xo, ldx, w + wo, ldw, n, mr, nr, NULL, 1, o[0] + oo, ldo);
+            fill_random ((uint8_t *) l, sizeof l);
+            for (size_t k0 = 0; k0 < n || k0 == 0; k0 += kb)
+              {
+                size_t len = n - k0 < kb ? n - k0 : kb;
+                int last = k0 + len >= n;
+                if (ref != NULL && !last)
+                  ref (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr, l[0] + lo, k0 == 0,
+                       NULL, ldo);
+                fn (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr, l[1] + lo, k0 == 0,
+                    last ? o[1] + oo : NULL, ldo);
+                if (ref != NULL && !last && !mm_lanes_equal (l[0] + lo, l[1] + lo, mr * nr * 16))
+                  {
+                    snprintf (diag, sizeof diag, "n %zu, mr %zu, nr %zu, k block %zu: the lanes "
+                              "after k %zu differ from the scalar kernel's", n, mr, nr, kb, k0 + len);
+                    return 0;
+                  }
+                if (last)
+                  break;
+              }
+            if (memcmp (o[0], o[1], sizeof o[0]) != 0)
+              {
+                size_t e = 0;
+                while (memcmp (&o[0][e], &o[1][e], 4) == 0)
+                  e++;
+                snprintf (diag, sizeof diag, "n %zu, mr %zu, nr %zu, k block %zu, ldx %zu, ldw %zu, "
+                          "ldo %zu, offsets x %zu w %zu out %zu: out element %td (row %td, col %td) "
+                          "is %a, %s gives %a", n, mr, nr, kb, ldx, ldw, ldo, xo, wo, oo,
+                          (ptrdiff_t) e - (ptrdiff_t) oo, ((ptrdiff_t) e - (ptrdiff_t) oo) / (ptrdiff_t) ldo,
+                          ((ptrdiff_t) e - (ptrdiff_t) oo) % (ptrdiff_t) ldo, (double) o[1][e],
+                          ref == NULL ? "mm_tile" : "scalar unblocked", (double) o[0][e]);
+                return 0;
+              }
+          }
+  return 1;
+}
+
 /* ---- the fused GEMV (mm_decode_dot) ----
  * Every weight layout the kernel decodes, with random codes, scales (NaN, ±Inf, 0,
  * subnormal f32 and f16 scales, E8M0 0xff) and zero points, against the scalar table's
@@ -1426,6 +1512,13 @@ run_mm_tile (const PiqKernelTable *t, const char *skip)
 }
 
 static void
+run_mm_lanes (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_mm_lanes (piq_kernels_scalar.mm_lanes, t->mm_lanes),
+          t->name, "mm_lanes/f32", skip);
+}
+
+static void
 run_dot_groups (const PiqKernelTable *t, const char *skip)
 {
   report (skip != NULL || check_dot_groups (t, 0), t->name, "dot_groups/u8s8", skip);
@@ -1649,6 +1742,7 @@ run_qat_backward (const PiqKernelTable *t, const char *skip)
 #define RUN_block_quantize(t, slot, f)   run_block (t, "block", skip);
 #define RUN_block_dequantize(t, slot, f) /* checked with block_quantize */
 #define RUN_mm_tile(t, slot, f)          run_mm_tile (t, skip);
+#define RUN_mm_lanes(t, slot, f)         run_mm_lanes (t, skip);
 #define RUN_mm_decode_dot(t, slot, f)    run_mm_decode_dot (t, skip);
 #define RUN_dot_groups(t, slot, f)       run_dot_groups (t, skip);
 #define RUN_dot_groups_i8(t, slot, f)    run_dot_groups_i8 (t, skip);
@@ -1693,6 +1787,7 @@ main (void)
   report (check_affine_nonfinite (), "scalar", "affine-from-range/non-finite", NULL);
   /* The scalar matrix-multiply kernels against their contracts written out here. */
   report (check_mm_tile (NULL, piq_kernels_scalar.mm_tile, 1), "scalar", "mm_tile/f32/contract", NULL);
+  report (check_mm_lanes (NULL, piq_kernels_scalar.mm_lanes), "scalar", "mm_lanes/f32/contract", NULL);
   report (check_mm_decode_dot (piq_kernels_scalar.mm_decode_dot, piq_kernels_scalar.mm_decode_dot),
           "scalar", "mm_decode_dot/f32/contract", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 0), "scalar", "dot_groups/u8s8/exact", NULL);

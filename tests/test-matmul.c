@@ -1310,6 +1310,61 @@ test_long_rows (void)
         }
 }
 
+/* ---- the float policy's GEMM: k in several cache blocks, outputs across panels ----
+ * From 8 rows of X the float policy decodes 48 weight rows at a time and multiplies
+ * them in blocks of 512 of k with the lanes carried between blocks (docs/matmul.md):
+ * K past one, two and eight blocks (odd, not a multiple of 16), N across 48, M across
+ * the 32-row blocks, fused formats (q4_0, nf4, int4 per block) and a panel one (uint8
+ * per tensor); the oracle's bytes for 1, 2 and 3 threads at every SIMD level. */
+static void
+test_gemm_float_blocks (void)
+{
+  static const struct { guint64 M, N, K; } sz[] = { { 8, 50, 513 }, { 33, 97, 1100 },
+                                                    { 9, 49, 4097 } };
+  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_AVX2,
+                                         PIQ_SIMD_LEVEL_AVX512 };
+
+  for (gsize si = 0; si < G_N_ELEMENTS (sz); si++)
+    for (int fi = 0; fi < 4; fi++)
+      {
+        guint64 M = sz[si].M, N = sz[si].N, K = sz[si].K, xs[2] = { M, K };
+        g_autoptr(PiqFormat) fmt = fi == 0 ? piq_format_new_preset ("q4_0", NULL)
+                                 : fi == 1 ? piq_format_new_preset ("nf4", NULL)
+                                 : fi == 2 ? piq_format_new_per_block (PIQ_DTYPE_INT4, 128, PIQ_DTYPE_F16)
+                                           : piq_format_new (PIQ_DTYPE_UINT8);
+        g_autofree double *wv = random_values (N * K, K, 1.0);
+        g_autofree double *xv = random_values (M * K, K, 1.0);
+        g_autoptr(PiqTensor) x = NULL;
+        g_autoptr(PiqPackedWeights) pw = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree float *xf = g_new (float, M * K);
+        g_autofree guint8 *want = g_malloc0 (M * N * 4);
+        Params p = { M, N, K, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, FALSE,
+                     PIQ_ACTIVATION_FLOAT, FALSE };
+        Weights W;
+
+        make_weights_from (&W, fmt, N, K, FALSE, wv);
+        pw = piq_packed_weights_new (W.w, PIQ_ACTIVATION_FLOAT, &error);
+        g_assert_no_error (error);
+        x = float_tensor (PIQ_DTYPE_F32, xs, 2, xv);
+        for (guint64 i = 0; i < M * K; i++)
+          xf[i] = (float) xv[i];
+        oracle (&p, &W, xf, NULL, want, want, NULL);
+        for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+          for (guint t = 1; t <= 3; t++)
+            {
+              g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+              g_autoptr(PiqTensor) y = NULL;
+              piq_quantizer_set_n_threads (qt, t);
+              piq_quantizer_set_max_simd_level (qt, levels[li]);
+              y = piq_quantizer_matmul_new (qt, x, pw, NULL, PIQ_DTYPE_F32, &error);
+              g_assert_no_error (error);
+              assert_bytes ("float gemm blocks", &p, want, piq_tensor_get_data (y, NULL), M * N, 4);
+            }
+        weights_clear (&W);
+      }
+}
+
 /* ---- the int8 GEMM on quantized operands (piq_quantizer_matmul_quantized) ----
  *
  * Oracle written from the definition (docs/matmul.md, "The int8 GEMM on
@@ -3257,6 +3312,7 @@ main (int argc, char **argv)
   g_test_add_func ("/matmul/dynamic-int8/nan-group", test_nan_group);
   g_test_add_func ("/matmul/float/nan-operand-order", test_nan_order);
   g_test_add_func ("/matmul/long-rows", test_long_rows);
+  g_test_add_func ("/matmul/gemm-float-blocks", test_gemm_float_blocks);
   g_test_add_func ("/matmul/int8-gemm/shapes", test_gemm_shapes);
   g_test_add_func ("/matmul/int8-gemm/nd", test_gemm_nd);
   g_test_add_func ("/matmul/int8-gemm/threads", test_gemm_threads);

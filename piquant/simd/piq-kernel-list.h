@@ -112,6 +112,7 @@ enum {
  * XNOR popcounts (piq-engine-matmul-binary.c). */
 #define PIQ_KL_MATMUL_(X) \
   X (mm_tile, mm_tile, f32) \
+  X (mm_lanes, mm_lanes, f32) \
   X (mm_decode_dot, mm_decode_dot, f32) \
   X (dot_groups, dot_groups, u8s8) \
   X (dot_groups_i8, dot_groups_i8, i8) \
@@ -147,6 +148,7 @@ enum {
 #define PIQ_KNAME_block_quantize(f)   block_quantize_##f
 #define PIQ_KNAME_block_dequantize(f) block_dequantize_##f
 #define PIQ_KNAME_mm_tile(f)          mm_tile_##f
+#define PIQ_KNAME_mm_lanes(f)         mm_lanes_##f
 #define PIQ_KNAME_mm_decode_dot(f)    mm_decode_dot_##f
 #define PIQ_KNAME_dot_groups(t)       dot_groups_##t
 #define PIQ_KNAME_dot_groups_i8(t)    dot_groups_##t

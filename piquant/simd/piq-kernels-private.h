@@ -82,6 +82,18 @@ typedef void (*PiqBlockDequantizeFn) (const PiqBlockArgs *a, const uint8_t *code
  * leave it to the scalar kernel (fmaf). No alignment is assumed. */
 typedef void (*PiqMmTileFn)     (const float *x, size_t ldx, const float *w, size_t ldw,
                                  size_t n, size_t mr, size_t nr, float *out, size_t ldo);
+/* The float policy's GEMM micro-kernels over one block of k (mm_lanes), for any mr
+ * and nr: the caller blocks k for the caches and carries the 16 lanes of every output
+ * across the blocks. For i < mr, j < nr, with L the 16 binary32 lanes at
+ * lanes + (i·nr + j)·16 (+0 each when @first, else read from there):
+ *   L[k mod 16] = fma (x[i·ldx + k], w[j·ldw + k], L[k mod 16])   for k = 0 … n − 1
+ * then out[i·ldo + j] = piq_mm_canonical (piq_sum_lanes (L)) when @out is not NULL,
+ * else L stored back. Blocks of k that start at multiples of 16 keep lane l on the
+ * products k ≡ l (mod 16) in k order, so a product computed in blocks has mm_tile's
+ * bytes. @lanes may be NULL when @first and @out. No alignment is assumed. */
+typedef void (*PiqMmLanesFn)    (const float *x, size_t ldx, const float *w, size_t ldw,
+                                 size_t n, size_t mr, size_t nr, float *lanes, int first,
+                                 float *out, size_t ldo);
 /* The float policy's GEMV with the weights decoded in registers (mm_decode_dot): the
  * weights are nr ≤ 8 rows of a quantized [rows, n] tensor, row j's codes from byte
  * codes + j · code_stride (a byte boundary), its scales and zero points from index
@@ -174,6 +186,7 @@ typedef struct {
   PiqBlockQuantizeFn   block_quantize;     /* f32 source */
   PiqBlockDequantizeFn block_dequantize;   /* f32 destination */
   PiqMmTileFn     mm_tile;
+  PiqMmLanesFn    mm_lanes;
   PiqMmDecodeDotFn mm_decode_dot;
   PiqDotGroupsFn  dot_groups;
   PiqDotGroupsI8Fn dot_groups_i8;

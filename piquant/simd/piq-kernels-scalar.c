@@ -328,6 +328,25 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
       }
 }
 
+static void
+mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, size_t mr,
+              size_t nr, float *lanes, int first, float *out, size_t ldo)
+{
+  for (size_t i = 0; i < mr; i++)
+    for (size_t j = 0; j < nr; j++)
+      {
+        float l[PIQ_SUM_LANES] = { 0 };
+        if (!first)
+          memcpy (l, lanes + (i * nr + j) * PIQ_SUM_LANES, sizeof l);
+        for (size_t k = 0; k < n; k++)
+          l[k % PIQ_SUM_LANES] = fmaf (x[i * ldx + k], w[j * ldw + k], l[k % PIQ_SUM_LANES]);
+        if (out != NULL)
+          out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (l));
+        else
+          memcpy (lanes + (i * nr + j) * PIQ_SUM_LANES, l, sizeof l);
+      }
+}
+
 /* Weight k of the three integer layouts: unsigned bytes, signed bytes, and 4-bit
  * values two to a byte in 32-element blocks (Q4_0's layout). */
 enum { W_U8, W_I8, W_Q4 };
@@ -480,6 +499,7 @@ qat_backward_float (const void *x, const void *dy, size_t n, const PiqQatArgs *a
 #define DEF_qat_forward(f)
 #define DEF_qat_backward(f)
 #define DEF_mm_tile(f)
+#define DEF_mm_lanes(f)
 #define DEF_gemm_u8s8(t)
 #define DEF_mm_decode_dot(f) \
   static void PIQ_KNAME_mm_decode_dot (f) (const PiqMmWeights *w, const float *x, size_t ldx, \

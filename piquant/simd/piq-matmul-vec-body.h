@@ -103,6 +103,152 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
     }
 }
 
+/* ---- the GEMM's micro-kernels (mm_lanes): one block of k, lanes carried ----
+ * A register tile of ML_MR rows of x by ML_NR rows of w keeps one 16-lane accumulator
+ * per output, so per 16 k it loads ML_MR x vectors and streams ML_NR w vectors (one
+ * register) into ML_MR · ML_NR multiply-adds: 4 × 6 on 32 zmm (24 accumulators + 4 x
+ * + 1 w; 10 loads per 24 FMA; 6 + 4 row pointers fit the 16 GPRs, where 2 × 12 spilled
+ * them in the loop); 2 × 3 with two ymm per accumulator (12 + 2 + 1 of 16 ymm) and
+ * four q registers (24 + 2 + 1 of 32 NEON registers). Each MM_V part of the 16 lanes
+ * runs as its own pass, so only ML_MR x registers are live. */
+#if PIQ_W == 16
+# define ML_MR 4
+# define ML_NR 6
+#else
+# define ML_MR 2
+# define ML_NR 3
+#endif
+
+VINLINE void
+ml_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, const int nr,
+         vf acc[ML_MR][ML_NR][MM_V])
+{
+#pragma GCC unroll 4
+  for (int v = 0; v < MM_V; v++)
+    {
+      vf xv[ML_MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < mr; i++)
+        xv[i] = fload (x + i * ldx + v * PIQ_W);
+#pragma GCC unroll 12
+      for (int j = 0; j < nr; j++)
+        {
+          vf wv = fload (w + j * ldw + v * PIQ_W);
+#if PIQ_W == 16 && (defined(__x86_64__) || defined(__i386__))
+          /* in a register: GCC folded the load into each FMA (ML_MR loads, not one) */
+          __asm__ ("" : "+v" (wv));
+#endif
+#pragma GCC unroll 4
+          for (int i = 0; i < mr; i++)
+            acc[i][j][v] = PIQ_VEC_FMA (xv[i], wv, acc[i][j][v]);
+        }
+    }
+}
+
+/* One register tile (mr, nr constants): the lanes from +0 or memory, the block's k
+ * (the last n mod 16 from zero-padded copies, as in mm_block), then the sums or the
+ * lanes back; ldl: floats between rows of lanes (the call's nr · 16). */
+VINLINE void
+ml_block (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const int mr,
+          const int nr, float *lanes, size_t ldl, int first, float *out, size_t ldo)
+{
+  vf acc[ML_MR][ML_NR][MM_V];
+  size_t k = 0;
+
+#pragma GCC unroll 4
+  for (int i = 0; i < mr; i++)
+#pragma GCC unroll 12
+    for (int j = 0; j < nr; j++)
+#pragma GCC unroll 4
+      for (int v = 0; v < MM_V; v++)
+        if (first)
+          acc[i][j][v] = (vf) { 0 };
+        else
+          acc[i][j][v] = fload (lanes + i * ldl + j * 16 + v * PIQ_W);
+  for (; k + 16 <= n; k += 16)
+    ml_step (x + k, ldx, w + k, ldw, mr, nr, acc);
+  if (k < n)
+    {
+      float xt[ML_MR][16] = { { 0 } }, wt[ML_NR][16] = { { 0 } };
+      for (int i = 0; i < mr; i++)
+        memcpy (xt[i], x + i * ldx + k, (n - k) * sizeof (float));
+      for (int j = 0; j < nr; j++)
+        memcpy (wt[j], w + j * ldw + k, (n - k) * sizeof (float));
+      ml_step (&xt[0][0], 16, &wt[0][0], 16, mr, nr, acc);
+    }
+  if (out == NULL)
+    {
+#pragma GCC unroll 4
+      for (int i = 0; i < mr; i++)
+#pragma GCC unroll 12
+        for (int j = 0; j < nr; j++)
+          memcpy (lanes + i * ldl + j * 16, acc[i][j], 16 * sizeof (float));
+      return;
+    }
+  /* unrolled, as every loop over acc: one indexed by a variable would keep acc in memory */
+#pragma GCC unroll 4
+  for (int i = 0; i < mr; i++)
+#pragma GCC unroll 12
+    for (int j = 0; j < nr; j++)
+      {
+        float l[PIQ_SUM_LANES];
+        memcpy (l, acc[i][j], sizeof l);
+        out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (l));
+      }
+}
+
+/* The tiles of rows i … i + mr − 1 (mr ≤ ML_MR, a constant) by one micro-panel of
+ * nr ≤ ML_NR rows of w: the full width, then narrower tiles for the rest. */
+VINLINE void
+ml_rows (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const int mr,
+         size_t nr, float *lanes, size_t ldl, int first, float *out, size_t ldo)
+{
+  size_t j = 0;
+
+#define ML_COLS_(c) \
+  if (nr - j >= (c)) \
+    { \
+      ml_block (x, ldx, w + j * ldw, ldw, n, mr, (c), lanes != NULL ? lanes + j * 16 : NULL, \
+                ldl, first, \
+                out != NULL ? out + j : NULL, ldo); \
+      j += (c); \
+    }
+  ML_COLS_ (ML_NR)
+#if ML_NR > 8
+  ML_COLS_ (8)
+#endif
+#if ML_NR > 4
+  ML_COLS_ (4)
+#endif
+#if ML_NR > 2
+  ML_COLS_ (2)
+#endif
+  ML_COLS_ (1)
+#undef ML_COLS_
+}
+
+static void
+mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, size_t mr,
+              size_t nr, float *lanes, int first, float *out, size_t ldo)
+{
+  const size_t ldl = nr * 16;
+
+  /* a micro-panel of w stays in L1 while every row of x passes it */
+  for (size_t j = 0; j < nr; j += ML_NR)
+    {
+      size_t nb = nr - j < ML_NR ? nr - j : ML_NR, i = 0;
+      const float *wj = w + j * ldw;
+      float *lj = lanes != NULL ? lanes + j * 16 : NULL;
+
+      for (; i + ML_MR <= mr; i += ML_MR)
+        ml_rows (x + i * ldx, ldx, wj, ldw, n, ML_MR, nb, lj != NULL ? lj + i * ldl : NULL,
+                 ldl, first, out != NULL ? out + i * ldo + j : NULL, ldo);
+      for (; i < mr; i++)
+        ml_rows (x + i * ldx, ldx, wj, ldw, n, 1, nb, lj != NULL ? lj + i * ldl : NULL, ldl,
+                 first, out != NULL ? out + i * ldo + j : NULL, ldo);
+    }
+}
+
 /* ---- the fused GEMV (mm_decode_dot): the weights decoded in registers ----
  * Each 16-element chunk of a weight row is decoded into MM_V vectors by the same
  * operations as the block dequantize bodies (fload_codes, fdecode; ggml's (c − 8) · d
@@ -433,7 +579,8 @@ mm_decode_dot_f32 (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, 
   piq_block_decode_dot (w, x, ldx, n, mr, nr, out, ldo);
 }
 
-# define PIQ_MM_TILE_SLOT .mm_tile = mm_tile_f32, .mm_decode_dot = mm_decode_dot_f32,
+# define PIQ_MM_TILE_SLOT .mm_tile = mm_tile_f32, .mm_lanes = mm_lanes_f32, \
+  .mm_decode_dot = mm_decode_dot_f32,
 #else
 # define PIQ_MM_TILE_SLOT
 #endif
