@@ -283,28 +283,32 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
   /* Where every code − zero point fits a signed byte (symmetric types, Q8_0, Q4_0 and
    * most asymmetric groups), fold the zero points into the codes: the products then
    * take the kernels' signed path (dot_groups_i8), twice to four times as fast. */
+  /* (group by group: a division per element made packing a stack of layers take
+   * minutes) */
   p->signed_codes = 1;
   for (uint64_t r = 0; p->signed_codes && r < p->n; r++)
-    for (uint64_t i = 0; i < p->k; i++)
+    for (uint64_t b = 0; p->signed_codes && b < p->groups; b++)
       {
-        int v = (int) p->codes[r * p->k + i] - p->zps[r * p->groups + i / p->group];
-        if (v < -128 || v > 127)
+        int64_t z = p->zps[r * p->groups + b];
+        for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
           {
-            p->signed_codes = 0;
-            break;
+            int64_t v = (int64_t) p->codes[r * p->k + i] - z;
+            if (v < -128 || v > 127)
+              {
+                p->signed_codes = 0;
+                break;
+              }
           }
       }
   if (p->signed_codes)
     for (uint64_t r = 0; r < p->n; r++)
-      {
-        for (uint64_t i = 0; i < p->k; i++)
-          {
-            int8_t v = (int8_t) ((int) p->codes[r * p->k + i] - p->zps[r * p->groups + i / p->group]);
-            memcpy (&p->codes[r * p->k + i], &v, 1);
-          }
-        for (uint64_t b = 0; b < p->groups; b++)
+      for (uint64_t b = 0; b < p->groups; b++)
+        {
+          int64_t z = p->zps[r * p->groups + b];
+          for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
+            p->codes[r * p->k + i] = (uint8_t) ((int64_t) p->codes[r * p->k + i] - z);
           p->zps[r * p->groups + b] = 0;
-      }
+        }
   if ((p->sums = try_alloc (p->n * p->groups, sizeof (int64_t), "group sums", e)) == NULL)
     goto fail;
   p->bytes += p->n * p->groups * sizeof (int64_t);
