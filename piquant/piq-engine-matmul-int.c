@@ -184,42 +184,10 @@ piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint
   return 1;
 }
 
-typedef struct {
-  const PiqEnginePacked *b;
-  uint64_t       k, n;
-  const int32_t *za;       /* zero points of ã */
-  const int64_t *ausum;    /* per row: Σ ã */
-  int64_t       *acc;      /* [m][n] */
-} IntJob;
-
-/* The zero points folded into D (see above), into acc. */
-static void
-int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int64_t *d,
-              size_t ldd)
-{
-  const IntJob *job = data;
-  const PiqEnginePacked *b = job->b;
-  const int64_t k = (int64_t) job->k;
-
-  for (uint64_t r = m0; r < m1; r++)
-    {
-      int64_t *acc = job->acc + r * job->n;
-      const int64_t *dr = d + (r - m0) * ldd - n0;
-      int64_t za = job->za[r], su = job->ausum[r];
-      for (uint64_t j = n0; j < n1; j++)
-        if (b->signed_codes)
-          acc[j] = dr[j] - za * b->sums[j];
-        else
-          {
-            int64_t z = b->zps[j];
-            acc[j] = dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z;
-          }
-    }
-}
-
+typedef struct IntPost IntPost;
 /* The steps before and after the sums, over rows of A split across the threads
  * (each row's bytes are the same for any split). */
-typedef struct {
+struct IntPost {
   const uint8_t          *codes;      /* A's codes */
   int                     a_signed;
   uint64_t                k, n;
@@ -233,8 +201,72 @@ typedef struct {
   const PiqEngineMatmulOut *out;
   uint8_t                *yd;
   size_t                  ldy;
+  const PiqDtypeInfo     *yi;        /* Y's dtype */
   int                     overflow;
-} IntPost;
+};
+static void int_store_one (const IntPost *p, uint64_t r, uint64_t j, int64_t i);
+
+typedef struct {
+  const PiqEnginePacked *b;
+  uint64_t       k, n;
+  const int32_t *za;       /* zero points of ã */
+  const int64_t *ausum;    /* per row: Σ ã */
+  int64_t       *acc;      /* [m][n], or NULL: each output stored as it is summed */
+  const IntPost *post;     /* where acc is NULL */
+} IntJob;
+
+/* The zero points folded into D (see above), into acc or (acc NULL) stored. */
+static void
+int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int64_t *d,
+              size_t ldd)
+{
+  const IntJob *job = data;
+  const PiqEnginePacked *b = job->b;
+  const int64_t k = (int64_t) job->k;
+
+  for (uint64_t r = m0; r < m1; r++)
+    {
+      int64_t *acc = job->acc != NULL ? job->acc + r * job->n : NULL;
+      const int64_t *dr = d + (r - m0) * ldd - n0;
+      int64_t za = job->za[r], su = job->ausum[r];
+      if (acc == NULL && job->post->out->kind == PIQ_MM_OUT_INT32)
+        {
+          /* SET of sums known to fit: straight into Y (perf: a call per output cost a
+           * fifth of the product's time) */
+          uint8_t *yr = job->post->yd + r * job->post->ldy;
+          if (b->signed_codes)
+            for (uint64_t j = n0; j < n1; j++)
+              {
+                int32_t v = (int32_t) (dr[j] - za * b->sums[j]);
+                memcpy (yr + j * 4, &v, 4);
+              }
+          else
+            for (uint64_t j = n0; j < n1; j++)
+              {
+                int64_t z = b->zps[j];
+                int32_t v = (int32_t) (dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z);
+                memcpy (yr + j * 4, &v, 4);
+              }
+          continue;
+        }
+      for (uint64_t j = n0; j < n1; j++)
+        {
+          int64_t i;
+          if (b->signed_codes)
+            i = dr[j] - za * b->sums[j];
+          else
+            {
+              int64_t z = b->zps[j];
+              i = dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z;
+            }
+          if (job->acc != NULL)
+            acc[j] = i;
+          else
+            int_store_one (job->post, r, j, i);
+        }
+    }
+}
+
 
 /* A's rows as unsigned bytes ã, zero to the quad, and Σ ã. */
 static void
@@ -291,24 +323,29 @@ int_check_rows (void *data, uint64_t r0, uint64_t count)
       }
 }
 
+/* Output [r][j] from its exact sum i: int32 (i, plus Y's for ADD, known to fit), float
+ * or requantized. */
 static void
-int_store_rows (void *data, uint64_t r0, uint64_t count)
+int_store_one (const IntPost *p, uint64_t r, uint64_t j, int64_t i)
 {
-  IntPost *p = data;
   const PiqEngineView *y = &p->out->view;
-  const PiqDtypeInfo *yi = piq_dtype_info (y->dtype);
   const float *bf = p->bf;
 
-  for (uint64_t r = r0; r < r0 + count; r++)
-    for (uint64_t j = 0; j < p->n; j++)
       if (p->out->kind == PIQ_MM_OUT_INT32)
         {
-          int32_t v = (int32_t) int_value (p, r, j);
+          int32_t v;
+          if (p->out->add)
+            {
+              int32_t old;
+              memcpy (&old, p->yd + r * p->ldy + j * 4, 4);
+              i += old;
+            }
+          v = (int32_t) i;
           memcpy (p->yd + r * p->ldy + j * 4, &v, 4);
         }
       else
         {
-          double v = (double) p->acc[r * p->n + j] * (double) p->sa[r] * (double) p->b->scales[j];
+          double v = (double) i * (double) p->sa[r] * (double) p->b->scales[j];
           if (p->out->kind == PIQ_MM_OUT_FLOAT)
             store_float (p->yd + r * p->ldy, j, bf != NULL ? (float) v + bf[j] : (float) v,
                          y->dtype, p->out->add);
@@ -319,11 +356,21 @@ int_store_rows (void *data, uint64_t r0, uint64_t count)
                 v += (double) bf[j];
               q = nearbyint (v / p->out->scale) + (double) p->out->zero_point;
               q = isnan (q) ? (double) p->out->zero_point
-                  : q < (double) yi->min ? (double) yi->min
-                  : q > (double) yi->max ? (double) yi->max : q;
-              p->yd[r * p->ldy + j] = yi->is_signed ? (uint8_t) (int8_t) q : (uint8_t) q;
+                  : q < (double) p->yi->min ? (double) p->yi->min
+                  : q > (double) p->yi->max ? (double) p->yi->max : q;
+              p->yd[r * p->ldy + j] = p->yi->is_signed ? (uint8_t) (int8_t) q : (uint8_t) q;
             }
         }
+}
+
+static void
+int_store_rows (void *data, uint64_t r0, uint64_t count)
+{
+  IntPost *p = data;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    for (uint64_t j = 0; j < p->n; j++)
+      int_store_one (p, r, j, p->acc[r * p->n + j]);
 }
 
 int
@@ -338,10 +385,11 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   int32_t *za = NULL;
   uint8_t *au = NULL;
   int64_t *ausum = NULL, *acc = NULL;
-  size_t lda = (size_t) (k + 3) / 4 * 4;
+  size_t lda = piq_engine_gemm_lda (k);
   IntPost post;
   IntScratch *scratch = NULL;
   size_t acc_bytes, au_bytes;
+  int direct;
   unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
   int ok = 0;
 
@@ -434,8 +482,36 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
       (ausum = try_alloc (m, sizeof (int64_t), "the input's sums", e)) == NULL ||
       (bias != NULL && (bf = try_alloc (n, sizeof (float), "the bias", e)) == NULL))
     goto done;
+  {
+    /* per-row scale and zero point */
+    PiqEngineQuant a2 = *a;
+    if (a_dims != 2)
+      a2.f.axis = 0;
+    if (!piq_engine_int_row_params (&a2, m, k, &group, sa, za, e))
+      goto done;
+  }
+  /* Where no sum can leave int32 (|ã − zã| · |s − z| · K < 2^31, s − z the weights'
+   * stored values less their zero points) and Y is not added to, or Y is float or
+   * requantized, each output is stored as the GEMM sums it: no int64 array of every
+   * sum, written then read twice (perf: those passes cost a 256 × 4096 × 4096 product
+   * 10 %). Otherwise every int32 sum is checked before the first is written. */
+  {
+    int64_t amax = 0, bmax = 128;
+    for (uint64_t r = 0; r < m; r++)
+      {
+        int64_t z = (int64_t) za[r] + (ai->is_signed ? 128 : 0);
+        amax = MAX (amax, MAX (z < 0 ? -z : z, 255 - z < 0 ? z - 255 : 255 - z));
+      }
+    for (uint64_t j = 0; !b->signed_codes && j < n; j++)
+      {
+        int64_t z = b->zps[j];
+        bmax = MAX (bmax, MAX (z < 0 ? -z : z, 255 - z < 0 ? z - 255 : 255 - z));
+      }
+    direct = out->kind != PIQ_MM_OUT_INT32 ||
+             (!out->add && k > 0 && (uint64_t) amax * (uint64_t) bmax <= (uint64_t) INT32_MAX / k);
+  }
   /* the exact sums and A's bytes: one block of kept scratch */
-  if (__builtin_mul_overflow ((size_t) m, (size_t) n, &acc_bytes) ||
+  if (__builtin_mul_overflow ((size_t) (direct ? 0 : m), (size_t) n, &acc_bytes) ||
       __builtin_mul_overflow (acc_bytes, sizeof (int64_t), &acc_bytes) ||
       __builtin_mul_overflow ((size_t) m, lda + 4, &au_bytes) ||
       acc_bytes > SIZE_MAX - 64 - au_bytes)
@@ -450,11 +526,6 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   {
     /* A's rows: per-row scale and zero point, as unsigned bytes ã padded with zeros
      * to whole quads of k (the micro-kernel's rows) */
-    PiqEngineQuant a2 = *a;
-    if (a_dims != 2)
-      a2.f.axis = 0;
-    if (!piq_engine_int_row_params (&a2, m, k, &group, sa, za, e))
-      goto done;
     post.codes = a->codes;
     post.a_signed = ai->is_signed;
     post.k = k;
@@ -465,15 +536,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
     post.ausum = ausum;
     piq_parallel_run (threads, m, 1, 2, int_prep_rows, &post);
   }
-  {
-    /* the exact sums, blocks of rows and columns split over the threads */
-    IntJob job = { b, k, n, za, ausum, acc };
-    if (!piq_engine_gemm_u8s8 (eng, b, au, lda, m, int_epilogue, &job, e))
-      goto done;
-  }
   if (bias != NULL)
     to_f32 (bias->data, bias->dtype, n, bf);
-
   {
     const PiqEngineView *y = &out->view;
     size_t y_esize = piq_dtype_info (y->dtype)->bits / 8;
@@ -485,7 +549,16 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
     post.out = out;
     post.yd = (uint8_t *) y->data;
     post.ldy = y->row_stride && m > 1 ? y->row_stride : (size_t) n * y_esize;
-    if (out->kind == PIQ_MM_OUT_INT32)
+    post.yi = piq_dtype_info (y->dtype);
+  }
+  {
+    /* the exact sums, blocks of rows and columns split over the threads */
+    IntJob job = { b, k, n, za, ausum, direct ? NULL : acc, &post };
+    if (!piq_engine_gemm_u8s8 (eng, b, au, lda, m, int_epilogue, &job, e))
+      goto done;
+  }
+  {
+    if (!direct && out->kind == PIQ_MM_OUT_INT32)
       {
         /* every sum checked before the first is written */
         piq_parallel_run (threads, m, 1, 2, int_check_rows, &post);
@@ -502,7 +575,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
                   }
               }
       }
-    piq_parallel_run (threads, m, 1, 2, int_store_rows, &post);
+    if (!direct)
+      piq_parallel_run (threads, m, 1, 2, int_store_rows, &post);
   }
   ok = 1;
 done:

@@ -64,6 +64,9 @@ struct PiqEnginePacked {
   int64_t *sums;               /* [n][groups] Σ stored codes (the int8 GEMM's offsets) */
   float   *scales;             /* [n][groups] */
   int32_t *zps;                /* [n][groups] zero point + offset */
+  int      zp_uniform;         /* every zps[] is zp0 (signed codes: 0, 4-bit: 8): a GEMV
+                                * leaves the array unread, 4 bytes a group less to stream */
+  int32_t  zp0;
   size_t   bytes;
   /* binary (piq-engine-matmul-binary.c): sign bits [n][bnb][bwords], each block from a
    * word and zero-padded, and binary32 scales [n][bnb]; blocks of bblock along K */
@@ -92,6 +95,21 @@ int piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e) PIQ_INTERNAL;
  * from k to a multiple of 4) and B's packed signed bytes, exact in int64, split over
  * the engine's threads by blocks of rows and columns: each block of D (ldd int64
  * apart) is handed to @epilogue once, on the thread that summed it. */
+/* The row stride for A's bytes in piq_engine_gemm_u8s8: k rounded up to 4, and from
+ * 1 KiB on to 512 modulo 1024, so the eight rows of A a micro-kernel tile reads over
+ * GEMM_KC = 512 k fall in eight different runs of L1 sets (a 64-set cache: 8 × 8 lines)
+ * instead of piling into the same eight sets next to B's panel as rows 4096 bytes
+ * apart did (perf: conflict misses). */
+static inline size_t
+piq_engine_gemm_lda (uint64_t k)
+{
+  size_t lda = (size_t) (k + 3) / 4 * 4;
+
+  if (lda < 1024)
+    return lda;
+  lda = (lda + 63) / 64 * 64;
+  return lda + (1024 + 512 - lda % 1024) % 1024;
+}
 typedef void (*PiqGemmEpilogue) (void *ctx, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
                                  const int64_t *d, size_t ldd);
 int piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,

@@ -283,28 +283,32 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
   /* Where every code − zero point fits a signed byte (symmetric types, Q8_0, Q4_0 and
    * most asymmetric groups), fold the zero points into the codes: the products then
    * take the kernels' signed path (dot_groups_i8), twice to four times as fast. */
+  /* (group by group: a division per element made packing a stack of layers take
+   * minutes) */
   p->signed_codes = 1;
   for (uint64_t r = 0; p->signed_codes && r < p->n; r++)
-    for (uint64_t i = 0; i < p->k; i++)
+    for (uint64_t b = 0; p->signed_codes && b < p->groups; b++)
       {
-        int v = (int) p->codes[r * p->k + i] - p->zps[r * p->groups + i / p->group];
-        if (v < -128 || v > 127)
+        int64_t z = p->zps[r * p->groups + b];
+        for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
           {
-            p->signed_codes = 0;
-            break;
+            int64_t v = (int64_t) p->codes[r * p->k + i] - z;
+            if (v < -128 || v > 127)
+              {
+                p->signed_codes = 0;
+                break;
+              }
           }
       }
   if (p->signed_codes)
     for (uint64_t r = 0; r < p->n; r++)
-      {
-        for (uint64_t i = 0; i < p->k; i++)
-          {
-            int8_t v = (int8_t) ((int) p->codes[r * p->k + i] - p->zps[r * p->groups + i / p->group]);
-            memcpy (&p->codes[r * p->k + i], &v, 1);
-          }
-        for (uint64_t b = 0; b < p->groups; b++)
+      for (uint64_t b = 0; b < p->groups; b++)
+        {
+          int64_t z = p->zps[r * p->groups + b];
+          for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
+            p->codes[r * p->k + i] = (uint8_t) ((int64_t) p->codes[r * p->k + i] - z);
           p->zps[r * p->groups + b] = 0;
-      }
+        }
   if ((p->sums = try_alloc (p->n * p->groups, sizeof (int64_t), "group sums", e)) == NULL)
     goto fail;
   p->bytes += p->n * p->groups * sizeof (int64_t);
@@ -345,6 +349,10 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
       for (uint64_t i = 0; i < p->n * p->groups; i++)
         p->zps[i] = 8;
     }
+  p->zp_uniform = 1;
+  p->zp0 = p->n > 0 && p->groups > 0 ? p->zps[0] : 0;
+  for (uint64_t i = 0; p->zp_uniform && i < p->n * p->groups; i++)
+    p->zp_uniform = p->zps[i] == p->zp0;
   if (!piq_engine_pack_gemm_b (p, e))
     goto fail;
   /* nothing of the caller's is kept */
@@ -527,16 +535,19 @@ group_dots (const MatmulJob *job, const uint8_t *row, const int8_t *x, uint64_t 
 }
 
 /* A panel of outputs of the dynamic-int8 policy. Each output is the Σ over groups, in
- * order, of ((double) I · scale_w) · scale_x in binary64, rounded once to binary32;
- * the panel's rows run side by side, so the eight dependent chains of binary64 adds
- * overlap (one output at a time waited on each add). */
+ * order, of ((double) I · scale_w) · scale_x in binary64, rounded once to binary32.
+ * Each row's terms are computed in one pass over its groups right after its integer
+ * sums (I = Σ c·q − z·Σq in binary64 is exact: |I| < 2^53), without reading the zero
+ * points where they are all one value; then the panel's rows run side by side, so the
+ * eight dependent chains of binary64 adds overlap (one output at a time waited on
+ * each add). */
 static void
 int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t m1)
 {
   const PiqEnginePacked *w = job->w;
   uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0), groups = w->groups, k = w->k;
-  int64_t *dots = (int64_t *) (void *) scratch;                 /* [PANEL][groups] */
-  int32_t *partial = (int32_t *) (void *) (dots + PANEL * groups);
+  double *terms = (double *) (void *) scratch;                  /* [PANEL][groups] */
+  int32_t *partial = (int32_t *) (void *) (terms + PANEL * groups);
   double acc[PANEL];
   float out[PANEL];
 
@@ -550,12 +561,25 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
         {
           const uint8_t *wc = w->codes + (r0 + j) * w->row_bytes;
           const int32_t *zps = w->zps + (r0 + j) * groups;
-          int64_t *d = dots + j * groups;
+          const float *sc = w->scales + (r0 + j) * groups;
+          double *t = terms + j * groups;
           if (w->group <= DOT_CHUNK)
             {
               group_dots (job, wc, xc, 0, (size_t) k, (size_t) w->group, partial);
-              for (uint64_t g = 0; g < groups; g++)
-                d[g] = (int64_t) partial[g] - (int64_t) zps[g] * xsum[g];
+              if (w->zp_uniform && w->zp0 == 0)
+                for (uint64_t g = 0; g < groups; g++)
+                  t[g] = (double) partial[g] * (double) sc[g] * (double) xd[g];
+              else if (w->zp_uniform)
+                {
+                  const double z = (double) w->zp0;
+                  for (uint64_t g = 0; g < groups; g++)
+                    t[g] = ((double) partial[g] - z * (double) xsum[g]) * (double) sc[g] *
+                           (double) xd[g];
+                }
+              else
+                for (uint64_t g = 0; g < groups; g++)
+                  t[g] = ((double) partial[g] - (double) zps[g] * (double) xsum[g]) *
+                         (double) sc[g] * (double) xd[g];
             }
           else
             for (uint64_t g = 0; g < groups; g++)
@@ -566,14 +590,14 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
                 group_dots (job, wc, xc, k0, (size_t) len, DOT_CHUNK, partial);
                 for (uint64_t c = 0; c < chunks; c++)
                   sum += partial[c];
-                d[g] = sum - (int64_t) zps[g] * xsum[g];
+                t[g] = (double) (sum - (int64_t) zps[g] * xsum[g]) * (double) sc[g] *
+                       (double) xd[g];
               }
           acc[j] = 0.0;
         }
       for (uint64_t g = 0; g < groups; g++)
         for (uint64_t j = 0; j < rows; j++)
-          acc[j] += (double) dots[j * groups + g] * (double) w->scales[(r0 + j) * groups + g] *
-                    (double) xd[g];
+          acc[j] += terms[j * groups + g];
       for (uint64_t j = 0; j < rows; j++)
         out[j] = (float) acc[j];
       store_row (job, m, r0, out, rows);
@@ -620,7 +644,7 @@ static int
 int8_gemm (MatmulJob *job, PiqEngineError *e)
 {
   const PiqEnginePacked *w = job->w;
-  size_t lda = (size_t) (w->k + 3) / 4 * 4;
+  size_t lda = piq_engine_gemm_lda (w->k);
   uint8_t *au = try_alloc (job->m, lda, "the input as unsigned bytes", e);
   int ok;
 
@@ -813,7 +837,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   job.mblocks = (m + job.mrows - 1) / job.mrows;
   job.slots = MIN ((uint64_t) threads, job.panels * job.mblocks);
   job.scratch_bytes = w->activation == PIQ_ACT_DYNAMIC_INT8
-                      ? (size_t) (PANEL * w->groups * sizeof (int64_t) +
+                      ? (size_t) (PANEL * w->groups * sizeof (double) +
                                   MAX (w->groups, (w->group + DOT_CHUNK - 1) / DOT_CHUNK) *
                                   sizeof (int32_t))
                       : job.gemm ? gemm_scratch (w->k)

@@ -1281,7 +1281,7 @@ check_dot_groups (const PiqKernelTable *t, int i8)
   enum { MAXN = 5000, MAXG = MAXN + 1 };
   static const size_t ns[] = { 0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257,
                                1000, 4095, 4096, 4097, 5000 };
-  static const size_t groups[] = { 1, 4, 7, 8, 12, 16, 32, 33, 64, 128, 4096, 65536 };
+  static const size_t groups[] = { 1, 4, 7, 8, 12, 16, 32, 33, 64, 96, 128, 256, 4096, 65536 };
   static uint8_t w[MAXN + 8] BUF_ALIGNED;
   static int8_t x[MAXN + 8] BUF_ALIGNED;
   static int32_t o[3][MAXG + 8];

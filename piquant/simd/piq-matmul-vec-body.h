@@ -630,6 +630,11 @@ dot_range (const uint8_t *w, const int w_signed, const int8_t *x, size_t k0, siz
 # endif
 #endif
 
+#if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD) && PIQ_W == 16
+# define HAVE_SUM8X4 1
+VINLINE void sum8_lanes_x4 (vi s0, vi s1, vi s2, vi s3, int32_t *out);
+#endif
+
 #if defined(PIQ_VEC_DPBUSD) && defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
 VINLINE int32_t hsum_vi (vi v);
 VINLINE size_t chunk_groups (vi s, size_t group, int32_t *out);
@@ -654,8 +659,18 @@ dot_groups_u8s8 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int3
 #if defined(PIQ_VEC_DPBUSD) && defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
   const size_t cb = 4 * PIQ_W;
   if (cb % group == 0 && group % 4 == 0)
-    for (; k0 + cb <= n; k0 += cb)
-      g += chunk_groups (dot_u8s8_4w ((vi) { 0 }, w + k0, x + k0), group, out + g);
+    {
+# ifdef HAVE_SUM8X4
+      if (group == 32)
+        for (; k0 + 4 * cb <= n; g += 8, k0 += 4 * cb)
+          sum8_lanes_x4 (dot_u8s8_4w ((vi) { 0 }, w + k0, x + k0),
+                         dot_u8s8_4w ((vi) { 0 }, w + k0 + cb, x + k0 + cb),
+                         dot_u8s8_4w ((vi) { 0 }, w + k0 + 2 * cb, x + k0 + 2 * cb),
+                         dot_u8s8_4w ((vi) { 0 }, w + k0 + 3 * cb, x + k0 + 3 * cb), out + g);
+# endif
+      for (; k0 + cb <= n; k0 += cb)
+        g += chunk_groups (dot_u8s8_4w ((vi) { 0 }, w + k0, x + k0), group, out + g);
+    }
   else if (group >= cb)
     for (; k0 < n; g++, k0 += group)
       {
@@ -723,6 +738,42 @@ sum8_lanes (vi s, int32_t *out)
 }
 # endif
 
+# ifdef HAVE_SUM8X4
+/* The eight group sums of four chunks (s_c: lanes 0–7 group 2c, lanes 8–15 group
+ * 2c + 1) into out[0 … 7], by a transposing tree of two-vector shuffles: eight
+ * shuffles and four adds where sum8_lanes took twelve of each and eight extracts
+ * (perf: the reductions cost more than the products on a GEMV of groups of 32). */
+VINLINE void
+sum8_lanes_x4 (vi s0, vi s1, vi s2, vi s3, int32_t *out)
+{
+  /* runs of four lanes: groups 0 2 1 3 and 4 6 5 7 */
+  vi u = PIQ_SHUF2 (s0, s1, vi, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27) +
+         PIQ_SHUF2 (s0, s1, vi, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+  vi v = PIQ_SHUF2 (s2, s3, vi, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27) +
+         PIQ_SHUF2 (s2, s3, vi, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+  /* runs of two lanes: groups 0 … 7 */
+  vi t = PIQ_SHUF2 (u, v, vi, 0, 1, 8, 9, 4, 5, 12, 13, 16, 17, 24, 25, 20, 21, 28, 29) +
+         PIQ_SHUF2 (u, v, vi, 2, 3, 10, 11, 6, 7, 14, 15, 18, 19, 26, 27, 22, 23, 30, 31);
+  t = PIQ_SHUF1 (t, vi, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14) +
+      PIQ_SHUF1 (t, vi, 1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
+  memcpy (out, &t, 8 * sizeof (int32_t));
+}
+
+/* The sums of eight vectors (one group each) into out[0 … 7]: each pair folded into
+ * one vector of two groups of eight lanes, then sum8_lanes_x4. */
+VINLINE void
+hsum_vi_x8 (const vi *a, int32_t *out)
+{
+  vi s[4];
+  for (int c = 0; c < 4; c++)
+    s[c] = PIQ_SHUF2 (a[2 * c], a[2 * c + 1], vi, 0, 1, 2, 3, 4, 5, 6, 7,
+                      16, 17, 18, 19, 20, 21, 22, 23) +
+           PIQ_SHUF2 (a[2 * c], a[2 * c + 1], vi, 8, 9, 10, 11, 12, 13, 14, 15,
+                      24, 25, 26, 27, 28, 29, 30, 31);
+  sum8_lanes_x4 (s[0], s[1], s[2], s[3], out);
+}
+# endif
+
 /* The sums of the cb / group groups (group divides cb = 4·PIQ_W, a multiple of 4)
  * of one chunk's lanes (lane l: elements 4l … 4l + 3) into out; returns their count. */
 VINLINE size_t
@@ -757,16 +808,41 @@ dot_groups_i8 (const int8_t *w, const int8_t *x, size_t n, size_t group, int32_t
 #if defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD)
   const size_t cb = 4 * PIQ_W;
   if (group % cb == 0)
-    for (; k0 + group <= n; g++, k0 += group)
-      {
-        vi acc = { 0 };
-        for (size_t k = k0; k < k0 + group; k += cb)
-          acc = dot_i8_4w (acc, w + k, x + k);
-        out[g] = hsum_vi (acc);
-      }
+    {
+# ifdef HAVE_SUM8X4
+      for (; k0 + 8 * group <= n; g += 8, k0 += 8 * group)
+        {
+          vi acc[8];
+          for (int i = 0; i < 8; i++)
+            {
+              acc[i] = (vi) { 0 };
+              for (size_t k = k0 + i * group; k < k0 + (i + 1) * group; k += cb)
+                acc[i] = dot_i8_4w (acc[i], w + k, x + k);
+            }
+          hsum_vi_x8 (acc, out + g);
+        }
+# endif
+      for (; k0 + group <= n; g++, k0 += group)
+        {
+          vi acc = { 0 };
+          for (size_t k = k0; k < k0 + group; k += cb)
+            acc = dot_i8_4w (acc, w + k, x + k);
+          out[g] = hsum_vi (acc);
+        }
+    }
   else if (cb % group == 0 && group % 4 == 0)
-    for (; k0 + cb <= n; k0 += cb)
-      g += chunk_groups (dot_i8_4w ((vi) { 0 }, w + k0, x + k0), group, out + g);
+    {
+# ifdef HAVE_SUM8X4
+      if (group == 32)
+        for (; k0 + 4 * cb <= n; g += 8, k0 += 4 * cb)
+          sum8_lanes_x4 (dot_i8_4w ((vi) { 0 }, w + k0, x + k0),
+                         dot_i8_4w ((vi) { 0 }, w + k0 + cb, x + k0 + cb),
+                         dot_i8_4w ((vi) { 0 }, w + k0 + 2 * cb, x + k0 + 2 * cb),
+                         dot_i8_4w ((vi) { 0 }, w + k0 + 3 * cb, x + k0 + 3 * cb), out + g);
+# endif
+      for (; k0 + cb <= n; k0 += cb)
+        g += chunk_groups (dot_i8_4w ((vi) { 0 }, w + k0, x + k0), group, out + g);
+    }
 #endif
   for (; k0 < n; g++, k0 += group)
     out[g] = dot_range ((const uint8_t *) (const void *) w, 1, x, k0,
@@ -830,16 +906,41 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
   /* 4·PIQ_W elements (one or two blocks) per multiply-add: |w · x| ≤ 15 · 128 */
   const size_t cb = 4 * PIQ_W;
   if (group % cb == 0)
-    for (; k0 + group <= n; g++, k0 += group)
-      {
-        vi acc = { 0 };
-        for (size_t k = k0; k < k0 + group; k += cb)
-          acc = dot_q4_chunk (acc, w, x, k);
-        out[g] = hsum_vi (acc);
-      }
+    {
+# ifdef HAVE_SUM8X4
+      for (; k0 + 8 * group <= n; g += 8, k0 += 8 * group)
+        {
+          vi acc[8];
+          for (int i = 0; i < 8; i++)
+            {
+              acc[i] = (vi) { 0 };
+              for (size_t k = k0 + i * group; k < k0 + (i + 1) * group; k += cb)
+                acc[i] = dot_q4_chunk (acc[i], w, x, k);
+            }
+          hsum_vi_x8 (acc, out + g);
+        }
+# endif
+      for (; k0 + group <= n; g++, k0 += group)
+        {
+          vi acc = { 0 };
+          for (size_t k = k0; k < k0 + group; k += cb)
+            acc = dot_q4_chunk (acc, w, x, k);
+          out[g] = hsum_vi (acc);
+        }
+    }
   else if (cb % group == 0 && group % 4 == 0)
-    for (; k0 + cb <= n; k0 += cb)
-      g += chunk_groups (dot_q4_chunk ((vi) { 0 }, w, x, k0), group, out + g);
+    {
+# ifdef HAVE_SUM8X4
+      if (group == 32)
+        for (; k0 + 4 * cb <= n; g += 8, k0 += 4 * cb)
+          sum8_lanes_x4 (dot_q4_chunk ((vi) { 0 }, w, x, k0),
+                         dot_q4_chunk ((vi) { 0 }, w, x, k0 + cb),
+                         dot_q4_chunk ((vi) { 0 }, w, x, k0 + 2 * cb),
+                         dot_q4_chunk ((vi) { 0 }, w, x, k0 + 3 * cb), out + g);
+# endif
+      for (; k0 + cb <= n; k0 += cb)
+        g += chunk_groups (dot_q4_chunk ((vi) { 0 }, w, x, k0), group, out + g);
+    }
 #endif
   for (; k0 < n; g++, k0 += group)
     {
