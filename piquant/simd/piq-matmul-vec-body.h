@@ -370,7 +370,7 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
 #if PIQ_W == 16
 /* rows of codes per pass of dd_row4 (the engine hands over PANEL = 8) */
 # ifndef DD_ROWS4
-#  define DD_ROWS4 4
+#  define DD_ROWS4 8
 # endif
 
 /* ---- 4-bit codes on 16 lanes (AVX-512): one table per block ----
