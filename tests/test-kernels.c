@@ -1109,6 +1109,9 @@ static const DdFmt dd_fmts[] = {
   { "nf4/hi",      PIQ_C_NF4,      4,    0,   0, PIQ_SCALE_F32,  1, 0, 0 },
   { "nf4/f16",     PIQ_C_NF4,      4,    0,   0, PIQ_SCALE_F16,  1, 0, 0 },
   { "fp4_bnb/hi",  PIQ_C_FP4_BNB,  4,    0,   0, PIQ_SCALE_F32,  1, 0, 0 },
+  { "fp4_bnb/f16", PIQ_C_FP4_BNB,  4,    0,   0, PIQ_SCALE_F16,  0, 0, 0 },
+  { "uint4/tensor/hi", -1,         4,    0,  15, PIQ_SCALE_F32,  1, 0, 1 },
+  { "int4/e8m0/hi", -1,            4,   -8,   7, PIQ_SCALE_E8M0, 1, 0, 0 },
   { "mxfp4",       PIQ_C_FP4_E2M1, 4,    0,   0, PIQ_SCALE_E8M0, 0, 0, 0 },
   { "mxfp4/hi",    PIQ_C_FP4_E2M1, 4,    0,   0, PIQ_SCALE_E8M0, 1, 0, 0 },
   { "fp4/f32",     PIQ_C_FP4_E2M1, 4,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },
@@ -1152,7 +1155,7 @@ check_mm_decode_dot (PiqMmDecodeDotFn ref, PiqMmDecodeDotFn fn)
   static const size_t ks[] = { 1, 2, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 127, 128, 129,
                                255, 256, 257, 300 };
   static const size_t blocks[] = { 16, 32, 64, 128, 24, 0 };   /* 0: one block a row */
-  static const size_t nrs[] = { 1, 2, 3, 4, 5, 8 };
+  static const size_t nrs[] = { 1, 2, 3, 4, 5, 6, 7, 8 };
   static uint8_t codes[NR * (MAXK / 32 + 1) * 34 + NR * PAD + 64];
   static uint8_t sc[NR * (MAXK + PAD) * 4 + 64];
   static int32_t zp[NR * (MAXK + PAD) + 16];

@@ -513,6 +513,201 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
       }
 }
 
+#if PIQ_W == 16
+/* rows of codes per pass of dd_row4 (the engine hands over PANEL = 8) */
+# ifndef DD_ROWS4
+#  define DD_ROWS4 8
+# endif
+
+/* ---- 4-bit codes on 16 lanes (AVX-512): one table per block ----
+ * A 4-bit code takes 16 values in a block, so the block's decoded values are made
+ * once, in a register, by the operations dd_decode16 applies to each code (t[c] · s,
+ * (c − z) · s, ggml's (c − 8) · d, rounded once, or NaN for an MX block's NaN scale),
+ * and 16 codes are decoded by one permute (vpermps reads the low 4 bits of each index,
+ * so the codes need no masking). The 8 bytes of 16 packed codes are broadcast to the
+ * eight 64-bit lanes and shifted right by 0, 4, …, 28 bits: 32-bit lane 2q then holds
+ * nibble q and lane 2q + 1 nibble q + 8 in its low bits (a load, a shift and the
+ * permute, where unpacking the nibbles in order took five more operations). The
+ * accumulators keep the residues k mod 16 in that order (dd_sig), x is permuted once
+ * for all the rows, and the lanes are put back in order before piq_sum_lanes: each
+ * residue's lane sees the reference's fmas in the reference's order, whichever
+ * register lane it lives in. ggml Q4_0 needs no permutation: a block's 16 bytes
+ * zero-extended to 32-bit lanes hold elements l (low nibble) and l + 16 (high). */
+typedef uint64_t dd_vq __attribute__ ((vector_size (64)));
+
+/* the residue k mod 16 that accumulator lane p holds (memory nibble m is element
+ * m ^ 1 when the high nibble comes first) */
+VINLINE vi
+dd_sig (const int hf)
+{
+  vi s;
+  for (int q = 0; q < 8; q++)
+    {
+      s[2 * q] = q ^ hf;
+      s[2 * q + 1] = (q + 8) ^ hf;
+    }
+  return s;
+}
+
+/* the lane that holds residue r */
+VINLINE vi
+dd_sig_inv (const int hf)
+{
+  vi s = dd_sig (hf), inv;
+  for (int p = 0; p < 16; p++)
+    inv[s[p]] = p;
+  return inv;
+}
+
+/* The 16 values a block's codes decode to (see dd_decode16). */
+VINLINE vf
+dd_table4 (const PiqBlockP *p, float d, const int code, const int sg)
+{
+  vi c;
+  for (int l = 0; l < 16; l++)
+    c[l] = sg ? (l ^ 8) - 8 : l;
+  if (code == PIQ_C_Q4_0)
+    return __builtin_convertvector (c - 8, vf) * vsplat (d);
+  if (p->nan_scale)
+    return vsplat (NAN);
+  if (code < 0)
+    return __builtin_convertvector (c - fsplat_i ((int32_t) p->zp), vf) * vsplat (p->scale);
+  {
+    vf t;
+    memcpy (&t, code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
+                ? piq_fp4_bnb_values : dd_fp4_e2m1, sizeof t);
+    return t * vsplat (p->scale);
+  }
+}
+
+/* 16 codes (8 bytes at c) as permute indices in dd_sig's lane order */
+VINLINE vi
+dd_idx4 (const uint8_t *c)
+{
+  const dd_vq sh = { 0, 4, 8, 12, 16, 20, 24, 28 };
+  uint64_t q;
+  memcpy (&q, c, 8);
+  return (vi) (((dd_vq) { 0 } + q) >> sh);
+}
+
+/* One row of x by nr (a constant) rows of 4-bit codes, over the whole row. A block
+ * holds whole 16-element chunks or is the row (dd_takes), so only the row's last
+ * n mod 16 come from zero-padded copies, with the weights past the end zeroed
+ * (fma (0, 0, lane) = lane, as in dd_block). */
+VINLINE void
+dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j0, float *out,
+         const int code, const int hf, const int sg)
+{
+  const PiqBlockArgs *a = w->a;
+  const int ggml = code == PIQ_C_Q4_0;
+  const size_t bs = ggml ? 32 : a->fixed ? n : a->block;
+  vi sig, inv;
+  vf acc[8], tab[8];
+  const uint8_t *row[8];
+
+  for (int l = 0; l < 16; l++)
+    sig[l] = inv[l] = l;
+  if (!ggml)
+    {
+      sig = dd_sig (hf);
+      inv = dd_sig_inv (hf);
+    }
+#pragma GCC unroll 8
+  for (int j = 0; j < nr; j++)
+    {
+      row[j] = w->codes + (j0 + (size_t) j) * w->code_stride;
+      acc[j] = (vf) { 0 };
+    }
+  if (ggml)
+    for (size_t k = 0; k < n; k += 32)
+      {
+        vf x0, x1;
+        size_t rem = n - k;
+        if (rem >= 32)
+          {
+            x0 = fload (x + k);
+            x1 = fload (x + k + 16);
+          }
+        else
+          {
+            float xt[32] = { 0 };
+            memcpy (xt, x + k, rem * sizeof (float));
+            x0 = fload (xt);
+            x1 = fload (xt + 16);
+          }
+#pragma GCC unroll 8
+        for (int j = 0; j < nr; j++)
+          {
+            const uint8_t *blk = row[j] + k / 32 * 18;
+            vi c;
+            vf t, lo, hi;
+            __builtin_prefetch (blk + DD_PREFETCH);
+            t = dd_table4 (NULL, dd_f16 (blk), code, sg);
+            c = PIQ_VEC_U8_TO_I32 (bytes16 (blk + 2, 16));
+            lo = fperm1_f (t, c);
+            hi = fperm1_f (t, c >> 4);
+            if (rem < 32)   /* ggml blocks are stored whole */
+              {
+                lo = vsel (sig < (vi) { 0 } + (int32_t) rem, lo, (vf) { 0 });
+                hi = vsel (sig + 16 < (vi) { 0 } + (int32_t) rem, hi, (vf) { 0 });
+              }
+            acc[j] = PIQ_VEC_FMA (x0, lo, acc[j]);
+            acc[j] = PIQ_VEC_FMA (x1, hi, acc[j]);
+          }
+      }
+  else
+    for (size_t k0 = 0; k0 < n; k0 += bs)
+      {
+        size_t end = n - k0 > bs ? k0 + bs : n, k = k0;
+
+#pragma GCC unroll 8
+        for (int j = 0; j < nr; j++)
+          {
+            PiqBlockP p;
+            piq_block_load_params (a, w->scales, w->zero_points,
+                                   (j0 + (size_t) j) * w->blocks_per_row +
+                                   (a->fixed || bs >= n ? 0 : k0 / a->block), &p);
+            tab[j] = dd_table4 (&p, 0.0f, code, sg);
+          }
+        for (; k + 16 <= end; k += 16)
+          {
+            vf xp = fperm1_f (fload (x + k), sig);
+#pragma GCC unroll 8
+            for (int j = 0; j < nr; j++)
+              {
+                if (k % 128 == 0)
+                  __builtin_prefetch (row[j] + k / 2 + DD_PREFETCH);
+                acc[j] = PIQ_VEC_FMA (xp, fperm1_f (tab[j], dd_idx4 (row[j] + k / 2)), acc[j]);
+              }
+          }
+        if (k < end)
+          {
+            size_t rem = end - k;
+            float xt[16] = { 0 };
+            vf xp;
+            memcpy (xt, x + k, rem * sizeof (float));
+            xp = fperm1_f (fload (xt), sig);
+            for (int j = 0; j < nr; j++)
+              {
+                uint8_t ct[8] = { 0 };
+                vf wv;
+                memcpy (ct, row[j] + k / 2, (rem * 4 + 7) / 8);
+                wv = fperm1_f (tab[j], dd_idx4 (ct));
+                wv = vsel (sig < (vi) { 0 } + (int32_t) rem, wv, (vf) { 0 });
+                acc[j] = PIQ_VEC_FMA (xp, wv, acc[j]);
+              }
+          }
+      }
+  for (int j = 0; j < nr; j++)
+    {
+      float lanes[PIQ_SUM_LANES];
+      vf v = fperm1_f (acc[j], inv);
+      memcpy (lanes, &v, sizeof lanes);
+      out[j] = piq_mm_canonical (piq_sum_lanes (lanes));
+    }
+}
+#endif
+
 /* Sub-tiles: MM_MR rows of x by MM_NR weight rows, and single rows of x (GEMV) by 4:
  * four rows of codes stream side by side and x is loaded once for them. */
 VINLINE void
@@ -533,6 +728,16 @@ dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
       }
   for (; i < mr; i++)
     {
+#if PIQ_W == 16
+      if (code == PIQ_C_Q4_0 || bits == 4)
+        {
+          for (j = 0; j + DD_ROWS4 <= nr; j += DD_ROWS4)
+            dd_row4 (w, x + i * ldx, n, DD_ROWS4, j, out + i * ldo + j, code, hf, sg);
+          for (; j < nr; j++)
+            dd_row4 (w, x + i * ldx, n, 1, j, out + i * ldo + j, code, hf, sg);
+          continue;
+        }
+#endif
       for (j = 0; j + 4 <= nr; j += 4)
         dd_block (w, x + i * ldx, ldx, n, 1, 4, j, out + i * ldo + j, ldo, code, bits, hf, sg);
       for (; j < nr; j++)
