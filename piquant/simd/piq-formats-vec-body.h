@@ -3,9 +3,11 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Included by piq-kernels-vec-body.h, which has the vector types and the packing
- * helpers, before the unit's table. Vectorized, with nearest rounding: FP8 E4M3/E5M2
- * and FP4 E2M1 (per tensor, or f32/f16/E8M0 block scales: MXFP8, MXFP4), NF4 (either
- * nibble order; units of 8 lanes or more) and 4- and 8-bit integers with block scales
+ * helpers, before the unit's table. Vectorized, with nearest rounding: FP8 E4M3/E5M2,
+ * FP6 E2M3/E3M2 and FP4 E2M1 (per tensor, or f32/f16/E8M0 block scales: MXFP8, MXFP6,
+ * MXFP4; FP6's 6-bit storage and bnb FP4 are in piq-formats-vec-fp6.h), NF4 (either
+ * nibble order; units of 8 lanes or more), bnb FP4 (either nibble order, f32 and
+ * f16 scales) and 4- and 8-bit integers with block scales
  * (MXINT8 too), in blocks of a multiple of PIQ_W elements, and ggml's Q8_0 and
  * Q4_0 (their own block layout, below). Anything else, and a ragged last block,
  * runs the scalar driver (simd/piq-formats.c).
@@ -23,6 +25,7 @@
 VINLINE int
 fvec_takes (const PiqBlockArgs *a, int quantize)
 {
+  (void) quantize;   /* every format below takes both directions today */
   if (a->bits == 0 || (!a->fixed && a->block % PIQ_W != 0))
     return 0;
   if (a->code < 0)
@@ -30,11 +33,12 @@ fvec_takes (const PiqBlockArgs *a, int quantize)
   switch (a->code)
     {
     case PIQ_C_FP8_E4M3: case PIQ_C_FP8_E5M2: case PIQ_C_FP4_E2M1:
+    case PIQ_C_FP6_E2M3: case PIQ_C_FP6_E3M2:   /* 6-bit packing: piq-formats-vec-fp6.h */
       return 1;
     case PIQ_C_NF4:
       return PIQ_W >= 8;   /* the 16-entry table is one or two vectors */
-    case PIQ_C_FP4_BNB:    /* quantize, nearest: seven compares (decoding: scalar) */
-      return quantize && !a->stochastic && a->scale_kind != PIQ_SCALE_E8M0;
+    case PIQ_C_FP4_BNB:    /* f32 and f16 scales (fgroup_params has no E8M0 rule for it) */
+      return a->scale_kind != PIQ_SCALE_E8M0;
     case PIQ_C_BINARY:     /* whole 16-element groups: two bytes of bits, 16 sum lanes */
       return a->fixed || a->block % PIQ_SUM_LANES == 0;
     default:
@@ -313,6 +317,8 @@ fstoch_key (const PiqBlockArgs *a, uint64_t g, size_t n, uint32_t *key)
   return 1;
 }
 
+#include "piq-formats-vec-fp6.h"   /* FP6 storage, bnb FP4 (fencode, fdecode, fstore) */
+
 /* One vector of codes from x, its block's inverse scale and (integers) q. fin: every
  * x · inv is finite (the fast blocks of fgroup_params), so NaN needs no code; then a
  * signed integer type (sg) has the symmetric zero point 0, and where the x86 packs
@@ -336,22 +342,7 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st
       return fin && sg ? c : c + fsplat_i (q->zp);
     }
   if (code == PIQ_C_FP4_BNB)
-    {
-      /* piq_fp4_bnb_encode, nearest: bnb's decision tree on |v| is the number r of
-       * its seven thresholds below |v| (the same binary32 literals and strict
-       * compares), mapped to the code of the r-th magnitude; sign bit 3 for v < 0.
-       * NaN compares false everywhere: code 0, as the scalar's. */
-      static const float thr[7] = { 0.00260417f, 0.0859375f, 0.20833333f, 0.29166667f,
-                                    0.4166667f, 0.583333f, 0.8333333f };
-      vf av = (vf) ((vu) v & 0x7fffffffu);
-      vi r = fsplat_i (0), c;
-      for (int k = 0; k < 7; k++)
-        r -= (vi) (av > vsplat (thr[k]));
-      /* order {0, 1, 6, 7, 4, 5, 2, 3} by rank: 4-bit fields of one constant */
-      c = (vi) (((vu) fsplat_i ((int32_t) 0x32547610u) >> (vu) (r << 2)) & 15u);
-      (void) st;
-      return c | ((vi) (v < vsplat (0.0f)) & 8);
-    }
+    return fbnb_encode (v, st, h);
   if (code == PIQ_C_NF4 && st)
     {
       /* piq_nf4_encode, stochastic: c = the number of levels 1 … 15 at or below v
@@ -459,6 +450,8 @@ fdecode (const PiqBlockP *p, vi c, int code)
 
   if (code < 0)
     v = __builtin_convertvector (c - fsplat_i ((int32_t) p->zp), vf);
+  else if (code == PIQ_C_FP4_BNB)
+    v = fbnb_decode (c);
   else if (code == PIQ_C_NF4)
     {
       vf t0, t1;
@@ -486,8 +479,14 @@ fdecode (const PiqBlockP *p, vi c, int code)
 VINLINE void
 fstore (uint8_t *dst, vi c, int bits, int high_first)
 {
-  vb16 b = codes_to_bytes (c);
+  vb16 b;
 
+  if (bits == 6)
+    {
+      f6_store (dst, c);
+      return;
+    }
+  b = codes_to_bytes (c);
   if (bits == 4 && high_first)
     {
       vh8 w = (vh8) b;
@@ -501,8 +500,11 @@ fstore (uint8_t *dst, vi c, int bits, int high_first)
 VINLINE vi
 fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
 {
-  vb16 b = bytes16 (src, PIQ_W * bits / 8);
+  vb16 b;
 
+  if (bits == 6)
+    return f6_load (src);
+  b = bytes16 (src, PIQ_W * bits / 8);
   if (bits == 4)
     {
       if (high_first)
@@ -532,6 +534,11 @@ fencode4 (const float *x, vf i0, vf i1, vf i2, vf i3, const FInt *q, uint8_t *ds
   vi c1 = fencode (fload (x + PIQ_W), i1, q, code, sat, fin, sg, st, p + PIQ_W);
   vi c2 = fencode (fload (x + 2 * PIQ_W), i2, q, code, sat, fin, sg, st, p + 2 * PIQ_W);
   vi c3 = fencode (fload (x + 3 * PIQ_W), i3, q, code, sat, fin, sg, st, p + 3 * PIQ_W);
+  if (bits == 6)
+    {
+      f6_store4 (dst, c0, c1, c2, c3, stream);
+      return;
+    }
 #ifdef PIQ_VEC_PACKS_DW
   /* two saturating packs, then the integer kernels' nibble merge and permutation
    * back into element order, in place of four narrowing stores */
@@ -918,8 +925,9 @@ fquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint
            int st)
 {
   uint8_t *dst = codes + first * (uint64_t) bits / 8;
-  /* whole groups keep four vectors' codes aligned to their size */
-  int stream = a->stream && (uintptr_t) dst % (4 * PIQ_W * bits / 8) == 0;
+  /* whole groups keep four vectors' codes aligned to their size (6-bit codes: to
+   * the size of f6_store4's stores) */
+  int stream = a->stream && (uintptr_t) dst % (bits == 6 ? F6_STREAM_ALIGN : 4 * PIQ_W * bits / 8) == 0;
   int e8m0 = a->scale_kind == PIQ_SCALE_E8M0;
   const uint64_t b_first = first / a->block;
   size_t b0 = 0;
@@ -1618,6 +1626,7 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
                     uint8_t *codes, uint8_t *scales, int32_t *zero_points)
 {
   int sat = a->scale_kind == PIQ_SCALE_E8M0 || a->saturate || a->code == PIQ_C_FP4_E2M1 ||
+            a->code == PIQ_C_FP6_E2M3 || a->code == PIQ_C_FP6_E3M2 ||
             a->code < 0 || a->code == PIQ_C_NF4 || a->code == PIQ_C_FP4_BNB;
   int sg = a->code < 0 && a->qmin < 0;
 
@@ -1653,6 +1662,7 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
           return; \
         }
       FQ_LIST (FQ_)
+      FQ_LIST_FP6 (FQ_)
 #undef FQ_
     }
   piq_block_quantize (a, PIQ_F_F32, src, first, n, codes, scales, zero_points);
@@ -1683,6 +1693,7 @@ block_dequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
       if (a->code == (c) && a->bits == (b) && a->high_first == (h) && is_signed == (s)) \
         { fdequantize (a, codes, scales, zero_points, first, n, dst, add, c, b, h, s); return; }
       FD_LIST (FD_)
+      FD_LIST_FP6 (FD_)
 #undef FD_
     }
   piq_block_dequantize (a, codes, scales, zero_points, first, n, PIQ_F_F32, dst, add);
