@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,6 +411,14 @@ static const BlockCase block_cases[] = {
   /* the scalar driver's: must be handed over unchanged */
   { PIQ_C_BFP3, 4, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
   { PIQ_C_BINARY, 1, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+  /* NF8 (f32 and f16 scales), BFP: MSFP12 (BFP3, either nibble order) and MSFP16
+   * (BFP7) in the vector bodies, the other widths handed to the scalar driver */
+  { PIQ_C_NF8, 8, 0, PIQ_SCALE_F32, 0, 1, 0, 0 },
+  { PIQ_C_NF8, 8, 0, PIQ_SCALE_F16, 0, 1, 0, 0 },
+  { PIQ_C_BFP3, 4, 0, PIQ_SCALE_E8M0, 0, 1, 1, 0 },
+  { PIQ_C_BFP7, 8, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
+  { PIQ_C_BFP2, 3, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
+  { PIQ_C_BFP8, 9, 0, PIQ_SCALE_E8M0, 0, 1, 0, 0 },
 };
 static const size_t block_sizes[] = { 0 /* per tensor */, 16, 32, 64, 128, 24, 3 };
 static const size_t block_lengths[] = { 0, 1, 7, 16, 17, 33, 64, 65, 127, 1023, 4099 };
@@ -767,6 +776,227 @@ check_fp6_edges (const PiqKernelTable *t)
   return 1;
 }
 
+/* Quantize x (n elements) with a on the table and on the scalar entry, compare the
+ * codes and scales, then dequantize the scalar's codes both ways, SET and ADD. */
+static int
+check_codes_both (const PiqKernelTable *t, const PiqBlockArgs *a, const float *x, size_t n,
+                  const char *what)
+{
+  enum { MAXN = 64 * 128 };
+  static uint8_t codes[2][MAXN * 2 + 64], scl[2][MAXN + 64];
+  static float y[2][MAXN];
+  size_t cb = (n * (size_t) a->bits + 7) / 8;
+
+  for (int k = 0; k < 2; k++)
+    {
+      memset (codes[k], 0x5a, sizeof codes[k]);
+      memset (scl[k], 0x5a, sizeof scl[k]);
+    }
+  piq_kernels_scalar.block_quantize (a, x, 0, n, codes[0], scl[0], NULL);
+  t->block_quantize (a, x, 0, n, codes[1], scl[1], NULL);
+  if (memcmp (codes[0], codes[1], sizeof codes[0]) != 0 || memcmp (scl[0], scl[1], sizeof scl[0]) != 0)
+    {
+      for (size_t i = 0; i < cb; i++)
+        if (codes[0][i] != codes[1][i])
+          {
+            size_t e = i * 8 / (size_t) a->bits;
+            snprintf (diag, sizeof diag, "%s, %s, index0 %llu: code byte %zu (x[%zu] = %a): %02x, "
+                      "scalar %02x", what, a->stochastic ? "stochastic" : "nearest",
+                      (unsigned long long) a->index0, i, e, (double) x[e], codes[1][i], codes[0][i]);
+            return 0;
+          }
+      snprintf (diag, sizeof diag, "%s, %s: scales differ", what, a->stochastic ? "stochastic" : "nearest");
+      return 0;
+    }
+  for (int add = 0; add < 2; add++)
+    {
+      fill_random ((uint8_t *) y[0], n * 4);
+      memcpy (y[1], y[0], n * 4);
+      piq_kernels_scalar.block_dequantize (a, codes[0], scl[0], NULL, 0, n, y[0], add);
+      t->block_dequantize (a, codes[0], scl[0], NULL, 0, n, y[1], add);
+      if (memcmp (y[0], y[1], n * 4) != 0)
+        {
+          snprintf (diag, sizeof diag, "%s: dequantize (%s) differs", what, add ? "add" : "set");
+          return 0;
+        }
+    }
+  return 1;
+}
+
+/* NF8 at its edges: first that each threshold of the vector bodies' nearest rule
+ * (piq_nf8_midpoints) is where the scalar codec's binary32 rule switches to the
+ * upper level; then every level, every threshold, the true midpoint between levels
+ * (ties) and their binary32 neighbours, ±1 and beyond, huge values, ±Inf, NaN, ±0
+ * and subnormals, per tensor (scale 1: the codes of x itself) and in blocks of 64
+ * whose max |x| is 1, with nearest and stochastic rounding (index0 near 2^32 too). */
+static int
+check_nf8_edges (const PiqKernelTable *t)
+{
+  enum { N = 64 * 128 };
+  static const float special[] = { 1.0f, -1.0f, 1.0000001f, -1.0000001f, 2.0f, -3.0f, 1e10f,
+                                   -1e10f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY, NAN, -NAN,
+                                   -0.0f, 0.0f, 0x1p-149f, -0x1p-149f, 0x1p-130f, -0x1p-127f };
+  static float x[N];
+  size_t n = 0;
+
+  for (int i = 0; i < 255; i++)
+    {
+      float lo = piq_nf8_values[i], hi = piq_nf8_values[i + 1], m = piq_nf8_midpoints[i];
+      float m1 = nextafterf (m, 2.0f);
+      if (!(m >= lo && m < hi && m - lo <= hi - m && !(m1 - lo <= hi - m1)) ||
+          piq_nf8_encode (m, 0, 0.0f) != (unsigned) i || piq_nf8_encode (m1, 0, 0.0f) != (unsigned) i + 1)
+        {
+          snprintf (diag, sizeof diag, "piq_nf8_midpoints[%d] = %a is not the scalar rule's switch", i,
+                    (double) m);
+          return 0;
+        }
+    }
+  for (int i = 0; i < 256; i++)
+    for (int d = -1; d <= 1; d++)
+      {
+        float v = piq_nf8_values[i];
+        x[n++] = d < 0 ? nextafterf (v, -2.0f) : d > 0 ? nextafterf (v, 2.0f) : v;
+        if (i < 255)
+          {
+            float m = piq_nf8_midpoints[i], h = (v + piq_nf8_values[i + 1]) / 2;
+            x[n++] = d < 0 ? nextafterf (m, -2.0f) : d > 0 ? nextafterf (m, 2.0f) : m;
+            x[n++] = d < 0 ? nextafterf (h, -2.0f) : d > 0 ? nextafterf (h, 2.0f) : h;
+          }
+      }
+  for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+    x[n++] = special[i];
+  while (n % 64 != 0)
+    x[n++] = 0.5f;
+  /* the same values in blocks of 64 that also hold ±1 (max |x| 1, inverse scale 1) */
+  for (size_t m = n, i = 0; n < N; n++, i++)
+    x[n] = n % 64 == 0 ? 1.0f : n % 64 == 1 ? -1.0f
+           : isfinite (x[i % m]) && fabsf (x[i % m]) <= 1.0f ? x[i % m] : 0.25f;
+
+  for (int stoch = 0; stoch < 5; stoch++)
+    for (int fixed = 0; fixed < 2; fixed++)
+      {
+        const BlockCase c = { PIQ_C_NF8, 8, 0, PIQ_SCALE_F32, 0, 1, 0, 0 };
+        PiqBlockArgs a = block_args (&c, fixed ? 0 : 64, stoch > 0);
+        if (stoch)
+          stoch_seed (&a, 0, N);
+        a.scale = 1.0f;
+        for (size_t len = N; len > 0; len = len == N ? N - 61 : 0)   /* and a ragged tail */
+          if (!check_codes_both (t, &a, x, len, fixed ? "nf8 per tensor" : "nf8 blocks of 64"))
+            return 0;
+      }
+  return 1;
+}
+
+/* One BFP box of kind k (m-bit magnitudes): zeros of both signs, max |x| subnormal,
+ * near FLT_MAX, at the m-bit rounding's carry into the next binade or one ulp below
+ * it, exact ties of x · 2^−shift at k + 1/2, NaN or ±Inf among finite values, a tiny
+ * normal max (the multiplier 2^(127 + m − E) past binary32), powers of two, and
+ * random values. Kinds below 8 keep the box finite and in the vector rules. */
+static void
+bfp_box (float *x, size_t len, int m, int kind)
+{
+  int e = (int) (rnd () % 200) - 100;
+  double mag = ldexp (1.0, e);
+
+  for (size_t i = 0; i < len; i++)
+    x[i] = (float) interesting (mag / 300);
+  for (size_t i = 0; i < len; i++)
+    if (kind < 8 && !isfinite (x[i]))
+      x[i] = 0.0f;
+  switch (kind)
+    {
+    case 0:                                /* random, max at a power of two */
+      x[rnd () % len] = rnd () % 2 ? (float) mag * 4 : -(float) mag * 4;
+      break;
+    case 1:                                /* near FLT_MAX: E clamps to 254 */
+      for (size_t i = 0; i < len; i++)
+        x[i] = (float) ((double) x[i] / mag * 0x1p120);
+      x[rnd () % len] = rnd () % 2 ? FLT_MAX : -nextafterf (FLT_MAX, 0.0f);
+      break;
+    case 2: case 3:                        /* the carry: mantissa 2^23 − 2^(23 − m), or one below */
+      {
+        uint32_t b = (uint32_t) (e + 127) << 23 | (0x800000u - (0x800000u >> m) - (kind == 3));
+        float v;
+        memcpy (&v, &b, 4);
+        for (size_t i = 0; i < len; i++)
+          if (fabsf (x[i]) >= v)
+            x[i] = v / 3;
+        x[rnd () % len] = rnd () % 2 ? v : -v;
+      }
+      break;
+    case 4:                                /* ties: max 1.5 · 2^e, shift e + 1 − m */
+      {
+        float q = ldexpf (1.0f, e + 1 - m);
+        for (size_t i = 0; i < len; i++)
+          x[i] = ((float) (rnd () % ((1u << m) - 1)) + 0.5f) * q * (rnd () % 2 ? 1.0f : -1.0f);
+        x[0] = 1.5f * ldexpf (1.0f, e);
+      }
+      break;
+    case 5:                                /* −0, +0 and a few values */
+      for (size_t i = 0; i < len; i++)
+        if (rnd () % 2)
+          x[i] = rnd () % 2 ? -0.0f : 0.0f;
+      break;
+    case 6: case 7:                        /* random */
+      break;
+    case 8:                                /* all zeros */
+      for (size_t i = 0; i < len; i++)
+        x[i] = rnd () % 2 ? -0.0f : 0.0f;
+      break;
+    case 9:                                /* max subnormal */
+      for (size_t i = 0; i < len; i++)
+        x[i] = ldexpf ((float) ((int) (rnd () % 2001) - 1000), -149 + (int) (rnd () % 12));
+      break;
+    case 10:                               /* tiny normal max */
+      for (size_t i = 0; i < len; i++)
+        x[i] = ldexpf ((float) ((int) (rnd () % 2001) - 1000), -136 + (int) (rnd () % 6));
+      break;
+    case 11:                               /* NaN or ±Inf among finite values */
+      x[rnd () % len] = rnd () % 3 == 0 ? NAN : rnd () % 2 ? INFINITY : -INFINITY;
+      break;
+    default:
+      break;
+    }
+}
+
+/* BFP boxes (MSFP12 in either nibble order, MSFP16) of every kind of bfp_box, the
+ * first groups of boxes all within the vector rules and the rest mixed; boxes of 16
+ * and 32; per tensor too; nearest and stochastic rounding. */
+static int
+check_bfp_edges (const PiqKernelTable *t)
+{
+  enum { N = 64 * 128 };
+  static const struct { int code, bits, hf; } fmts[] = {
+    { PIQ_C_BFP3, 4, 0 }, { PIQ_C_BFP3, 4, 1 }, { PIQ_C_BFP7, 8, 0 },
+  };
+  static float x[N];
+
+  for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++)
+    for (size_t box = 16; box <= 32; box *= 2)
+      for (int stoch = 0; stoch < 4; stoch++)
+        {
+          const BlockCase c = { fmts[f].code, fmts[f].bits, 0, PIQ_SCALE_E8M0, 0, 1, fmts[f].hf, 0 };
+          int m = fmts[f].bits - 1;
+          for (int fixed = 0; fixed < 2; fixed++)
+            {
+              PiqBlockArgs a = block_args (&c, fixed ? 0 : box, stoch > 0);
+              size_t n = N - (rnd () % 2 ? box / 2 + 3 : 0);   /* a ragged last box, sometimes */
+              char what[64];
+              for (size_t b = 0; b * box < n; b++)
+                bfp_box (x + b * box, b * box + box <= n ? box : n - b * box, m,
+                         (int) (rnd () % (b < 64 ? 8 : 12)));
+              if (stoch)
+                stoch_seed (&a, 0, n);
+              a.scale = ldexpf (1.0f, (int) (rnd () % 40) - 20);
+              snprintf (what, sizeof what, "bfp%d-%dbit/hf%d %s %zu", fmts[f].code - PIQ_C_BFP2 + 2,
+                        fmts[f].bits, fmts[f].hf, fixed ? "per tensor" : "boxes of", box);
+              if (!check_codes_both (t, &a, x, n, what))
+                return 0;
+            }
+        }
+  return 1;
+}
+
 /* ggml Q8_0 and Q4_0: every table's codes and scales byte-identical to the scalar
  * codec's, and its SET and ADD dequantization too. Blocks of chosen kinds: random
  * values (ties, NaN, ±Inf, −0, subnormals), all zeros of either sign, max |x| at a
@@ -937,6 +1167,8 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
     }
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
   report (skip != NULL || check_fp6_edges (t), t->name, "block/f32/fp6-edges", skip);
+  report (skip != NULL || check_nf8_edges (t), t->name, "block/f32/nf8-edges", skip);
+  report (skip != NULL || check_bfp_edges (t), t->name, "block/f32/bfp-edges", skip);
   report (skip != NULL || check_ggml (t, PIQ_C_Q8_0), t->name, "block/f32/q8_0", skip);
   report (skip != NULL || check_ggml (t, PIQ_C_Q4_0), t->name, "block/f32/q4_0", skip);
 }

@@ -1607,6 +1607,9 @@ fbinary_dequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *
     piq_block_dequantize (a, codes, scales, NULL, first + b0, n - b0, PIQ_F_F32, y + b0, add);
 }
 
+/* NF8 and block floating point (MSFP): their own bodies */
+#include "piq-formats-vec-msfp.h"
+
 /* The specializations: quantize (format, code bits, high nibble first, saturate,
  * signed integer), dequantize (format, code bits, high nibble first, signed integer).
  * Minifloats without NaN (FP4) always saturate; integers saturate by clamping. */
@@ -1645,6 +1648,8 @@ block_quantize_f32 (const PiqBlockArgs *a, const void *src, uint64_t first, size
         gquantize (a, src, first, n, codes, PIQ_C_Q4_0, 0);
       return;
     }
+  if (mquantize_f32 (a, src, first, n, codes, scales, zero_points))
+    return;
   if (fvec_takes (a, 1) && a->code == PIQ_C_BINARY)
     {
       fbinary_quantize (a, src, first, n, codes, scales, zero_points);
@@ -1682,6 +1687,8 @@ block_dequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t
         gdequantize (a, codes, first, n, dst, add, PIQ_C_Q4_0);
       return;
     }
+  if (mdequantize_f32 (a, codes, scales, first, n, dst, add))
+    return;
   if (fvec_takes (a, 0) && a->code == PIQ_C_BINARY)
     {
       fbinary_dequantize (a, codes, scales, first, n, dst, add);

@@ -1,0 +1,468 @@
+/* piq-formats-vec-msfp.h: the vector bodies of NF8 and block floating point (MSFP)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Included by piq-formats-vec-body.h after its helpers (fstats, fstore, the
+ * transposing max FT_TREE_, the stochastic keys …), before its dispatch. Quantize,
+ * nearest and stochastic, and dequantize, SET and ADD, of f32 data:
+ * - NF8 with f32 or f16 block scales (a multiple of PIQ_W elements) or per tensor;
+ * - BFP with 4-bit codes (BFP3: MSFP12, either nibble order) and 8-bit codes (BFP7:
+ *   MSFP16) with shared exponents (E8M0 boxes of a multiple of PIQ_W) or per tensor.
+ * The other BFP widths (3, 5, 6, 7 and 9 bits), ragged last blocks and calls whose
+ * stochastic indices cross a multiple of 2^32 run the scalar driver.
+ *
+ * Same bytes as the scalar codecs (piq-formats-private.h, piq-formats.c):
+ * - NF8 nearest is the number of the precomputed thresholds piq_nf8_midpoints below
+ *   x · inv: each is the last binary32 value at which the scalar's binary32 rule
+ *   x − lo ≤ hi − x still picks the lower level, so counting them is that rule
+ *   (tests/test-kernels.c checks each threshold). Stochastic counts the levels at or
+ *   below x · inv, as the scalar's binary search finds lo, and draws between lo and
+ *   hi with the scalar's binary32 (x − lo) / (hi − lo). Both counts are a binary
+ *   search over a table in the order of the search's levels (piq_nf8_*_tree): the
+ *   first levels are permutes of one or two vectors, the larger ones gathers (or
+ *   lane lookups where the unit has no gather).
+ * - BFP: the box exponent E = the biased exponent of max |x| + 1, + 1 more where
+ *   the m-bit rounding of max |x| carries (the scalar's nearbyintf test, as an add
+ *   at the mantissa's bit 23 − m), clamped to 254; elements are x · 2^(127 + m − E),
+ *   the exact scaling ldexpf does, rounded (nearest even, or the stochastic rule on
+ *   the clamped value: the bounds ±(2^m − 1) are integers, so clamping commutes with
+ *   rounding) to a sign bit and an m-bit magnitude. A box whose max |x| is 0,
+ *   subnormal or not finite, or whose 2^(127 + m − E) is not a binary32 value, takes
+ *   the scalar codec.
+ */
+
+/* Which calls these bodies take (both directions). */
+VINLINE int
+mvec_takes (const PiqBlockArgs *a)
+{
+  if (a->code < 0 || a->bits == 0 || (!a->fixed && a->block % PIQ_W != 0))
+    return 0;
+  if (a->code == PIQ_C_NF8)
+    return a->fixed || a->scale_kind != PIQ_SCALE_E8M0;
+  if (piq_code_family[a->code] == PIQ_FAMILY_BFP)
+    return (a->bits == 4 || a->bits == 8) && (a->fixed || a->scale_kind == PIQ_SCALE_E8M0);
+  return 0;
+}
+
+/* Lane j: t[k[j]], 0 ≤ k[j] < 256: the ISA's gather where it has one. */
+VINLINE vf
+mlut (const float *t, vi k)
+{
+#if PIQ_W == 16 && defined __AVX512F__
+  return (vf) _mm512_i32gather_ps ((__m512i) k, t, 4);
+#elif PIQ_W == 8 && defined __AVX2__
+  return (vf) _mm256_i32gather_ps (t, (__m256i) k, 4);
+#else
+  vf r;
+  for (int j = 0; j < PIQ_W; j++)
+    r[j] = t[k[j]];
+  return r;
+#endif
+}
+
+/* Entry k[j] of a table of n floats (a power of two) at t: one or two vectors
+ * permuted, or gathered. The vector loads may read past the n entries (the tree
+ * tables have 256). */
+VINLINE vf
+mlevel (const float *t, int n, vi k)
+{
+  vf a, b;
+
+  if (n == 1)
+    return vsplat (t[0]);
+  if (n > 2 * PIQ_W)
+    return mlut (t, k);
+  memcpy (&a, t, sizeof a);
+  if (n <= PIQ_W)
+    return fperm1_f (a, k);
+  memcpy (&b, t + PIQ_W, sizeof b);
+  return fperm2_f (a, b, k);
+}
+
+/* The number of a sorted table's 255 values below v (le: at or below v), by binary
+ * search over the table in level order (tr): after level s the count is a multiple
+ * of 2^(8−s), and its quotient by that is the index into the level's 2^s values. */
+VINLINE vi
+mcount (vf v, const float *tr, int le)
+{
+  vi c = fsplat_i (0);
+
+  for (int s = 0; s < 8; s++)
+    {
+      vf t = mlevel (tr + (1 << s) - 1, 1 << s, c >> (8 - s));
+      c += (le ? (vi) (t <= v) : (vi) (t < v)) & (128 >> s);
+    }
+  return c;
+}
+
+/* piq_nf8_encode of v = x · inv. fin: no lane is NaN. */
+VINLINE vi
+nf8_encode (vf v, int fin, int st, vu h)
+{
+  vi c;
+
+  if (st)
+    {
+      /* c levels of 1 … 255 at or below v: lo = level c, hi = level c + 1 (v ≥ 1,
+       * c = 255, is code 255); v ≤ −1 gives c = 0 and a fraction ≤ 0 (or −Inf),
+       * never drawn up, as the scalar's code 0; v = lo gives 0 too */
+      vi ci;
+      vf lo, hi;
+      c = mcount (v, piq_nf8_level_tree, 1);
+      ci = c + (vi) (c > 254);
+      lo = mlut (piq_nf8_values, ci);
+      hi = mlut (piq_nf8_values + 1, ci);
+      c = ci - (vi) (funiform (h) < (v - lo) / (hi - lo));
+      c = (vi) vsel ((vi) (v >= vsplat (1.0f)), (vf) fsplat_i (255), (vf) c);
+    }
+  else
+    c = mcount (v, piq_nf8_mid_tree, 0);
+  if (fin)
+    return c;
+  return (vi) vsel ((vi) (v == v), (vf) c, (vf) fsplat_i (127));   /* NaN: the code of 0 */
+}
+
+/* The BFP code of x with the box's multiplier mul (2^−shift, or 1 / scale per
+ * tensor): sign bit m, magnitude below. fin: no lane of x · mul is NaN. */
+VINLINE vi
+bfp_encode (vf x, vf mul, int mb, int fin, int st, vu h)
+{
+  const float top = (float) ((1 << mb) - 1);
+  vf v = x * mul;
+  vi r, s;
+
+  if (!fin)
+    v = (vf) ((vi) v & (v == v));          /* NaN: magnitude 0 */
+  v = vmin (vmax (v, vsplat (-top)), vsplat (top));
+  r = st ? vstoch_r (v, h) : frint (v);
+  s = r >> 31;
+  r = (r ^ s) - s;                         /* |r|: the scalar's fabsf */
+  return r | (vi) (((vu) x >> 31) << mb);  /* the sign of x, as signbit */
+}
+
+VINLINE vi
+mencode (vf x, vf mul, int code, int mb, int fin, int st, uint32_t key, uint32_t p)
+{
+  vu h = st ? vhash (key, p) : (vu) fsplat_i (0);
+
+  if (code == PIQ_C_NF8)
+    return nf8_encode (x * mul, fin, st, h);
+  return bfp_encode (x, mul, mb, fin, st, h);
+}
+
+/* Four vectors of codes (0 … 255) to dst in element order; stream as fencode4. */
+VINLINE void
+mstore4 (uint8_t *dst, vi c0, vi c1, vi c2, vi c3, int bits, int hf, int stream)
+{
+#ifdef PIQ_VEC_PACKS_DW
+  vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
+  store_codes4 (dst, (vbw) PIQ_VEC_PACKUS_WB (w0, w1), bits, 0, 0, hf, stream);
+#else
+  const size_t step = PIQ_W * bits / 8;
+  (void) stream;
+  fstore (dst, c0, bits, hf);
+  fstore (dst + step, c1, bits, hf);
+  fstore (dst + 2 * step, c2, bits, hf);
+  fstore (dst + 3 * step, c3, bits, hf);
+#endif
+}
+
+/* The codes of n elements (a multiple of PIQ_W) with one multiplier; ix: the low
+ * 32 bits of x[0]'s index; pf: prefetch x (per tensor, the first pass over it). */
+VINLINE void
+mspan (const float *x, size_t n, float mul, uint8_t *dst, int code, int mb, int bits, int hf,
+       int fin, int st, uint32_t key, uint32_t ix, int pf, int stream)
+{
+  const size_t step = PIQ_W * bits / 8;
+  const vf m = vsplat (mul);
+  size_t i = 0;
+
+  for (; i + 4 * PIQ_W <= n; i += 4 * PIQ_W, dst += 4 * step)
+    {
+      uint32_t p = ix + (uint32_t) i;
+      if (pf)
+        fprefetch4 (x + i + PIQ_PREFETCH);
+      mstore4 (dst, mencode (fload (x + i), m, code, mb, fin, st, key, p),
+               mencode (fload (x + i + PIQ_W), m, code, mb, fin, st, key, p + PIQ_W),
+               mencode (fload (x + i + 2 * PIQ_W), m, code, mb, fin, st, key, p + 2 * PIQ_W),
+               mencode (fload (x + i + 3 * PIQ_W), m, code, mb, fin, st, key, p + 3 * PIQ_W),
+               bits, hf, stream);
+    }
+  for (; i < n; i += PIQ_W, dst += step)
+    fstore (dst, mencode (fload (x + i), m, code, mb, fin, st, key, ix + (uint32_t) i), bits, hf);
+}
+
+/* One block from its statistics (the scalar parameters), element `at` of the call
+ * (block index b). A BFP box whose multiplier 2^−shift is not a binary32 value
+ * (max |x| below about 2^(m − 128)) runs the scalar codec. */
+VINLINE void
+mblock (const PiqBlockArgs *a, const float *x, uint64_t first, size_t at, uint8_t *codes,
+        uint8_t *scales, int32_t *zero_points, int code, int mb, int bits, int hf, int st,
+        uint32_t key, uint32_t ix)
+{
+  PiqBlockStats bst;
+  PiqBlockP p;
+  uint8_t *dst = codes + (first + at) * bits / 8;
+  const uint64_t b = (first + at) / a->block;
+
+  if (code != PIQ_C_NF8)
+    {
+      fstats (x + at, a->block, code, &bst);
+      piq_block_params (a, &bst, a->block, b, scales, zero_points, &p);
+      if (p.nan_scale)
+        memset (dst, 0, a->block * bits / 8);   /* the scalar's codes of a NaN box */
+      else if (-p.shift <= 127)
+        mspan (x + at, a->block, piq_pow2f (-p.shift), dst, code, mb, bits, hf, 0, st, key,
+               ix + (uint32_t) at, 0, 0);
+      else
+        piq_block_quantize (a, PIQ_F_F32, x + at, first + at, a->block, codes, scales, zero_points);
+      return;
+    }
+  fstats (x + at, a->block, code, &bst);
+  piq_block_params (a, &bst, a->block, b, scales, zero_points, &p);
+  mspan (x + at, a->block, p.inv, dst, code, mb, bits, hf, 0, st, key, ix + (uint32_t) at, 0, 0);
+}
+
+/* PIQ_W whole blocks from element `at`: their max |x| by the transposing reduction,
+ * each lane's parameters as piq_block_params derives them (NF8 with f32 scales:
+ * scale max |x|, inverse 1 / max |x|; BFP: E and 2^(127 + m − E) from the bits of
+ * max |x|), then the codes, four vectors at a time. Lanes those rules do not cover
+ * (NaN or Inf in the block, max |x| zero or too small) take mblock. */
+VINLINE void
+mgroup (const PiqBlockArgs *a, const float *x, uint64_t first, size_t at, uint8_t *codes,
+        uint8_t *scales, int32_t *zero_points, int code, int mb, int bits, int hf, int st,
+        int stream, uint32_t key, uint32_t ix)
+{
+  const size_t K = a->block / PIQ_W, step = PIQ_W * bits / 8;
+  const uint64_t b_first = (first + at) / a->block;
+  const float *xs = x + at;
+  uint8_t *dst = codes + (first + at) * bits / 8;
+  vu m[PIQ_W];
+  vi bad, e = fsplat_i (0);
+  vf mul;
+  float mbuf[PIQ_W];
+  int32_t badbuf[PIQ_W], ebuf[PIQ_W];
+  uint32_t abuf[PIQ_W];
+
+  switch (K)
+    {
+    case 1:  fgroup_amax (xs, 1, m); break;
+    case 2:  fgroup_amax (xs, 2, m); break;
+    case 4:  fgroup_amax (xs, 4, m); break;
+    default: fgroup_amax (xs, K, m); break;
+    }
+  FT_TREE_ (m)
+  if (code == PIQ_C_NF8)
+    {
+      mul = vsplat (1.0f) / (vf) m[0];
+      bad = (vi) (m[0] >= 0x7f800000u) | (vi) ((vu) mul >= 0x7f800000u);
+    }
+  else
+    {
+      /* the rounding of max |x| to m bits carries into the exponent exactly when its
+       * mantissa is at least 2^23 − 2^(23 − m) (nearbyintf's half-way case is even,
+       * 2^m, so it carries too) */
+      e = (vi) ((m[0] + (1u << (23 - mb))) >> 23) + 1;
+      e = (vi) vsel ((vi) (e > 254), (vf) fsplat_i (254), (vf) e);
+      bad = (vi) (m[0] < 0x00800000u) | (vi) (m[0] >= 0x7f800000u) | (vi) (e < mb);
+      mul = (vf) ((fsplat_i (254 + mb) - e) << 23);   /* 2^(127 + m − E) */
+    }
+
+  if (!fany (bad))
+    {
+      if (code == PIQ_C_NF8)
+        memcpy (scales + 4 * b_first, &m[0], sizeof m[0]);   /* the scale is max |x| */
+      else
+        {
+          vb eb = __builtin_convertvector (e, vb);
+          memcpy (scales + b_first, &eb, sizeof eb);
+        }
+      memcpy (mbuf, &mul, sizeof mbuf);
+      /* whole vectors of the group, four at a time, each with its block's multiplier */
+      for (size_t i = 0; i < PIQ_W * a->block; i += 4 * PIQ_W, dst += 4 * step)
+        {
+          uint32_t p = ix + (uint32_t) (at + i);
+          size_t v = i / PIQ_W;
+          __builtin_prefetch (xs + i + PIQ_W * a->block + PIQ_PREFETCH);
+          mstore4 (dst,
+                   mencode (fload (xs + i), vsplat (mbuf[v / K]), code, mb, 1, st, key, p),
+                   mencode (fload (xs + i + PIQ_W), vsplat (mbuf[(v + 1) / K]), code, mb, 1, st,
+                            key, p + PIQ_W),
+                   mencode (fload (xs + i + 2 * PIQ_W), vsplat (mbuf[(v + 2) / K]), code, mb, 1,
+                            st, key, p + 2 * PIQ_W),
+                   mencode (fload (xs + i + 3 * PIQ_W), vsplat (mbuf[(v + 3) / K]), code, mb, 1,
+                            st, key, p + 3 * PIQ_W),
+                   bits, hf, stream);
+        }
+      return;
+    }
+
+  memcpy (mbuf, &mul, sizeof mbuf);
+  memcpy (badbuf, &bad, sizeof badbuf);
+  memcpy (ebuf, &e, sizeof ebuf);
+  memcpy (abuf, &m[0], sizeof abuf);
+  for (int j = 0; j < PIQ_W; j++)
+    {
+      size_t bat = at + (size_t) j * a->block;
+      if (badbuf[j])
+        {
+          mblock (a, x, first, bat, codes, scales, zero_points, code, mb, bits, hf, st, key, ix);
+          continue;
+        }
+      if (code == PIQ_C_NF8)
+        memcpy (scales + 4 * (b_first + (uint64_t) j), &abuf[j], 4);
+      else
+        scales[b_first + (uint64_t) j] = (uint8_t) ebuf[j];
+      mspan (x + bat, a->block, mbuf[j], codes + (first + bat) * bits / 8, code, mb, bits, hf, 1,
+             st, key, ix + (uint32_t) bat, 0, 0);
+    }
+}
+
+VINLINE void
+mquantize (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
+           uint8_t *scales, int32_t *zero_points, int code, int bits, int hf, int st)
+{
+  const int mb = code == PIQ_C_NF8 ? 0 : piq_bfp_mbits (code);
+  uint8_t *dst = codes + first * (uint64_t) bits / 8;
+  int stream = a->stream && (uintptr_t) dst % (4 * PIQ_W * bits / 8) == 0;
+  /* element i's index is index0 + first + i: its low 32 bits ix + i, the high ones
+   * (in key) the same throughout the call */
+  const uint32_t ix = (uint32_t) (a->index0 + first);
+  uint32_t key = 0;
+  size_t b0 = 0;
+
+  if (st && !fstoch_key (a, a->index0 + first, n, &key))
+    {
+      piq_block_quantize (a, PIQ_F_F32, x, first, n, codes, scales, zero_points);
+      return;
+    }
+  if (a->fixed)
+    {
+      PiqBlockP p;
+      piq_block_params_fixed (a, &p);
+      b0 = n - n % PIQ_W;
+      mspan (x, b0, p.inv, dst, code, mb, bits, hf, 0, st, key, ix, 1, stream);
+    }
+  else
+    {
+      const size_t gsize = PIQ_W * a->block;
+      /* NF8's f16 scales round max |x| first: those blocks take the scalar parameters */
+      if (code != PIQ_C_NF8 || a->scale_kind == PIQ_SCALE_F32)
+        for (; b0 + gsize <= n; b0 += gsize)
+          mgroup (a, x, first, b0, codes, scales, zero_points, code, mb, bits, hf, st, stream,
+                  key, ix);
+      for (; b0 + a->block <= n; b0 += a->block)
+        mblock (a, x, first, b0, codes, scales, zero_points, code, mb, bits, hf, st, key, ix);
+    }
+  stream_fence (stream);
+  if (b0 < n)   /* the ragged last block, or the per-tensor tail */
+    piq_block_quantize (a, PIQ_F_F32, x + b0, first + b0, n - b0, codes, scales, zero_points);
+}
+
+/* ---- dequantize ---- */
+
+VINLINE vf
+mdecode (const PiqBlockP *p, vi c, int code, int mb, int fixed)
+{
+  vf v;
+
+  if (p->nan_scale)
+    return vsplat (NAN);
+  if (code == PIQ_C_NF8)
+    return mlut (piq_nf8_values, c) * vsplat (p->scale);
+  /* mag · 2^shift is exact (mag < 2^9, 2^shift ≥ 2^−135), as ldexpf; the sign
+   * flipped as the scalar's −v */
+  v = __builtin_convertvector (c & ((1 << mb) - 1), vf) *
+      vsplat (fixed ? p->scale : piq_pow2f (p->shift));
+  return (vf) ((vi) v ^ ((c >> mb) << 31));
+}
+
+/* add and stream (SET to vector-aligned y, past the caches) are constants here */
+VINLINE void
+mdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                 uint64_t first, size_t n, float *y, int add, int stream, int code, int bits,
+                 int hf)
+{
+  const int mb = code == PIQ_C_NF8 ? 0 : piq_bfp_mbits (code);
+  size_t step = a->fixed ? n - n % PIQ_W : a->block, b0 = 0;
+
+  for (; step > 0 && b0 + step <= n; b0 += step)
+    {
+      PiqBlockP p;
+      const uint8_t *src = codes + (first + b0) * (uint64_t) bits / 8;
+
+      piq_block_load_params (a, scales, NULL, (first + b0) / a->block, &p);
+      for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)
+        {
+          vf v = mdecode (&p, fload_codes (src, bits, 0, hf), code, mb, a->fixed);
+          if (add)
+            v = fadd_keep (fload (y + b0 + i), v);
+#ifdef PIQ_VEC_STREAM
+          if (stream)
+            PIQ_VEC_STREAM (y + b0 + i, v);
+          else
+#endif
+            memcpy (y + b0 + i, &v, sizeof v);
+        }
+    }
+  stream_fence (stream);
+  if (b0 < n)
+    piq_block_dequantize (a, codes, scales, NULL, first + b0, n - b0, PIQ_F_F32, y + b0, add);
+}
+
+VINLINE void
+mdequantize (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales, uint64_t first,
+             size_t n, float *y, int add, int code, int bits, int hf)
+{
+#ifdef PIQ_VEC_STREAM
+  if (!add && a->stream && (uintptr_t) y % sizeof (vf) == 0)
+    mdequantize_run (a, codes, scales, first, n, y, 0, 1, code, bits, hf);
+  else
+#endif
+  if (add)
+    mdequantize_run (a, codes, scales, first, n, y, 1, 0, code, bits, hf);
+  else
+    mdequantize_run (a, codes, scales, first, n, y, 0, 0, code, bits, hf);
+}
+
+/* The specializations: (format, code bits, high nibble first). */
+#define MSFP_LIST(X) \
+  X (PIQ_C_NF8, 8, 0) X (PIQ_C_BFP7, 8, 0) X (PIQ_C_BFP3, 4, 0) X (PIQ_C_BFP3, 4, 1)
+
+/* Returns 0 for the calls these bodies do not take. */
+VINLINE int
+mquantize_f32 (const PiqBlockArgs *a, const float *x, uint64_t first, size_t n, uint8_t *codes,
+               uint8_t *scales, int32_t *zero_points)
+{
+  if (!mvec_takes (a))
+    return 0;
+#define MQ_(c, b, h) \
+  if (a->code == (c) && a->bits == (b) && a->high_first == (h)) \
+    { \
+      if (a->stochastic) \
+        mquantize (a, x, first, n, codes, scales, zero_points, c, b, h, 1); \
+      else \
+        mquantize (a, x, first, n, codes, scales, zero_points, c, b, h, 0); \
+      return 1; \
+    }
+  MSFP_LIST (MQ_)
+#undef MQ_
+  return 0;
+}
+
+VINLINE int
+mdequantize_f32 (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                 uint64_t first, size_t n, float *y, int add)
+{
+  if (!mvec_takes (a))
+    return 0;
+#define MD_(c, b, h) \
+  if (a->code == (c) && a->bits == (b) && a->high_first == (h)) \
+    { \
+      mdequantize (a, codes, scales, first, n, y, add, c, b, h); \
+      return 1; \
+    }
+  MSFP_LIST (MD_)
+#undef MD_
+  return 0;
+}
