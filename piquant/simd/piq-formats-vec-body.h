@@ -497,6 +497,18 @@ fstore (uint8_t *dst, vi c, int bits, int high_first)
   pack_store_w (dst, b, bits, 0);
 }
 
+/* Four vectors of codes, one after another (units without the x86 packs). */
+VINLINE void
+fstore4_each (uint8_t *dst, vi c0, vi c1, vi c2, vi c3, int bits, int hf)
+{
+  const size_t step = PIQ_W * bits / 8;
+
+  fstore (dst, c0, bits, hf);
+  fstore (dst + step, c1, bits, hf);
+  fstore (dst + 2 * step, c2, bits, hf);
+  fstore (dst + 3 * step, c3, bits, hf);
+}
+
 VINLINE vi
 fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
 {
@@ -564,12 +576,8 @@ fencode4 (const float *x, vf i0, vf i1, vf i2, vf i3, const FInt *q, uint8_t *ds
     }
   store_codes4 (dst, b, bits, sg, 0, hf, stream);
 #else
-  const size_t step = PIQ_W * bits / 8;
   (void) stream;
-  fstore (dst, c0, bits, hf);
-  fstore (dst + step, c1, bits, hf);
-  fstore (dst + 2 * step, c2, bits, hf);
-  fstore (dst + 3 * step, c3, bits, hf);
+  fstore4_each (dst, c0, c1, c2, c3, bits, hf);
 #endif
 }
 

@@ -160,12 +160,8 @@ mstore4 (uint8_t *dst, vi c0, vi c1, vi c2, vi c3, int bits, int hf, int stream)
   vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
   store_codes4 (dst, (vbw) PIQ_VEC_PACKUS_WB (w0, w1), bits, 0, 0, hf, stream);
 #else
-  const size_t step = PIQ_W * bits / 8;
   (void) stream;
-  fstore (dst, c0, bits, hf);
-  fstore (dst + step, c1, bits, hf);
-  fstore (dst + 2 * step, c2, bits, hf);
-  fstore (dst + 3 * step, c3, bits, hf);
+  fstore4_each (dst, c0, c1, c2, c3, bits, hf);
 #endif
 }
 
