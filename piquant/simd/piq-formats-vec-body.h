@@ -1013,6 +1013,23 @@ fadd_keep (vf o, vf v)
   return vsel (o == o, o + v, o + o);
 }
 
+/* One decoded vector into y: added to what y holds (ADD), or stored, past the
+ * caches where stream (SET to vector-aligned y); add and stream are constants in
+ * every caller. */
+VINLINE void
+fput (float *y, vf v, int add, int stream)
+{
+  if (add)
+    v = fadd_keep (fload (y), v);
+#ifdef PIQ_VEC_STREAM
+  if (stream)
+    PIQ_VEC_STREAM (y, v);
+  else
+#endif
+    memcpy (y, &v, sizeof v);
+  (void) stream;
+}
+
 /* add and stream (SET to vector-aligned y, past the caches) are constants here */
 VINLINE void
 fdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
@@ -1039,14 +1056,7 @@ fdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *sca
       for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)
         {
           vf v = fdecode (&p, fload_codes (src, bits, is_signed, hf), code);
-          if (add)
-            v = fadd_keep (fload (y + b0 + i), v);
-#ifdef PIQ_VEC_STREAM
-          if (stream)
-            PIQ_VEC_STREAM (y + b0 + i, v);
-          else
-#endif
-            memcpy (y + b0 + i, &v, sizeof v);
+          fput (y + b0 + i, v, add, stream);
         }
     }
   stream_fence (stream);
@@ -1456,14 +1466,7 @@ gdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, uint64_t first, si
             /* (float) code · d, as ggml_decode */
             vf v = __builtin_convertvector (gload_codes (blk + 2, k, code), vf) * d;
             float *p = y + b0 + k * PIQ_W;
-            if (add)
-              v = fadd_keep (fload (p), v);
-#ifdef PIQ_VEC_STREAM
-            if (stream)
-              PIQ_VEC_STREAM (p, v);
-            else
-#endif
-              memcpy (p, &v, sizeof v);
+            fput (p, v, add, stream);
           }
       }
   stream_fence (stream);

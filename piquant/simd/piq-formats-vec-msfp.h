@@ -393,14 +393,7 @@ mdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *sca
       for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)
         {
           vf v = mdecode (&p, fload_codes (src, bits, 0, hf), code, mb, a->fixed);
-          if (add)
-            v = fadd_keep (fload (y + b0 + i), v);
-#ifdef PIQ_VEC_STREAM
-          if (stream)
-            PIQ_VEC_STREAM (y + b0 + i, v);
-          else
-#endif
-            memcpy (y + b0 + i, &v, sizeof v);
+          fput (y + b0 + i, v, add, stream);
         }
     }
   stream_fence (stream);
