@@ -611,6 +611,21 @@ piq_mm_canonical (float v)
   return v != v ? __builtin_nanf ("") : v;
 }
 
+/* A minifloat code times a NaN scale: the scale's NaN, quieted, for every code.
+ * FP8's NaN codes times a NaN scale could give either NaN (IEEE 754 leaves it
+ * open, and the compiler picks the operands' order), so the scalar reference and
+ * the vector bodies both take it from the scale, once per block. */
+static inline float
+piq_nan_scale_product (float scale)
+{
+  uint32_t u;
+
+  memcpy (&u, &scale, sizeof u);
+  u |= 0x00400000u;
+  memcpy (&scale, &u, sizeof u);
+  return scale;
+}
+
 typedef struct {
   float lo, hi;        /* of the finite values; +Inf/−Inf when none */
   float amax, sum_abs; /* of the finite values */

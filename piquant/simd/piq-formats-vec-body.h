@@ -472,7 +472,11 @@ fdecode (const PiqBlockP *p, vi c, int code)
       const PiqMinifloat *f = &piq_minifloats[code];
       v = mf_decode (c, f->mbits, f->bias, 1 + f->ebits + f->mbits, code);
     }
-  return p->nan_scale ? vsplat (NAN) : v * vsplat (p->scale);
+  if (p->nan_scale)
+    return vsplat (NAN);
+  if (code >= 0 && p->scale != p->scale)   /* piq_nan_scale_product */
+    return vsplat (piq_nan_scale_product (p->scale));
+  return v * vsplat (p->scale);
 }
 
 /* Codes as bytes in the low PIQ_W (8 bits) or PIQ_W/2 (4 bits) bytes. */

@@ -205,7 +205,10 @@ decode (const PiqBlockArgs *a, const PiqBlockP *p, uint64_t code)
     case PIQ_C_FP4_BNB: return piq_fp4_bnb_values[code] * p->scale;
     case PIQ_C_NF8:     return piq_nf8_values[code] * p->scale;
     case PIQ_C_BINARY:  return code ? p->scale : -p->scale;
-    default:            return piq_minifloat_decode (&piq_minifloats[a->code], (unsigned) code) * p->scale;
+    default:
+      if (isnan (p->scale))
+        return piq_nan_scale_product (p->scale);
+      return piq_minifloat_decode (&piq_minifloats[a->code], (unsigned) code) * p->scale;
     }
 }
 
