@@ -648,7 +648,7 @@ typedef struct {
   float          lo, hi;        /* the outer bin edges */
   guint          bins;
   guint64        chunk;         /* elements per chunk */
-  guint64       *counts;        /* bins per chunk */
+  guint64       *counts;        /* bins + 1 per chunk (the last: dropped elements) */
 } HistJob;
 
 static inline float
@@ -658,6 +658,63 @@ load_f32 (const guint8 *row,
 {
   /* f64 batches were checked to lie within binary32's range */
   return ft == PIQ_F_F64 ? piq_f64_to_f32 (load_element (row, i, ft)) : piq_load_f (row, i, ft);
+}
+
+/* The bins of up to HIST_BLOCK f32 elements, four lanes at a time (generic vectors:
+ * SSE2, NEON), into @idx: torch.histc's bin as below, and @bins for an element
+ * outside [lo, hi] (a bin past the last, dropped). The same binary32 operations as
+ * the scalar loop, lane by lane (the division included: a vector division rounds
+ * each lane exactly as the scalar one), so the same bins; the conversion to an
+ * integer only sees quotients in [0, bins), and everything else (the top edge, a
+ * quotient that rounds up to bins, and NaN, which the observers have rejected
+ * before) goes to the last bin as the scalar loop's unsigned conversion sends it. */
+#define HIST_BLOCK 256
+typedef float   hist_v4f __attribute__ ((vector_size (16)));
+typedef int32_t hist_v4i __attribute__ ((vector_size (16)));
+
+static void
+hist_bins_f32 (const guint8 *x,
+               gsize         len,
+               float         lo,
+               float         hi,
+               guint         bins,
+               guint32      *idx)
+{
+  const float width = hi - lo, nb = (float) bins;
+  const hist_v4f vlo = { lo, lo, lo, lo }, vhi = { hi, hi, hi, hi };
+  const hist_v4f vnb = { nb, nb, nb, nb }, vw = { width, width, width, width };
+  const hist_v4i last = { (int32_t) bins - 1, (int32_t) bins - 1, (int32_t) bins - 1,
+                          (int32_t) bins - 1 };
+  const hist_v4i drop = last + 1;
+  gsize j = 0;
+
+  for (; j + 4 <= len; j += 4)
+    {
+      hist_v4f v, t;
+      hist_v4i inr, ok, p;
+
+      memcpy (&v, x + 4 * j, sizeof v);          /* rows may be unaligned */
+      inr = (v >= vlo) & (v <= vhi);
+      t = ((v - vlo) * vnb) / vw;
+      ok = inr & (t < vnb);                      /* t in [0, bins); false for NaN */
+      t = (hist_v4f) ((hist_v4i) t & ok);        /* 0 where it is not converted */
+      p = (__builtin_convertvector (t, hist_v4i) & ok)
+          | (~ok & ((last & inr) | (drop & ~inr)));
+      memcpy (idx + j, &p, sizeof p);
+    }
+  for (; j < len; j++)
+    {
+      float v;
+
+      memcpy (&v, x + 4 * j, sizeof v);
+      if (v >= lo && v <= hi)
+        {
+          float t = ((v - lo) * nb) / width;
+          idx[j] = t < nb ? (guint32) t : bins - 1;
+        }
+      else
+        idx[j] = bins;
+    }
 }
 
 static void
@@ -670,14 +727,27 @@ hist_range (void     *data,
 
   for (uint64_t k = start; k < start + n; k++)
     {
-      guint64 *counts = job->counts + k * job->bins;
+      guint64 *counts = job->counts + k * (job->bins + 1);
       guint64 i = k * job->chunk, i1 = MIN (i + job->chunk, job->n);
 
-      memset (counts, 0, job->bins * sizeof *counts);
+      memset (counts, 0, (job->bins + 1) * sizeof *counts);
       while (i < i1)
         {
           guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
           const guint8 *row = job->data + r * job->stride;
+          if (job->ft == PIQ_F_F32)
+            {
+              guint32 idx[HIST_BLOCK];
+              for (guint64 j = c; j < c + len; j += HIST_BLOCK)
+                {
+                  gsize m = (gsize) MIN ((guint64) HIST_BLOCK, c + len - j);
+                  hist_bins_f32 (row + 4 * j, m, job->lo, job->hi, job->bins, idx);
+                  for (gsize e = 0; e < m; e++)
+                    counts[idx[e]]++;
+                }
+              i += len;
+              continue;
+            }
           for (guint64 j = c; j < c + len; j++)
             {
               float x = load_f32 (row, j, job->ft);
@@ -735,14 +805,15 @@ histc (const PiqEngineView *v,
   n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / bins));
   job.chunk = (n + n_chunks - 1) / n_chunks;
   n_chunks = (n + job.chunk - 1) / job.chunk;
-  counts = g_new (guint64, n_chunks * bins);
+  /* bins + 1 per chunk: the last one counts what the f32 path drops */
+  counts = g_new (guint64, n_chunks * (bins + 1));
   job.counts = counts;
   piq_parallel_run (observer_threads (), n_chunks, 1, 2, hist_range, &job);
   for (guint b = 0; b < bins; b++)
     {
       guint64 total = 0;
       for (guint64 k = 0; k < n_chunks; k++)
-        total += counts[k * bins + b];
+        total += counts[k * (bins + 1) + b];
       out[b] = (float) total;
     }
 }

@@ -205,8 +205,8 @@ add_api_rows (const PiqBenchOptions *o)
   n_ops = n_engine_ops;
   for (size_t i = 0; i < o->n_api_rows; i++)
     {
-      add_op (o->api_rows[i].name, OP_API, dtype_by_name ("f32"), &none, 0, 0,
-              o->api_rows[i].target);
+      add_op (o->api_rows[i].name, OP_API, dtype_by_name (o->api_rows[i].bf16 ? "bf16" : "f32"),
+              &none, 0, 0, o->api_rows[i].target);
       hot_ops[n_ops - 1].api = &o->api_rows[i];
     }
 }
@@ -810,11 +810,18 @@ allocate (Bench *b)
   if (!piq_engine_dtype_size (b->f32, n, &b->buf_size[BUF_F32_SRC], &e) ||
       !piq_engine_dtype_size (b->bf16, n, &b->buf_size[BUF_BF16_SRC], &e))
     return -1;
-  /* an API row may read more than one f32 array (fake quantization's x and dy) */
+  /* an API row may read more than one array of its type (fake quantization's x and
+   * dy); the bf16 data is the f32 data rounded, so f32 holds at least as many values */
   for (size_t i = 0; i < b->o->n_api_rows; i++)
-    if (b->o->api_rows[i].read_bytes > 4
-        && n * b->o->api_rows[i].read_bytes > b->buf_size[BUF_F32_SRC])
-      b->buf_size[BUF_F32_SRC] = n * b->o->api_rows[i].read_bytes;
+    {
+      const PiqBenchApiRow *r = &b->o->api_rows[i];
+      size_t bytes = (size_t) n * r->read_bytes, values = bytes / (r->bf16 ? 2 : 4);
+
+      if (r->bf16 && bytes > b->buf_size[BUF_BF16_SRC])
+        b->buf_size[BUF_BF16_SRC] = bytes;
+      if (4 * values > b->buf_size[BUF_F32_SRC])
+        b->buf_size[BUF_F32_SRC] = 4 * values;
+    }
   b->buf_size[BUF_F32_DST] = b->buf_size[BUF_F32_SRC];
   b->buf_size[BUF_BF16_DST] = b->buf_size[BUF_BF16_SRC];
   for (size_t i = 0; i < n_ops; i++)
@@ -849,7 +856,7 @@ allocate (Bench *b)
 
   x = (float *) b->buf[BUF_F32_SRC];
   fill_normal (x, b->buf_size[BUF_F32_SRC] / 4, DATA_SEED);
-  for (uint64_t i = 0; i < n; i++)
+  for (uint64_t i = 0; i < b->buf_size[BUF_BF16_SRC] / 2; i++)
     {
       uint16_t h = f32_to_bf16 (x[i]);
 
@@ -907,7 +914,8 @@ run_op (const Bench *b, const HotOp *op, RowCtx *c, unsigned threads, PiqEngineE
       return piq_engine_compute_params (&eng, &op->f, &c->recipe, &c->src, &scale, &zp, e);
     case OP_API:
       if (op->api->run (op->api->user_data, c->src.data, c->shape[0],
-                        (float *) (void *) b->buf[BUF_F32_DST], threads) == 0)
+                        b->buf[op->float_dtype == b->bf16 ? BUF_BF16_DST : BUF_F32_DST],
+                        threads) == 0)
         return 1;
       e->code = PIQ_E_INVALID_VALUE;
       snprintf (e->message, sizeof e->message, "%s failed", op->name);

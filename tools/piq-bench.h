@@ -40,16 +40,18 @@ typedef struct {
 
 /* A row of the GLib API that the engine-level benchmark cannot call itself
  * (observers, fake quantization), supplied by `piquant bench`. run() processes
- * @n elements: it reads read_bytes · n bytes from @src (f32 data: N(0, 1) values,
- * 2n of them for a row that reads two f32 arrays, x then dy) and writes
- * write_bytes · n bytes to @dst, on @threads threads; the row's limit streams the
- * same bytes. Returns 0 on success. */
+ * @n elements: it reads read_bytes · n bytes from @src (N(0, 1) values, f32, or the
+ * same values rounded to bf16 for a bf16 row; 2n of them for a row that reads two
+ * arrays, x then dy) and writes write_bytes · n bytes to @dst (a buffer of the row's
+ * type), on @threads threads; the row's limit streams the same bytes. Returns 0 on
+ * success. */
 typedef struct {
   const char *name;
   unsigned    read_bytes, write_bytes;     /* per element */
   int         target;                      /* percent of the limit; 0: none set */
-  int (*run) (void *user_data, const float *src, size_t n, float *dst, unsigned threads);
+  int (*run) (void *user_data, const void *src, size_t n, void *dst, unsigned threads);
   void       *user_data;
+  int         bf16;                        /* 1: @src and @dst hold bf16, not f32 */
 } PiqBenchApiRow;
 
 typedef struct {

@@ -162,7 +162,8 @@ bench_api_quantize_u8 (void *user_data, const float *src, size_t n, uint8_t *dst
 
 /* Rows of the GLib API beside the engine's: the observers (one batch into a fresh
  * observer: what calibration streams through) and fake quantization's forward and
- * backward passes (uint8, per tensor), on the caller's thread count. */
+ * backward passes (uint8, per tensor; f32, and bf16 on the benchmark's bf16 copy of
+ * the data), on the caller's thread count. */
 typedef enum { ROW_OBSERVE, ROW_FAKE_QUANT, ROW_FAKE_QUANT_BACKWARD } ApiRowKind;
 
 typedef struct {
@@ -170,18 +171,20 @@ typedef struct {
   PiqObserverKind observer;
   PiqQuantizer   *quantizer;
   PiqFormat      *format;
+  PiqDtype        dtype;      /* x, dy, y and dx: f32 or bf16 (the row's buffers) */
 } ApiRowData;
 
 static int
-bench_api_row (void *user_data, const float *src, size_t n, float *dst, unsigned threads)
+bench_api_row (void *user_data, const void *src, size_t n, void *dst, unsigned threads)
 {
   ApiRowData *d = user_data;
   guint64 shape = n;
+  gsize es = d->dtype == PIQ_DTYPE_BF16 ? 2 : 4;
   g_autoptr(GError) error = NULL;
-  g_autoptr(PiqTensor) x = piq_tensor_new_for_address (PIQ_DTYPE_F32, &shape, 1, (guintptr) src,
-                                                       n * sizeof (float), 0, FALSE, &error);
-  g_autoptr(PiqTensor) y = x ? piq_tensor_new_for_address (PIQ_DTYPE_F32, &shape, 1,
-                                                           (guintptr) dst, n * sizeof (float), 0,
+  g_autoptr(PiqTensor) x = piq_tensor_new_for_address (d->dtype, &shape, 1, (guintptr) src,
+                                                       n * es, 0, FALSE, &error);
+  g_autoptr(PiqTensor) y = x ? piq_tensor_new_for_address (d->dtype, &shape, 1,
+                                                           (guintptr) dst, n * es, 0,
                                                            TRUE, &error) : NULL;
   gboolean ok = FALSE;
 
@@ -204,10 +207,10 @@ bench_api_row (void *user_data, const float *src, size_t n, float *dst, unsigned
       break;
     case ROW_FAKE_QUANT_BACKWARD:
       {
-        /* x and dy side by side: the row reads 2n floats */
-        g_autoptr(PiqTensor) dy = piq_tensor_new_for_address (PIQ_DTYPE_F32, &shape, 1,
-                                                              (guintptr) (src + n),
-                                                              n * sizeof (float), 0, FALSE, &error);
+        /* x and dy side by side: the row reads 2n values */
+        g_autoptr(PiqTensor) dy = piq_tensor_new_for_address (d->dtype, &shape, 1,
+                                                              (guintptr) src + n * es,
+                                                              n * es, 0, FALSE, &error);
         double gs, gz;
         ok = dy != NULL
              && piq_quantizer_fake_quantize_per_tensor_backward (d->quantizer, d->format, x, 0.02,
@@ -251,22 +254,26 @@ cmd_bench (const Command *command, int argc, char **argv)
 
   g_autoptr(PiqFormat) u8 = piq_format_new (PIQ_DTYPE_UINT8);
   ApiRowData rd[] = {
-    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MIN_MAX, quantizer, u8 },
-    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MOVING_AVERAGE, quantizer, u8 },
-    { ROW_OBSERVE, PIQ_OBSERVER_KIND_HISTOGRAM, quantizer, u8 },
-    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MSE, quantizer, u8 },
-    { ROW_FAKE_QUANT, 0, quantizer, u8 },
-    { ROW_FAKE_QUANT_BACKWARD, 0, quantizer, u8 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MIN_MAX, quantizer, u8, PIQ_DTYPE_F32 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MOVING_AVERAGE, quantizer, u8, PIQ_DTYPE_F32 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_HISTOGRAM, quantizer, u8, PIQ_DTYPE_F32 },
+    { ROW_OBSERVE, PIQ_OBSERVER_KIND_MSE, quantizer, u8, PIQ_DTYPE_F32 },
+    { ROW_FAKE_QUANT, 0, quantizer, u8, PIQ_DTYPE_F32 },
+    { ROW_FAKE_QUANT_BACKWARD, 0, quantizer, u8, PIQ_DTYPE_F32 },
+    { ROW_FAKE_QUANT, 0, quantizer, u8, PIQ_DTYPE_BF16 },
+    { ROW_FAKE_QUANT_BACKWARD, 0, quantizer, u8, PIQ_DTYPE_BF16 },
   };
   /* targets: issue 13 (80 % for min/max, moving average and QAT; the histograms'
    * reach is reported, with no target) */
   const PiqBenchApiRow api_rows[] = {
-    { "observe min/max f32", 4, 0, 80, bench_api_row, &rd[0] },
-    { "observe moving average f32", 4, 0, 80, bench_api_row, &rd[1] },
-    { "observe histogram f32", 4, 0, 0, bench_api_row, &rd[2] },
-    { "observe mse f32", 4, 0, 0, bench_api_row, &rd[3] },
-    { "fake quantize u8 f32", 4, 4, 80, bench_api_row, &rd[4] },
-    { "fake quantize u8 grad f32", 8, 4, 80, bench_api_row, &rd[5] },
+    { "observe min/max f32", 4, 0, 80, bench_api_row, &rd[0], 0 },
+    { "observe moving average f32", 4, 0, 80, bench_api_row, &rd[1], 0 },
+    { "observe histogram f32", 4, 0, 0, bench_api_row, &rd[2], 0 },
+    { "observe mse f32", 4, 0, 0, bench_api_row, &rd[3], 0 },
+    { "fake quantize u8 f32", 4, 4, 80, bench_api_row, &rd[4], 0 },
+    { "fake quantize u8 grad f32", 8, 4, 80, bench_api_row, &rd[5], 0 },
+    { "fake quantize u8 bf16", 2, 2, 80, bench_api_row, &rd[6], 1 },
+    { "fake quantize u8 grad bf16", 4, 2, 80, bench_api_row, &rd[7], 1 },
   };
   cmd.bench.api_rows = api_rows;
   cmd.bench.n_api_rows = G_N_ELEMENTS (api_rows);

@@ -19,16 +19,32 @@
 
 typedef double vqd __attribute__ ((vector_size (PIQ_W * 8)));
 
-/* rne() lane-wise: |v| < 2^23 rounded by adding and subtracting 2^23, the sign put
- * back (−0 included); larger magnitudes, ±Inf and NaN as they are. */
+/* rne() lane-wise: nearbyint, ties to even, −0 kept, magnitudes of 2^23 and more,
+ * ±Inf and NaN as they are. The ISA's round-to-integral instruction in the nearest
+ * mode (AVX-512 VRNDSCALEPS, SSE4.1/AVX ROUNDPS, AArch64 FRINTN) computes exactly
+ * that in one instruction, where the portable form below takes seven; it is the
+ * costliest step of the backward pass in cache. Its inputs are results of binary32
+ * arithmetic, so they are never signalling NaNs (which the instructions would quiet
+ * and the portable form would not). The portable form: |v| < 2^23 rounded by adding
+ * and subtracting 2^23 in the default rounding mode, the sign put back. */
 VINLINE vf
 vqat_rne (vf v)
 {
+#if PIQ_W == 16 && defined(__AVX512F__)
+  return (vf) _mm512_roundscale_ps ((__m512) v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif PIQ_W == 8 && defined(__AVX__)
+  return (vf) _mm256_round_ps ((__m256) v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif PIQ_W == 4 && defined(__SSE4_1__)
+  return (vf) _mm_round_ps ((__m128) v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif PIQ_W == 4 && defined(__aarch64__)
+  return (vf) vrndnq_f32 ((float32x4_t) v);
+#else
   const vf magic = vsplat (0x1p23f);
   vi sign = (vi) v & INT32_MIN;
   vf a = (vf) ((vi) v & INT32_MAX);
   vf r = (vf) ((vi) ((a + magic) - magic) | sign);
   return vsel (a < magic, r, v);
+#endif
 }
 
 VINLINE void
@@ -84,23 +100,50 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
                                     mask != NULL ? mask + i : NULL);
 }
 
+/* Whether any lane of a comparison's result is set. */
+VINLINE int
+vqat_any (vi m)
+{
+#ifdef PIQ_VEC_ANY
+  return PIQ_VEC_ANY (m);
+#else
+  int32_t l[PIQ_W], r = 0;
+
+  memcpy (l, &m, sizeof l);
+  for (int k = 0; k < PIQ_W; k++)
+    r |= l[k];
+  return r != 0;
+#endif
+}
+
+/* One vector of the backward pass. The scale's term is the scalar kernel's
+ * g · ((q − zp) · s − x) · inv · gf inside and g · (qmin or qmax − zp) · gf outside,
+ * each product rounded in that order; both share the product by g and the last
+ * product by gf, so one select of the second factor and one of the inv step give
+ * them with two products fewer. The zero point's term g · (−1) · s · gf is
+ * g · (−s) · gf (negation is exact, and a NaN g comes through either product as
+ * the same NaN), and it is 0 inside: a vector with no element outside adds only
+ * zeros to the zero point's lanes, which leaves them as they are (a lane is never
+ * −0: the lanes start at +0, and a binary64 sum is −0 only when both addends
+ * are), so its conversion and additions are skipped (most vectors of typical data,
+ * where the clamped values are rare). */
 #define QAT_BW_STEP(j, as_, az_) \
   do { \
     size_t o_ = i + (j) * PIQ_W; \
-    vf v_ = vload_f (xs + xe * o_, xft), g_ = vload_f (gs + ge * o_, gft), qf_, ds_, dz_; \
-    vi in_; \
+    vf v_ = vload_f (xs + xe * o_, xft), g_ = vload_f (gs + ge * o_, gft), qf_, p_; \
+    vi in_, out_; \
     qf_ = vqat_rne (zp + v_ * inv); \
     in_ = (qf_ >= lo) & (qf_ <= hi); \
-    ds_ = vsel (in_, g_ * ((qf_ - zp) * s - v_) * inv * gf, \
-                g_ * vsel (qf_ > hi, hi_zp, lo_zp) * gf); \
-    dz_ = vsel (in_, vsplat (0.0f), g_ * vsplat (-1.0f) * s * gf); \
+    out_ = ~in_; \
+    p_ = g_ * vsel (in_, (qf_ - zp) * s - v_, vsel (qf_ > hi, hi_zp, lo_zp)); \
+    as_ += __builtin_convertvector (vsel (in_, p_ * inv, p_) * gf, vqd); \
     if (has_dx) \
       { \
         vf d_ = vsel (in_, g_, g_ * vsplat (0.0f)); \
         vstore_op (ds8 + ge * o_, d_, gft, 0, nt); \
       } \
-    as_ += __builtin_convertvector (ds_, vqd); \
-    az_ += __builtin_convertvector (dz_, vqd); \
+    if (vqat_any (out_)) \
+      az_ += __builtin_convertvector (vsel (out_, g_ * ms * gf, vsplat (0.0f)), vqd); \
   } while (0)
 
 VINLINE void
@@ -112,7 +155,7 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
   uint8_t *ds8 = dx;
   const vf inv = vsplat (a->inv), s = vsplat (a->s), zp = vsplat (a->zp), gf = vsplat (a->gf);
   const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
-  const vf lo_zp = vsplat (a->lo_zp), hi_zp = vsplat (a->hi_zp);
+  const vf lo_zp = vsplat (a->lo_zp), hi_zp = vsplat (a->hi_zp), ms = vsplat (-a->s);
   size_t head = (PIQ_QAT_LANES - lane0 % PIQ_QAT_LANES) % PIQ_QAT_LANES, i;
   vqd as0, as1, as2, as3, az0, az1, az2, az3;
 
