@@ -56,15 +56,16 @@ mlut (const float *t, vi k)
   const __mmask16 b5 = _mm512_test_epi32_mask (ki, _mm512_set1_epi32 (32));
   const __mmask16 b6 = _mm512_test_epi32_mask (ki, _mm512_set1_epi32 (64));
   const __mmask16 b7 = _mm512_test_epi32_mask (ki, _mm512_set1_epi32 (128));
-  __m512 p[8];
-
-  for (int q = 0; q < 8; q++)
-    p[q] = _mm512_permutex2var_ps (_mm512_loadu_ps (t + 32 * q), ki, _mm512_loadu_ps (t + 32 * q + 16));
-  for (int q = 0; q < 4; q++)
-    p[q] = _mm512_mask_blend_ps (b5, p[2 * q], p[2 * q + 1]);
-  for (int q = 0; q < 2; q++)
-    p[q] = _mm512_mask_blend_ps (b6, p[2 * q], p[2 * q + 1]);
-  return (vf) _mm512_mask_blend_ps (b7, p[0], p[1]);
+#define MLUT2_(q) _mm512_permutex2var_ps (_mm512_loadu_ps (t + 32 * (q)), ki, \
+                                          _mm512_loadu_ps (t + 32 * (q) + 16))
+  /* written out: as a loop over an array GCC kept the array on the stack */
+  const __m512 p0 = _mm512_mask_blend_ps (b5, MLUT2_ (0), MLUT2_ (1));
+  const __m512 p1 = _mm512_mask_blend_ps (b5, MLUT2_ (2), MLUT2_ (3));
+  const __m512 p2 = _mm512_mask_blend_ps (b5, MLUT2_ (4), MLUT2_ (5));
+  const __m512 p3 = _mm512_mask_blend_ps (b5, MLUT2_ (6), MLUT2_ (7));
+#undef MLUT2_
+  return (vf) _mm512_mask_blend_ps (b7, _mm512_mask_blend_ps (b6, p0, p1),
+                                    _mm512_mask_blend_ps (b6, p2, p3));
 #elif PIQ_W == 8 && defined __AVX2__
   return (vf) _mm256_i32gather_ps (t, (__m256i) k, 4);
 #else
