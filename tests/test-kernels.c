@@ -886,6 +886,52 @@ check_nf8_edges (const PiqKernelTable *t)
   return 1;
 }
 
+/* NF8's vector count (nf8_count, piq_nf8_poly): its quartic decides alone except
+ * within PIQ_NF8_POLY_DELTA of a step, where it compares with the table. Around each
+ * threshold and each level (the stochastic steps), values 2^j ulps away, j = 0 … 20,
+ * on both sides: they cross the edge of that margin (a few thousand ulps near 0,
+ * tens far from 0), where a wrong fit or margin would first show; then an even
+ * grid over [−1, 1]. Per tensor and in blocks of 64 with max |x| 1, both roundings. */
+static int
+check_nf8_poly (const PiqKernelTable *t)
+{
+  enum { N = 64 * 128 };
+  static float x[N];
+
+  for (int batch = 0; batch < 2; batch++)   /* thresholds, then levels 1 … 255 */
+    {
+      size_t n = 0;
+      for (int i = 0; i < 255; i++)
+        {
+          float m = batch == 0 ? piq_nf8_midpoints[i] : piq_nf8_values[i + 1];
+          for (int j = 0; j <= 20; j += 2)
+            for (int sgn = -1; sgn <= 1; sgn += 2)
+              {
+                uint32_t b;
+                memcpy (&b, &m, 4);
+                b = (uint32_t) ((int64_t) b + (m < 0 ? -sgn : sgn) * ((int64_t) 1 << j));
+                memcpy (&x[n++], &b, 4);
+              }
+        }
+      for (size_t i = 0; n < N; i++, n++)   /* and an even grid over [−1, 1] */
+        x[n] = -1.0f + (float) ((2 * i + (size_t) batch) * 2) / (float) (2 * (N - 5610));
+      for (size_t i = 0; i < N; i += 64)    /* blocks of 64: max |x| 1 */
+        x[i] = 1.0f;
+      for (int stoch = 0; stoch < 3; stoch++)
+        for (int fixed = 0; fixed < 2; fixed++)
+          {
+            const BlockCase c = { PIQ_C_NF8, 8, 0, PIQ_SCALE_F32, 0, 1, 0, 0 };
+            PiqBlockArgs a = block_args (&c, fixed ? 0 : 64, stoch > 0);
+            if (stoch)
+              stoch_seed (&a, 0, N);
+            a.scale = 1.0f;
+            if (!check_codes_both (t, &a, x, N, fixed ? "nf8 count, per tensor" : "nf8 count, blocks of 64"))
+              return 0;
+          }
+    }
+  return 1;
+}
+
 /* One BFP box of kind k (m-bit magnitudes): zeros of both signs, max |x| subnormal,
  * near FLT_MAX, at the m-bit rounding's carry into the next binade or one ulp below
  * it, exact ties of x · 2^−shift at k + 1/2, NaN or ±Inf among finite values, a tiny
@@ -1167,6 +1213,7 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
   report (skip != NULL || check_fp6_edges (t), t->name, "block/f32/fp6-edges", skip);
   report (skip != NULL || check_nf8_edges (t), t->name, "block/f32/nf8-edges", skip);
+  report (skip != NULL || check_nf8_poly (t), t->name, "block/f32/nf8-poly", skip);
   report (skip != NULL || check_bfp_edges (t), t->name, "block/f32/bfp-edges", skip);
   report (skip != NULL || check_ggml (t, PIQ_C_Q8_0), t->name, "block/f32/q8_0", skip);
   report (skip != NULL || check_ggml (t, PIQ_C_Q4_0), t->name, "block/f32/q4_0", skip);

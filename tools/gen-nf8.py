@@ -78,10 +78,6 @@ for a, b in zip(values, values[1:]):
     mids.append(unkey(lo))
 
 
-def tree(sorted_vals):           # level s of a binary search over 255 values: 2^s of them
-    return [sorted_vals[k * (256 >> s) + (128 >> s) - 1] for s in range(8) for k in range(1 << s)]
-
-
 out.write("\n/* Nearest: the code of x (not NaN) is the number of these below x. Entry i is the\n"
           " * largest binary32 m in [level i, level i+1) with m - level i <= level i+1 - m\n"
           " * in binary32, the scalar codec's rule (ties to the lower code). */\n"
@@ -89,14 +85,76 @@ out.write("\n/* Nearest: the code of x (not NaN) is the number of these below x.
 for i in range(0, 255, 4):
     out.write("  " + " ".join("%.9ef," % v for v in mids[i:i + 4]) + "\n")
 out.write("};\n")
-for name, vals, what in (("piq_nf8_mid_tree", mids, "piq_nf8_midpoints"),
-                         ("piq_nf8_level_tree", values[1:], "levels 1 … 255")):
-    out.write("\n/* %s in the order of a binary search's levels (level s: 2^s entries\n"
-              " * from index 2^s - 1), so a vector body loads each level as one table;\n"
-              " * padded with +Inf. */\n" % what)
-    out.write("static const float %s[256] = {\n" % name)
-    t = tree(vals) + [float("inf")]
-    for i in range(0, 256, 4):
-        out.write("  " + " ".join("INFINITY," if v == float("inf") else "%.9ef," % v
-                                  for v in t[i:i + 4]) + "\n")
-    out.write("};\n")
+
+
+# The vector bodies count thresholds without a table search: a piecewise quartic G,
+# one piece per sixteenth of [-1, 1], rises through i + 1 at threshold i (the count
+# steps from i to i + 1 there), so away from whole numbers floor(G(v)) is the count.
+# Where G(v) lies within PIQ_NF8_POLY_DELTA of a whole number r the bodies compare v
+# with threshold r - 1 itself. The pieces are least-squares fits to the thresholds
+# (those of the piece and of its neighbours' nearest quarter, never across 0, where
+# the levels' spacing has a kink); the binary32 evaluation below is the vector
+# bodies', and the fit must stay within a quarter of the margin at every threshold.
+# A lane count that breaks the margin elsewhere fails test-kernels' nf8 checks.
+SEGS, DEG, DELTA = 16, 4, 2.0 ** -11
+
+
+def solve(a, b):                 # Gauss-Jordan with partial pivoting, binary64
+    n = len(b)
+    m = [row[:] + [v] for row, v in zip(a, b)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c:
+                k = m[r][c] / m[c][c]
+                for j in range(c, n + 1):
+                    m[r][j] -= k * m[c][j]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def poly_eval(coef, v):          # the vector bodies' nf8_count, in binary32
+    v = min(max(v, -1.0), 1.0)
+    u = f32(f32(v + 1.0) * 8.0)
+    s = min(int(u), SEGS - 1)
+    w = f32(u - (s + 0.5))
+    g = coef[DEG][s]
+    for k in range(DEG - 1, -1, -1):
+        g = f32(f32(g * w) + coef[k][s])
+    return g
+
+
+def poly_fit(th):
+    pieces = []
+    for s in range(SEGS):
+        lo = -1 + s / 8
+        a, b = lo - 1 / 32, lo + 1 / 8 + 1 / 32
+        if s < SEGS // 2:
+            b = min(b, 0.0)
+        else:
+            a = max(a, 0.0)
+        pts = [((t + 1) * 8 - (s + 0.5), i + 1) for i, t in enumerate(th) if a <= t <= b]
+        n = DEG + 1
+        pieces.append(solve([[sum(w ** (i + j) for w, _ in pts) for j in range(n)] for i in range(n)],
+                            [sum(y * w ** i for w, y in pts) for i in range(n)]))
+    coef = [[f32(pieces[s][k]) for s in range(SEGS)] for k in range(DEG + 1)]
+    err = max(abs(poly_eval(coef, t) - (i + 1)) for i, t in enumerate(th))
+    assert err < DELTA / 4, err
+    return coef
+
+
+out.write("\n/* The vector bodies' count of the thresholds below v (gen-nf8.py says how):\n"
+          " * coefficients k = 0 … 4 of the quartic of each sixteenth of [-1, 1], in\n"
+          " * w = 8 (v + 1) - (s + 1/2) for piece s. [0]: piq_nf8_midpoints (nearest);\n"
+          " * [1]: levels 1 … 255, counted where at or below v (stochastic). */\n"
+          "#define PIQ_NF8_POLY_DELTA %.9ef\n" % DELTA)
+out.write("static const float piq_nf8_poly[2][%d][%d] = {\n" % (DEG + 1, SEGS))
+for th in (mids, values[1:]):
+    out.write("  {\n")
+    for row in poly_fit(th):
+        out.write("    {\n")
+        for i in range(0, SEGS, 4):
+            out.write("      " + " ".join("%.9ef," % v for v in row[i:i + 4]) + "\n")
+        out.write("    },\n")
+    out.write("  },\n")
+out.write("};\n")

@@ -17,10 +17,10 @@
  *   x − lo ≤ hi − x still picks the lower level, so counting them is that rule
  *   (tests/test-kernels.c checks each threshold). Stochastic counts the levels at or
  *   below x · inv, as the scalar's binary search finds lo, and draws between lo and
- *   hi with the scalar's binary32 (x − lo) / (hi − lo). Both counts are a binary
- *   search over a table in the order of the search's levels (piq_nf8_*_tree): the
- *   first levels are permutes of one or two vectors, the larger ones gathers (or
- *   lane lookups where the unit has no gather).
+ *   hi with the scalar's binary32 (x − lo) / (hi − lo). Both counts come from a
+ *   piecewise quartic of v (nf8_count), with a compare against the table entry
+ *   where the quartic lies too close to a step; the 256-entry lookups (levels, and
+ *   that entry) are permutes on AVX-512, not gathers.
  * - BFP: the box exponent E = the biased exponent of max |x| + 1, + 1 more where
  *   the m-bit rounding of max |x| carries (the scalar's nearbyintf test, as an add
  *   at the mantissa's bit 23 − m), clamped to 254; elements are x · 2^(127 + m − E),
@@ -44,12 +44,28 @@ mvec_takes (const PiqBlockArgs *a)
   return 0;
 }
 
-/* Lane j: t[k[j]], 0 ≤ k[j] < 256: the ISA's gather where it has one. */
+/* Lane j: t[k[j]] of a table of 256 floats, 0 ≤ k[j] < 256. AVX-512: eight
+ * two-vector permutes (index bits 0 … 4) and a tree of blends on bits 5, 6 and 7, no
+ * gather (slow on AMD, and on Intel with the gather data sampling fix); AVX2 its
+ * gather; lane by lane elsewhere. */
 VINLINE vf
 mlut (const float *t, vi k)
 {
 #if PIQ_W == 16 && defined __AVX512F__
-  return (vf) _mm512_i32gather_ps ((__m512i) k, t, 4);
+  const __m512i ki = (__m512i) k;
+  const __mmask16 b5 = _mm512_test_epi32_mask (ki, _mm512_set1_epi32 (32));
+  const __mmask16 b6 = _mm512_test_epi32_mask (ki, _mm512_set1_epi32 (64));
+  const __mmask16 b7 = _mm512_test_epi32_mask (ki, _mm512_set1_epi32 (128));
+#define MLUT2_(q) _mm512_permutex2var_ps (_mm512_loadu_ps (t + 32 * (q)), ki, \
+                                          _mm512_loadu_ps (t + 32 * (q) + 16))
+  /* written out: as a loop over an array GCC kept the array on the stack */
+  const __m512 p0 = _mm512_mask_blend_ps (b5, MLUT2_ (0), MLUT2_ (1));
+  const __m512 p1 = _mm512_mask_blend_ps (b5, MLUT2_ (2), MLUT2_ (3));
+  const __m512 p2 = _mm512_mask_blend_ps (b5, MLUT2_ (4), MLUT2_ (5));
+  const __m512 p3 = _mm512_mask_blend_ps (b5, MLUT2_ (6), MLUT2_ (7));
+#undef MLUT2_
+  return (vf) _mm512_mask_blend_ps (b7, _mm512_mask_blend_ps (b6, p0, p1),
+                                    _mm512_mask_blend_ps (b6, p2, p3));
 #elif PIQ_W == 8 && defined __AVX2__
   return (vf) _mm256_i32gather_ps (t, (__m256i) k, 4);
 #else
@@ -60,68 +76,93 @@ mlut (const float *t, vi k)
 #endif
 }
 
-/* Entry k[j] of a table of n floats (a power of two) at t: one or two vectors
- * permuted, or gathered. The vector loads may read past the n entries (the tree
- * tables have 256). */
+/* Lane j: c[s[j]] of a table of 16 floats, 0 ≤ s[j] < 16: one permute (16 lanes),
+ * two (8), lane by lane (4). */
 VINLINE vf
-mlevel (const float *t, int n, vi k)
+mpiece (const float *c, vi s)
 {
+#if PIQ_W == 16
+  vf a;
+  memcpy (&a, c, sizeof a);
+  return fperm1_f (a, s);
+#elif PIQ_W == 8
   vf a, b;
-
-  if (n == 1)
-    return vsplat (t[0]);
-  if (n > 2 * PIQ_W)
-    return mlut (t, k);
-  memcpy (&a, t, sizeof a);
-  if (n <= PIQ_W)
-    return fperm1_f (a, k);
-  memcpy (&b, t + PIQ_W, sizeof b);
-  return fperm2_f (a, b, k);
+  memcpy (&a, c, sizeof a);
+  memcpy (&b, c + 8, sizeof b);
+  return fperm2_f (a, b, s);
+#else
+  vf r;
+  for (int j = 0; j < PIQ_W; j++)
+    r[j] = c[s[j]];
+  return r;
+#endif
 }
 
-/* The number of a sorted table's 255 values below v (le: at or below v), by binary
- * search over the table in level order (tr): after level s the count is a multiple
- * of 2^(8−s), and its quotient by that is the index into the level's 2^s values. */
+/* The number of 255 increasing thresholds below v (le: at or below v), v in
+ * [−1, 1]: poly the table's piecewise quartic G (piq_nf8_poly, tools/gen-nf8.py),
+ * which crosses i + 1 at threshold i, so floor (G (v)) is the count wherever G (v)
+ * is farther than PIQ_NF8_POLY_DELTA from a whole number r; within it the count is
+ * r − 1 or r, and threshold r − 1 (entry r − 1 + off of th) decides. The binary32
+ * steps are the generator's, which checks the fit; the margin is 16 times its
+ * error, and rare enough (about 1 lane in 1000) that the lookup seldom runs. */
 VINLINE vi
-mcount (vf v, const float *tr, int le)
+nf8_count (vf v, const float (*poly)[16], const float *th, int off, int le)
 {
-  vi c = fsplat_i (0);
+  const vf u = (v + vsplat (1.0f)) * vsplat (8.0f);
+  vi s = __builtin_convertvector (u, vi), r, c, amb;
+  vf w, g, d;
 
-  /* unrolled: each level's table size, and so its lookup, is then a constant */
-#pragma GCC unroll 8
-  for (int s = 0; s < 8; s++)
+  s = (vi) vsel ((vi) (s > 15), (vf) fsplat_i (15), (vf) s);   /* v = 1 */
+  w = u - (__builtin_convertvector (s, vf) + vsplat (0.5f));
+  g = mpiece (poly[4], s);
+#pragma GCC unroll 4
+  for (int k = 3; k >= 0; k--)
+    g = g * w + mpiece (poly[k], s);
+  r = frint (g);
+  d = g - __builtin_convertvector (r, vf);
+  c = r + (vi) (d < vsplat (0.0f));
+  amb = (vi) (d < vsplat (PIQ_NF8_POLY_DELTA)) & (vi) (d > vsplat (-PIQ_NF8_POLY_DELTA));
+  if (fany (amb))
     {
-      vf t = mlevel (tr + (1 << s) - 1, 1 << s, c >> (8 - s));
-      c += (le ? (vi) (t <= v) : (vi) (t < v)) & (128 >> s);
+      vi rr = (vi) vsel ((vi) (r < 1), (vf) fsplat_i (1), (vf) r);
+      vf t;
+      rr = (vi) vsel ((vi) (rr > 255), (vf) fsplat_i (255), (vf) rr);
+      t = mlut (th, rr - 1 + off);
+      rr = rr + (le ? (vi) (t > v) : (vi) (t >= v));      /* r − 1 unless v passes */
+      c = (vi) vsel (amb, (vf) rr, (vf) c);
     }
   return c;
 }
 
-/* piq_nf8_encode of v = x · inv. fin: no lane is NaN. */
+/* piq_nf8_encode of v = x · inv. fin: no lane is NaN (a NaN lane is taken as 0,
+ * whose code 127 is the scalar's code of NaN). The counts are of v clamped to
+ * [−1, 1], which keeps them (every threshold and level 1 … 254 lies inside) and the
+ * stochastic draw (v ≤ −1 never draws up from code 0). */
 VINLINE vi
 nf8_encode (vf v, int fin, int st, vu h)
 {
   vi c;
 
+  if (!fin)
+    v = (vf) ((vi) v & (vi) (v == v));
+  v = vmin (vmax (v, vsplat (-1.0f)), vsplat (1.0f));
   if (st)
     {
-      /* c levels of 1 … 255 at or below v: lo = level c, hi = level c + 1 (v ≥ 1,
-       * c = 255, is code 255); v ≤ −1 gives c = 0 and a fraction ≤ 0 (or −Inf),
-       * never drawn up, as the scalar's code 0; v = lo gives 0 too */
+      /* c levels of 1 … 255 at or below v: lo = level c, hi = level c + 1 (v = 1,
+       * c = 255, is code 255); v = −1 gives c = 0 and a fraction 0, never drawn up,
+       * as the scalar's code 0; v = lo gives 0 too */
       vi ci;
       vf lo, hi;
-      c = mcount (v, piq_nf8_level_tree, 1);
+      c = nf8_count (v, piq_nf8_poly[1], piq_nf8_values, 1, 1);
       ci = c + (vi) (c > 254);
       lo = mlut (piq_nf8_values, ci);
-      hi = mlut (piq_nf8_values + 1, ci);
+      hi = mlut (piq_nf8_values, ci + 1);
       c = ci - (vi) (funiform (h) < (v - lo) / (hi - lo));
       c = (vi) vsel ((vi) (v >= vsplat (1.0f)), (vf) fsplat_i (255), (vf) c);
     }
   else
-    c = mcount (v, piq_nf8_mid_tree, 0);
-  if (fin)
-    return c;
-  return (vi) vsel ((vi) (v == v), (vf) c, (vf) fsplat_i (127));   /* NaN: the code of 0 */
+    c = nf8_count (v, piq_nf8_poly[0], piq_nf8_midpoints, 0, 0);
+  return c;
 }
 
 /* The BFP code of x with the box's multiplier mul (2^−shift, or 1 / scale per
@@ -375,6 +416,56 @@ mdecode (const PiqBlockP *p, vi c, int code, int mb, int fixed)
   return (vf) ((vi) v ^ ((c >> mb) << 31));
 }
 
+/* mdecode with the block's multiplier m as a vector (2^shift, or the NF8 scale) */
+VINLINE vf
+mdecode_m (vi c, vf m, int code, int mb)
+{
+  vf v;
+
+  if (code == PIQ_C_NF8)
+    return mlut (piq_nf8_values, c) * m;
+  v = __builtin_convertvector (c & ((1 << mb) - 1), vf) * m;
+  return (vf) ((vi) v ^ ((c >> mb) << 31));
+}
+
+/* PIQ_W whole blocks from element b0 with their multipliers from one vector load of
+ * the scales (NF8: the f32 scales themselves; BFP: 2^(E − 127 − m) built from the
+ * bits of E), not a call to piq_block_load_params and piq_pow2f per block (a box of
+ * MSFP is one vector). Returns 0, decoding nothing, where a box's multiplier is not
+ * a normal binary32 (E ≤ m) or its scale is NaN (E = 255): mdequantize_run's block
+ * loop takes those. */
+VINLINE int
+mdequantize_group (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
+                   uint64_t first, size_t b0, float *y, int add, int stream, int code, int mb,
+                   int bits, int hf)
+{
+  const uint64_t bi = (first + b0) / a->block;
+  const uint8_t *src = codes + (first + b0) * (uint64_t) bits / 8;
+  float mbuf[PIQ_W];
+
+  if (code == PIQ_C_NF8)
+    memcpy (mbuf, scales + 4 * bi, sizeof mbuf);
+  else
+    {
+      vb eb;
+      vi e;
+      memcpy (&eb, scales + bi, sizeof eb);
+      e = __builtin_convertvector (eb, vi);
+      if (fany ((vi) (e <= mb) | (vi) (e == 255)))
+        return 0;
+      e = (e - mb) << 23;
+      memcpy (mbuf, &e, sizeof mbuf);
+    }
+  for (size_t j = 0; j < PIQ_W; j++)
+    {
+      const vf m = vsplat (mbuf[j]);
+      float *yb = y + b0 + j * a->block;
+      for (size_t i = 0; i < a->block; i += PIQ_W, src += PIQ_W * bits / 8)
+        fput (yb + i, mdecode_m (fload_codes (src, bits, 0, hf), m, code, mb), add, stream);
+    }
+  return 1;
+}
+
 /* add and stream (SET to vector-aligned y, past the caches) are constants here */
 VINLINE void
 mdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
@@ -384,6 +475,26 @@ mdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *sca
   const int mb = code == PIQ_C_NF8 ? 0 : piq_bfp_mbits (code);
   size_t step = a->fixed ? n - n % PIQ_W : a->block, b0 = 0;
 
+  /* NF8's f16 scales convert one by one (piq_block_get_scale): the block loop */
+  if (!a->fixed && (code != PIQ_C_NF8 || a->scale_kind == PIQ_SCALE_F32))
+    while (b0 + PIQ_W * a->block <= n)
+      {
+        if (mdequantize_group (a, codes, scales, first, b0, y, add, stream, code, mb, bits, hf))
+          {
+            b0 += PIQ_W * a->block;
+            continue;
+          }
+        /* a group with a special box: its blocks one by one */
+        for (size_t end = b0 + PIQ_W * a->block; b0 < end; b0 += a->block)
+          {
+            PiqBlockP p;
+            const uint8_t *src = codes + (first + b0) * (uint64_t) bits / 8;
+            piq_block_load_params (a, scales, NULL, (first + b0) / a->block, &p);
+            for (size_t i = 0; i < a->block; i += PIQ_W, src += PIQ_W * bits / 8)
+              fput (y + b0 + i, mdecode (&p, fload_codes (src, bits, 0, hf), code, mb, 0), add,
+                    stream);
+          }
+      }
   for (; step > 0 && b0 + step <= n; b0 += step)
     {
       PiqBlockP p;
