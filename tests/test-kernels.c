@@ -452,18 +452,20 @@ block_args (const BlockCase *c, size_t block, int stochastic)
 /* Stochastic rounding's draw for element i depends on the keys and index0 + i only:
  * a fresh pair of keys per call, and index0 at 0, anywhere below or past 2^32, or
  * such that the call's indices cross a multiple of 2^32 (the vector bodies hand
- * such a call to the scalar driver). */
+ * such a call to the scalar driver), or a multiple of 64 such that they cross a
+ * multiple of 2^16 (the vector bodies' hash tables are per 2^16-segment). */
 static void
 stoch_seed (PiqBlockArgs *a, uint64_t first, size_t n)
 {
-  uint64_t r = rnd () % 4;
+  uint64_t r = rnd () % 5;
 
   a->key0 = (uint32_t) rnd ();
   a->key1 = (uint32_t) rnd ();
   a->index0 = r == 0 ? 0
               : r == 1 ? rnd () % (1ull << 40)
               : r == 2 ? (3ull << 32) - first - rnd () % (n + 1)
-              : (rnd () % (1ull << 32)) & ~63ull;
+              : r == 3 ? (rnd () % (1ull << 32)) & ~63ull
+              : (((1 + rnd () % 0xffffull) << 16) - first - rnd () % (n + 1)) & ~63ull;
 }
 
 static int

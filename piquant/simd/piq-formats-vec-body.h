@@ -284,6 +284,11 @@ typedef struct {
   int32_t  zp, qlo, qmax;
   vf       lo, hi;
   uint32_t key;       /* stochastic rounding: K of vhash for the call's indices */
+  /* vhash_segment's tables for the indices of hs_p's 2^16-segment (hs_ok: built),
+   * so that four vectors' hashes take one scalar multiply (fencode4) */
+  int      hs_ok;
+  uint32_t hs_p;
+  VHashSeg hs;
 } FInt;
 
 VINLINE void
@@ -295,6 +300,21 @@ fint (const PiqBlockArgs *a, int64_t zp, FInt *q)
   q->lo = vsplat ((float) (q->qlo - zp));
   q->hi = vsplat ((float) (a->qmax - zp));
   q->key = 0;
+  q->hs_ok = 0;
+  q->hs_p = 0;
+}
+
+/* Builds q's hash tables for the 2^16-segment of index p where they are for
+ * another one (st: stochastic rounding; the tables depend on p >> 16 only). */
+VINLINE void
+fhash_seg (FInt *q, int st, uint32_t p)
+{
+  if (st && (!q->hs_ok || ((p ^ q->hs_p) >> 16) != 0))
+    {
+      vhash_segment (&q->hs, q->key, p);
+      q->hs_p = p;
+      q->hs_ok = 1;
+    }
 }
 
 /* u = (h >> 8)·2^−24, piq_uniform24 of the hashes h (vhash leaves the low 8 bits
@@ -325,10 +345,9 @@ fstoch_key (const PiqBlockArgs *a, uint64_t g, size_t n, uint32_t *key)
  * narrow four vectors (fencode4), integer codes are bounded there, on bytes, after
  * the rounding: |x · inv| < 2^31, so the bounds commute with it. */
 VINLINE vi
-fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st, uint32_t p)
+fencode_h (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st, vu h)
 {
   vf v = x * inv;
-  vu h = st ? vhash (q->key, p) : (vu) fsplat_i (0);
 
   if (code < 0 && st)
     {
@@ -443,6 +462,14 @@ fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st
   }
 }
 
+/* fencode with the hashes of indices p … p + PIQ_W − 1 (st) */
+VINLINE vi
+fencode (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int st, uint32_t p)
+{
+  return fencode_h (x, inv, q, code, sat, fin, sg, st,
+                    st ? vhash (q->key, p) : (vu) fsplat_i (0));
+}
+
 VINLINE vf
 fdecode (const PiqBlockP *p, vi c, int code)
 {
@@ -546,10 +573,32 @@ VINLINE void
 fencode4 (const float *x, vf i0, vf i1, vf i2, vf i3, const FInt *q, uint8_t *dst, int code,
           int bits, int hf, int sat, int fin, int sg, int stream, int st, uint32_t p)
 {
-  vi c0 = fencode (fload (x), i0, q, code, sat, fin, sg, st, p);
-  vi c1 = fencode (fload (x + PIQ_W), i1, q, code, sat, fin, sg, st, p + PIQ_W);
-  vi c2 = fencode (fload (x + 2 * PIQ_W), i2, q, code, sat, fin, sg, st, p + 2 * PIQ_W);
-  vi c3 = fencode (fload (x + 3 * PIQ_W), i3, q, code, sat, fin, sg, st, p + 3 * PIQ_W);
+  vu h0, h1, h2, h3;
+  vi c0, c1, c2, c3;
+
+  if (st && q->hs_ok && p % (4 * PIQ_W) == 0 && ((p ^ q->hs_p) >> 16) == 0)
+    {
+      /* vhash_segment's form: one scalar multiply for the four vectors, in place of
+       * two vector multiplies per vector (q's tables are p's segment's) */
+      vu base = (vu) fsplat_i (0) + ((p ^ q->hs.kx) * MIX_C1);
+      h0 = vmix32_tail (base + q->hs.tc[0]);
+      h1 = vmix32_tail (base + q->hs.tc[1]);
+      h2 = vmix32_tail (base + q->hs.tc[2]);
+      h3 = vmix32_tail (base + q->hs.tc[3]);
+    }
+  else if (st)
+    {
+      h0 = vhash (q->key, p);
+      h1 = vhash (q->key, p + PIQ_W);
+      h2 = vhash (q->key, p + 2 * PIQ_W);
+      h3 = vhash (q->key, p + 3 * PIQ_W);
+    }
+  else
+    h0 = h1 = h2 = h3 = (vu) fsplat_i (0);
+  c0 = fencode_h (fload (x), i0, q, code, sat, fin, sg, st, h0);
+  c1 = fencode_h (fload (x + PIQ_W), i1, q, code, sat, fin, sg, st, h1);
+  c2 = fencode_h (fload (x + 2 * PIQ_W), i2, q, code, sat, fin, sg, st, h2);
+  c3 = fencode_h (fload (x + 3 * PIQ_W), i3, q, code, sat, fin, sg, st, h3);
   if (bits == 6)
     {
       f6_store4 (dst, c0, c1, c2, c3, stream);
@@ -619,6 +668,8 @@ fquantize_span (const PiqBlockArgs *a, const PiqBlockP *p, const float *x, size_
     {
       if (pf)
         fprefetch4 (x + i + PIQ_PREFETCH);
+      if (n >= 16 * PIQ_W)                 /* long spans (per tensor): the tables pay */
+        fhash_seg (&q, st, ix + (uint32_t) i);
       fencode4 (x + i, inv, inv, inv, inv, &q, dst, code, bits, hf, sat, 0, sg, stream, st,
                 ix + (uint32_t) i);
     }
@@ -873,7 +924,7 @@ fgroup_params (const PiqBlockArgs *a, const FConst *c, const float *x, uint64_t 
  * encoding they kept the whole group in flight; issued with those loads (64 in a
  * row for blocks of 64), they were slower out of cache than no reordering at all. */
 VINLINE void
-fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float *inv,
+fgroup_encode (const PiqBlockArgs *a, FInt *q, const float *x, const float *inv,
                 uint8_t *dst, int code, int bits, int hf, int sat, int sg, int stream, int st,
                 uint32_t ix)
 {
@@ -887,6 +938,7 @@ fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float
         for (size_t k = 0; k < K; k += 4, x += 4 * PIQ_W, dst += 4 * step, ix += 4 * PIQ_W)
           {
             fprefetch4 (x + ahead);
+            fhash_seg (q, st, ix);
             fencode4 (x, v, v, v, v, q, dst, code, bits, hf, sat, 1, sg, stream, st, ix);
           }
       }
@@ -895,6 +947,7 @@ fgroup_encode (const PiqBlockArgs *a, const FInt *q, const float *x, const float
       {
         vf v0 = vsplat (inv[j]), v1 = vsplat (inv[j + 1]);
         fprefetch4 (x + ahead);
+        fhash_seg (q, st, ix);
         fencode4 (x, v0, v0, v1, v1, q, dst, code, bits, hf, sat, 1, sg, stream, st, ix);
       }
   else   /* one vector at a time: the integers' bounds are in fencode then (fin 0) */
@@ -1199,13 +1252,13 @@ gput (uint8_t *out, size_t bb, size_t cb, size_t o, const void *bytes, size_t le
  * holds elements r and r + 16 (PIQ_W ≤ 16, so a vector never straddles). */
 VINLINE vi
 gcode_bytes (const float *x, const float *id, size_t o, int code, int fin, int st, uint32_t key,
-             uint32_t ix)
+             uint32_t ix, const VHashSeg *hs)
 {
   vu h0 = (vu) fsplat_i (0), h1 = h0;
   if (code == PIQ_C_Q8_0)
     {
       if (st)
-        h0 = vhash (key, ix + (uint32_t) o);
+        h0 = hs ? vhash_seg_at (hs, ix + (uint32_t) o) : vhash (key, ix + (uint32_t) o);
       return gencode (fload (x + o), vsplat (id[o / GQK]), code, fin, st, h0);
     }
   {
@@ -1214,8 +1267,9 @@ gcode_bytes (const float *x, const float *id, size_t o, int code, int fin, int s
     const float *p = x + blk * GQK + r;
     if (st)
       {
-        h0 = vhash (key, ix + (uint32_t) (blk * GQK + r));
-        h1 = vhash (key, ix + (uint32_t) (blk * GQK + r + GQK / 2));
+        uint32_t p0 = ix + (uint32_t) (blk * GQK + r);
+        h0 = hs ? vhash_seg_at (hs, p0) : vhash (key, p0);
+        h1 = hs ? vhash_seg_at (hs, p0 + GQK / 2) : vhash (key, p0 + GQK / 2);
       }
     return gencode (fload (p), v, code, fin, st, h0) |
            gencode (fload (p + GQK / 2), v, code, fin, st, h1) << 4;
@@ -1230,13 +1284,22 @@ ggroup_codes (const float *x, const float *id, uint8_t *out, int code, int fin, 
               uint32_t key, uint32_t ix)
 {
   const size_t bb = gblock_bytes (code), cb = bb - 2;
+  VHashSeg seg;
+  const VHashSeg *hs = NULL;
 
+  /* the group's PIQ_W · GQK indices in one 2^16-segment, from a multiple of PIQ_W:
+   * vhash_segment's tables, built once for the group */
+  if (st && ix % PIQ_W == 0 && ((ix ^ (ix + (uint32_t) (PIQ_W * GQK - 1))) >> 16) == 0)
+    {
+      vhash_segment (&seg, key, ix);
+      hs = &seg;
+    }
   for (size_t o = 0; o < PIQ_W * cb; o += 4 * PIQ_W)
     {
-      vi c0 = gcode_bytes (x, id, o, code, fin, st, key, ix);
-      vi c1 = gcode_bytes (x, id, o + PIQ_W, code, fin, st, key, ix);
-      vi c2 = gcode_bytes (x, id, o + 2 * PIQ_W, code, fin, st, key, ix);
-      vi c3 = gcode_bytes (x, id, o + 3 * PIQ_W, code, fin, st, key, ix);
+      vi c0 = gcode_bytes (x, id, o, code, fin, st, key, ix, hs);
+      vi c1 = gcode_bytes (x, id, o + PIQ_W, code, fin, st, key, ix, hs);
+      vi c2 = gcode_bytes (x, id, o + 2 * PIQ_W, code, fin, st, key, ix, hs);
+      vi c3 = gcode_bytes (x, id, o + 3 * PIQ_W, code, fin, st, key, ix, hs);
 #ifdef PIQ_VEC_PACKS_DW
       vw w0 = (vw) PIQ_VEC_PACKS_DW (c0, c1), w1 = (vw) PIQ_VEC_PACKS_DW (c2, c3);
       vbw b = code == PIQ_C_Q8_0 ? (vbw) PIQ_VEC_PACKS_WB (w0, w1) : (vbw) PIQ_VEC_PACKUS_WB (w0, w1);
@@ -1503,6 +1566,13 @@ gdequantize (const PiqBlockArgs *a, const uint8_t *codes, uint64_t first, size_t
 VINLINE void
 fbinary_bits (const float *x, uint8_t *dst, size_t n, int st, float inv, uint32_t key, uint32_t ix)
 {
+  /* from a multiple of PIQ_W: vhash_segment's tables, rebuilt per 2^16-segment */
+  const int seg = st && ix % PIQ_W == 0;
+  VHashSeg hs = { 0 };
+  uint32_t hs_p = ix;
+
+  if (seg)
+    vhash_segment (&hs, key, ix);
   for (size_t i = 0; i < n; i += 16, dst += 2)
     {
       vu acc = (vu) fsplat_i (0);
@@ -1513,7 +1583,14 @@ fbinary_bits (const float *x, uint8_t *dst, size_t n, int st, float inv, uint32_
           if (st)
             {
               vf pr = (v * vsplat (inv) + vsplat (1.0f)) * vsplat (0.5f);
-              vu h = vhash (key, ix + (uint32_t) (i + k * PIQ_W));
+              uint32_t p = ix + (uint32_t) (i + k * PIQ_W);
+              vu h;
+              if (seg && ((p ^ hs_p) >> 16) != 0)   /* a vector never crosses a segment */
+                {
+                  hs_p = p;
+                  vhash_segment (&hs, key, p);
+                }
+              h = seg ? vhash_seg_at (&hs, p) : vhash (key, p);
               on = (vu) (funiform (h) < pr) | (vu) (v != v);
             }
           else

@@ -370,6 +370,17 @@ vhash_segment (VHashSeg *hs, uint32_t key, uint32_t p)
     hs->tc[k] = (viota ((uint32_t) k * PIQ_W) ^ c) * MIX_C1;
 }
 
+/* The hashes of PIQ_W indices from p, a multiple of PIQ_W in the 2^16-segment hs was
+ * built for: vhash (key, p) with one scalar multiply (shared by the four vectors of
+ * p's group of 4·PIQ_W) and a table load in place of two vector multiplies. */
+VINLINE vu
+vhash_seg_at (const VHashSeg *hs, uint32_t p)
+{
+  uint32_t g = p & ~(uint32_t) (4 * PIQ_W - 1);
+
+  return vmix32_tail (((vu) { 0 } + (g ^ hs->kx) * MIX_C1) + hs->tc[(p / PIQ_W) % 4]);
+}
+
 /* v = clamp(x · inv, L, H) with NaN -> 0: the rounding's input. */
 VINLINE vf
 vclamped (vf x, const VArgs *va)
