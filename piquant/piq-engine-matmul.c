@@ -405,6 +405,8 @@ typedef struct {
   const int8_t  *xq;
   const float   *xd;           /* [m][groups] scales of X's groups */
   const int32_t *xsum;         /* [m][groups] Σ codes of X's groups */
+  const double  *xdd;          /* [m][groups] xd widened, once per call */
+  const double  *zx;           /* [m][groups] zp0 · xsum in binary64 (uniform zero points) */
   const float   *bias;         /* N binary32, or NULL */
   uint8_t       *y;
   int            y_dtype;
@@ -546,7 +548,7 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
 {
   const PiqEnginePacked *w = job->w;
   uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0), groups = w->groups, k = w->k;
-  double *terms = (double *) (void *) scratch;                  /* [PANEL][groups] */
+  double *terms = (double *) (void *) scratch;                  /* [groups][PANEL] */
   int32_t *partial = (int32_t *) (void *) (terms + PANEL * groups);
   double acc[PANEL];
   float out[PANEL];
@@ -554,7 +556,8 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
   for (uint64_t m = m0; m < m1; m++)
     {
       const int8_t *xc = job->xq + m * k;
-      const float *xd = job->xd + m * groups;
+      const double *xdd = job->xdd + m * groups;
+      const double *zx = job->zx != NULL ? job->zx + m * groups : NULL;
       const int32_t *xsum = job->xsum + m * groups;
 
       for (uint64_t j = 0; j < rows; j++)
@@ -562,24 +565,20 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
           const uint8_t *wc = w->codes + (r0 + j) * w->row_bytes;
           const int32_t *zps = w->zps + (r0 + j) * groups;
           const float *sc = w->scales + (r0 + j) * groups;
-          double *t = terms + j * groups;
+          double *t = terms + j;
           if (w->group <= DOT_CHUNK)
             {
               group_dots (job, wc, xc, 0, (size_t) k, (size_t) w->group, partial);
               if (w->zp_uniform && w->zp0 == 0)
                 for (uint64_t g = 0; g < groups; g++)
-                  t[g] = (double) partial[g] * (double) sc[g] * (double) xd[g];
-              else if (w->zp_uniform)
-                {
-                  const double z = (double) w->zp0;
-                  for (uint64_t g = 0; g < groups; g++)
-                    t[g] = ((double) partial[g] - z * (double) xsum[g]) * (double) sc[g] *
-                           (double) xd[g];
-                }
+                  t[g * PANEL] = (double) partial[g] * (double) sc[g] * xdd[g];
+              else if (zx != NULL)
+                for (uint64_t g = 0; g < groups; g++)
+                  t[g * PANEL] = ((double) partial[g] - zx[g]) * (double) sc[g] * xdd[g];
               else
                 for (uint64_t g = 0; g < groups; g++)
-                  t[g] = ((double) partial[g] - (double) zps[g] * (double) xsum[g]) *
-                         (double) sc[g] * (double) xd[g];
+                  t[g * PANEL] = ((double) partial[g] - (double) zps[g] * (double) xsum[g]) *
+                                 (double) sc[g] * xdd[g];
             }
           else
             for (uint64_t g = 0; g < groups; g++)
@@ -590,14 +589,22 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
                 group_dots (job, wc, xc, k0, (size_t) len, DOT_CHUNK, partial);
                 for (uint64_t c = 0; c < chunks; c++)
                   sum += partial[c];
-                t[g] = (double) (sum - (int64_t) zps[g] * xsum[g]) * (double) sc[g] *
-                       (double) xd[g];
+                t[g * PANEL] = (double) (sum - (int64_t) zps[g] * xsum[g]) * (double) sc[g] *
+                               xdd[g];
               }
-          acc[j] = 0.0;
         }
-      for (uint64_t g = 0; g < groups; g++)
-        for (uint64_t j = 0; j < rows; j++)
-          acc[j] += terms[j * groups + g];
+      /* each row's terms in group order; a whole panel with a constant count, so the
+       * eight accumulators stay in registers */
+      for (uint64_t j = 0; j < PANEL; j++)
+        acc[j] = 0.0;
+      if (rows == PANEL)
+        for (uint64_t g = 0; g < groups; g++)
+          for (uint64_t j = 0; j < PANEL; j++)
+            acc[j] += terms[g * PANEL + j];
+      else
+        for (uint64_t g = 0; g < groups; g++)
+          for (uint64_t j = 0; j < rows; j++)
+            acc[j] += terms[g * PANEL + j];
       for (uint64_t j = 0; j < rows; j++)
         out[j] = (float) acc[j];
       store_row (job, m, r0, out, rows);
@@ -765,6 +772,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   size_t x_span, y_span, b_span = 0, x_esize, y_esize, x_ld;
   Scratch *scratch;
   float *xf, *bf, *xd;
+  double *xdd, *zx;
   int8_t *xq;
   int32_t *xsum;
   unsigned threads;
@@ -848,18 +856,21 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
    * a fresh block of this size would come from mmap, and the kernel's zeroing of its
    * pages cost a GEMV as much as its arithmetic (perf). */
   {
-    size_t parts[6] = {
+    const int dyn = w->activation == PIQ_ACT_DYNAMIC_INT8;
+    size_t parts[8] = {
       job.slots * job.scratch_bytes,                                    /* per slot */
       job.x == NULL ? (size_t) (m * w->k * sizeof (float)) : 0,         /* X as f32 */
       bias != NULL ? (size_t) w->n * sizeof (float) : 0,                /* bias as f32 */
       w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->k) : 0,  /* X's int8 codes */
       w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->groups * sizeof (float)) : 0,
       w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->groups * sizeof (int32_t)) : 0,
+      dyn ? (size_t) (m * w->groups * sizeof (double)) : 0,              /* X's scales, binary64 */
+      dyn && w->zp_uniform && w->zp0 != 0 ? (size_t) (m * w->groups * sizeof (double)) : 0,
     };
-    size_t offsets[6], total = 0;
+    size_t offsets[8], total = 0;
     uint8_t *base;
 
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
       {
         offsets[i] = total;
         if (parts[i] > SIZE_MAX - total - 64)
@@ -875,6 +886,8 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     xq = (int8_t *) (base + offsets[3]);
     xd = (float *) (void *) (base + offsets[4]);
     xsum = (int32_t *) (void *) (base + offsets[5]);
+    xdd = (double *) (void *) (base + offsets[6]);
+    zx = parts[7] ? (double *) (void *) (base + offsets[7]) : NULL;
   }
 
   if (job.x == NULL)
@@ -895,6 +908,16 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
       job.xq = xq;
       job.xd = xd;
       job.xsum = xsum;
+      /* once per call, not once per output: X's scales in binary64 and, where every
+       * zero point is one value z, the exact z · Σq of each group */
+      for (uint64_t i = 0; i < m * w->groups; i++)
+        {
+          xdd[i] = (double) xd[i];
+          if (zx != NULL)
+            zx[i] = (double) w->zp0 * (double) xsum[i];
+        }
+      job.xdd = xdd;
+      job.zx = zx;
       if (w->gemm_b != NULL && m >= INT8_GEMM_MIN_M)
         {
           ok = int8_gemm (&job, e);

@@ -590,13 +590,82 @@ dd_idx4 (const uint8_t *c)
   return (vi) (((dd_vq) { 0 } + q) >> sh);
 }
 
+/* The scales of blocks b0 … b0 + cnt − 1 (cnt ≤ 16) of one row (scales: the row's
+ * first), as binary32: the values piq_block_load_params gives a 4-bit table format or
+ * integer without E8M0 (an E8M0 scale of 0xff as NaN, whose product with the table is
+ * NaN in every lane as dd_table4's vsplat (NAN) is; which NaN does not matter, every
+ * output it reaches is stored as the default NaN). E8M0 from bits, 16 at a time: the
+ * generic loader, per block and row, cost four times the block's products (perf). */
+VINLINE void
+dd_scales16 (const uint8_t *scales, size_t b0, size_t cnt, const int sk, float *out)
+{
+  if (sk == PIQ_SCALE_E8M0)
+    {
+      uint8_t e[16] = { 0 };
+      vi v, m0, m255, bits;
+      if (cnt == 16)
+        memcpy (e, scales + b0, 16);
+      else
+        for (size_t i = 0; i < cnt; i++)
+          e[i] = scales[b0 + i];
+      v = PIQ_VEC_U8_TO_I32 (bytes16 (e, 16));
+      m0 = v == 0;
+      m255 = v == 255;
+      /* 2^(e − 127): the exponent field, or 2^−127's subnormal bits for e = 0 */
+      bits = ((v << 23) & ~(m0 | m255)) | (m0 & 0x00400000) | (m255 & 0x7fc00000);
+      memcpy (out, &bits, 16 * sizeof (float));
+    }
+  else if (sk == PIQ_SCALE_F16)
+    for (size_t i = 0; i < cnt; i++)
+      out[i] = dd_f16 (scales + 2 * (b0 + i));
+  else
+    memcpy (out, scales + 4 * b0, cnt * sizeof (float));
+}
+
+/* Elements k … end − 1 of one block: acc[j] += x · (row j's codes through tab[j]), in
+ * dd_sig's lane order; the block's last end mod 16 from zero-padded copies, the
+ * weights past the end zeroed (fma (0, 0, lane) = lane, as in dd_block). */
+VINLINE void
+dd_row4_range (const uint8_t *const *row, const float *x, size_t k, size_t end, const int nr,
+               const vf *tab, vi sig, vf *acc)
+{
+  for (; k + 16 <= end; k += 16)
+    {
+      vf xp = fperm1_f (fload (x + k), sig);
+#pragma GCC unroll 8
+      for (int j = 0; j < nr; j++)
+        {
+          if (k % 128 == 0)
+            __builtin_prefetch (row[j] + k / 2 + DD_PREFETCH);
+          acc[j] = PIQ_VEC_FMA (xp, fperm1_f (tab[j], dd_idx4 (row[j] + k / 2)), acc[j]);
+        }
+    }
+  if (k < end)
+    {
+      size_t rem = end - k;
+      float xt[16] = { 0 };
+      vf xp;
+      memcpy (xt, x + k, rem * sizeof (float));
+      xp = fperm1_f (fload (xt), sig);
+      for (int j = 0; j < nr; j++)
+        {
+          uint8_t ct[8] = { 0 };
+          vf wv;
+          memcpy (ct, row[j] + k / 2, (rem * 4 + 7) / 8);
+          wv = fperm1_f (tab[j], dd_idx4 (ct));
+          wv = vsel (sig < (vi) { 0 } + (int32_t) rem, wv, (vf) { 0 });
+          acc[j] = PIQ_VEC_FMA (xp, wv, acc[j]);
+        }
+    }
+}
+
 /* One row of x by nr (a constant) rows of 4-bit codes, over the whole row. A block
  * holds whole 16-element chunks or is the row (dd_takes), so only the row's last
  * n mod 16 come from zero-padded copies, with the weights past the end zeroed
  * (fma (0, 0, lane) = lane, as in dd_block). */
 VINLINE void
 dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j0, float *out,
-         const int code, const int hf, const int sg)
+         const int code, const int hf, const int sg, const int sk)
 {
   const PiqBlockArgs *a = w->a;
   const int ggml = code == PIQ_C_Q4_0;
@@ -655,11 +724,57 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
             acc[j] = PIQ_VEC_FMA (x1, hi, acc[j]);
           }
       }
+  else if (sk >= 0)
+    {
+      /* blocks of a multiple of 16 elements, several a row: the scales of 16 blocks of
+       * each row converted at a time, then each block's table is one multiply (and for
+       * stored zero points a subtraction and a conversion) */
+      const size_t bpr = w->blocks_per_row, nb = (n + bs - 1) / bs;
+      const size_t ss = sk == PIQ_SCALE_F32 ? 4 : sk == PIQ_SCALE_F16 ? 2 : 1;
+      vi cv;
+      vf base;
+
+      for (int l = 0; l < 16; l++)
+        cv[l] = sg ? (l ^ 8) - 8 : l;
+      if (code < 0)
+        base = __builtin_convertvector (cv - fsplat_i ((int32_t) piq_block_symmetric_zp (a)), vf);
+      else
+        memcpy (&base, code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
+                       ? piq_fp4_bnb_values : dd_fp4_e2m1, sizeof base);
+      for (size_t b0 = 0; b0 < nb; b0 += 16)
+        {
+          const size_t cnt = nb - b0 < 16 ? nb - b0 : 16;
+          float sc[8][16];
+
+          if (sk != PIQ_SCALE_F32)
+#pragma GCC unroll 8
+            for (int j = 0; j < nr; j++)
+              dd_scales16 (w->scales + (j0 + (size_t) j) * bpr * ss, b0, cnt, sk, sc[j]);
+          for (size_t bb = 0; bb < cnt; bb++)
+            {
+              const size_t k0 = (b0 + bb) * bs;
+#pragma GCC unroll 8
+              for (int j = 0; j < nr; j++)
+                {
+                  const size_t bi = (j0 + (size_t) j) * bpr + b0 + bb;
+                  vf t = base;
+                  float sj;
+                  if (sk == PIQ_SCALE_F32)
+                    memcpy (&sj, w->scales + 4 * bi, sizeof sj);
+                  else
+                    sj = sc[j][bb];
+                  if (code < 0 && w->zero_points != NULL)
+                    t = __builtin_convertvector (cv - fsplat_i (piq_ld_i32 (w->zero_points, bi)),
+                                                 vf);
+                  tab[j] = t * vsplat (sj);
+                }
+              dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, tab, sig, acc);
+            }
+        }
+    }
   else
     for (size_t k0 = 0; k0 < n; k0 += bs)
       {
-        size_t end = n - k0 > bs ? k0 + bs : n, k = k0;
-
 #pragma GCC unroll 8
         for (int j = 0; j < nr; j++)
           {
@@ -669,34 +784,7 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
                                    (a->fixed || bs >= n ? 0 : k0 / a->block), &p);
             tab[j] = dd_table4 (&p, 0.0f, code, sg);
           }
-        for (; k + 16 <= end; k += 16)
-          {
-            vf xp = fperm1_f (fload (x + k), sig);
-#pragma GCC unroll 8
-            for (int j = 0; j < nr; j++)
-              {
-                if (k % 128 == 0)
-                  __builtin_prefetch (row[j] + k / 2 + DD_PREFETCH);
-                acc[j] = PIQ_VEC_FMA (xp, fperm1_f (tab[j], dd_idx4 (row[j] + k / 2)), acc[j]);
-              }
-          }
-        if (k < end)
-          {
-            size_t rem = end - k;
-            float xt[16] = { 0 };
-            vf xp;
-            memcpy (xt, x + k, rem * sizeof (float));
-            xp = fperm1_f (fload (xt), sig);
-            for (int j = 0; j < nr; j++)
-              {
-                uint8_t ct[8] = { 0 };
-                vf wv;
-                memcpy (ct, row[j] + k / 2, (rem * 4 + 7) / 8);
-                wv = fperm1_f (tab[j], dd_idx4 (ct));
-                wv = vsel (sig < (vi) { 0 } + (int32_t) rem, wv, (vf) { 0 });
-                acc[j] = PIQ_VEC_FMA (xp, wv, acc[j]);
-              }
-          }
+        dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, tab, sig, acc);
       }
   for (int j = 0; j < nr; j++)
     {
@@ -731,10 +819,28 @@ dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
 #if PIQ_W == 16
       if (code == PIQ_C_Q4_0 || bits == 4)
         {
-          for (j = 0; j + DD_ROWS4 <= nr; j += DD_ROWS4)
-            dd_row4 (w, x + i * ldx, n, DD_ROWS4, j, out + i * ldo + j, code, hf, sg);
-          for (; j < nr; j++)
-            dd_row4 (w, x + i * ldx, n, 1, j, out + i * ldo + j, code, hf, sg);
+          /* the scale kind as a constant where blocks carry scales (MX integers, whose
+           * E8M0 scale has an offset, keep the generic loader) */
+          const PiqBlockArgs *a = w->a;
+          const int sk = code == PIQ_C_Q4_0 || a->fixed ? -1
+                         : a->scale_kind == PIQ_SCALE_E8M0 ? (code < 0 ? -1 : PIQ_SCALE_E8M0)
+                         : (int) a->scale_kind;
+#define DD_ROW4_SK_(sk_) \
+          do { \
+            for (j = 0; j + DD_ROWS4 <= nr; j += DD_ROWS4) \
+              dd_row4 (w, x + i * ldx, n, DD_ROWS4, j, out + i * ldo + j, code, hf, sg, sk_); \
+            for (; j < nr; j++) \
+              dd_row4 (w, x + i * ldx, n, 1, j, out + i * ldo + j, code, hf, sg, sk_); \
+          } while (0)
+          if (sk == PIQ_SCALE_F32)
+            DD_ROW4_SK_ (PIQ_SCALE_F32);
+          else if (sk == PIQ_SCALE_F16)
+            DD_ROW4_SK_ (PIQ_SCALE_F16);
+          else if (sk == PIQ_SCALE_E8M0)
+            DD_ROW4_SK_ (PIQ_SCALE_E8M0);
+          else
+            DD_ROW4_SK_ (-1);
+#undef DD_ROW4_SK_
           continue;
         }
 #endif
