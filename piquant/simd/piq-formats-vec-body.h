@@ -175,6 +175,29 @@ fperm1_f (vf a, vi k)
 #endif
 }
 
+/* Lane j: t[c[j] & 15] of a table of 16 floats: one permute (16 lanes), two and a
+ * blend (8), lane by lane (4). NF8's quartic pieces and the fused GEMV's block
+ * tables. */
+VINLINE vf
+flut16 (const float *t, vi c)
+{
+#if PIQ_W == 16
+  vf t0;
+  memcpy (&t0, t, sizeof t0);
+  return fperm1_f (t0, c);
+#elif PIQ_W == 8
+  vf t0, t1;
+  memcpy (&t0, t, sizeof t0);
+  memcpy (&t1, t + 8, sizeof t1);
+  return fperm2_f (t0, t1, c);
+#else
+  vf v;
+  for (int l = 0; l < PIQ_W; l++)
+    v[l] = t[c[l] & 15];
+  return v;
+#endif
+}
+
 /* a < b (unsigned, b a constant) ? x : y, lane-wise */
 VINLINE vi
 fsel_ltu (vu a, uint32_t b, vi x, vi y)

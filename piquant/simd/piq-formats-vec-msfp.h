@@ -76,28 +76,6 @@ mlut (const float *t, vi k)
 #endif
 }
 
-/* Lane j: c[s[j]] of a table of 16 floats, 0 ≤ s[j] < 16: one permute (16 lanes),
- * two (8), lane by lane (4). */
-VINLINE vf
-mpiece (const float *c, vi s)
-{
-#if PIQ_W == 16
-  vf a;
-  memcpy (&a, c, sizeof a);
-  return fperm1_f (a, s);
-#elif PIQ_W == 8
-  vf a, b;
-  memcpy (&a, c, sizeof a);
-  memcpy (&b, c + 8, sizeof b);
-  return fperm2_f (a, b, s);
-#else
-  vf r;
-  for (int j = 0; j < PIQ_W; j++)
-    r[j] = c[s[j]];
-  return r;
-#endif
-}
-
 /* The number of 255 increasing thresholds below v (le: at or below v), v in
  * [−1, 1]: poly the table's piecewise quartic G (piq_nf8_poly, tools/gen-nf8.py),
  * which crosses i + 1 at threshold i, so floor (G (v)) is the count wherever G (v)
@@ -114,10 +92,10 @@ nf8_count (vf v, const float (*poly)[16], const float *th, int off, int le)
 
   s = (vi) vsel ((vi) (s > 15), (vf) fsplat_i (15), (vf) s);   /* v = 1 */
   w = u - (__builtin_convertvector (s, vf) + vsplat (0.5f));
-  g = mpiece (poly[4], s);
+  g = flut16 (poly[4], s);
 #pragma GCC unroll 4
   for (int k = 3; k >= 0; k--)
-    g = g * w + mpiece (poly[k], s);
+    g = g * w + flut16 (poly[k], s);
   r = frint (g);
   d = g - __builtin_convertvector (r, vf);
   c = r + (vi) (d < vsplat (0.0f));

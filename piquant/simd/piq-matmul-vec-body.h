@@ -307,27 +307,6 @@ static const float dd_fp4_e2m1[16] = {
   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f,
 };
 
-/* t[c] for codes 0 … 15: one permute (16 lanes), two and a blend (8), lane by lane (4) */
-VINLINE vf
-dd_lut16 (const float *t, vi c)
-{
-#if PIQ_W == 16
-  vf t0;
-  memcpy (&t0, t, sizeof t0);
-  return fperm1_f (t0, c);
-#elif PIQ_W == 8
-  vf t0, t1;
-  memcpy (&t0, t, sizeof t0);
-  memcpy (&t1, t + 8, sizeof t1);
-  return fperm2_f (t0, t1, c);
-#else
-  vf v;
-  for (int l = 0; l < PIQ_W; l++)
-    v[l] = t[c[l] & 15];
-  return v;
-#endif
-}
-
 /* Elements k … k + 15 (k a multiple of 16, inside one block) of a row of codes. */
 VINLINE void
 dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const int code,
@@ -360,7 +339,7 @@ dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const in
       const float *t = code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
                        ? piq_fp4_bnb_values : dd_fp4_e2m1;
       if (code == PIQ_C_NF4 || code == PIQ_C_FP4_BNB || (code == PIQ_C_FP4_E2M1 && PIQ_W >= 8))
-        wv[v] = p->nan_scale ? vsplat (NAN) : dd_lut16 (t, c) * vsplat (p->scale);
+        wv[v] = p->nan_scale ? vsplat (NAN) : flut16 (t, c) * vsplat (p->scale);
       else
         wv[v] = fdecode (p, c, code);
     }
