@@ -768,7 +768,7 @@ hist_range (void     *data,
 /* torch.histc (x, bins, min=L, max=R) as float counts. L == R takes the batch's own
  * range, widened by 1 each way when it is a single value. Counts are exact integers
  * (torch accumulates in binary32, which loses counts past 2^24 in one bin). */
-static void
+static gboolean
 histc (const PiqEngineView *v,
        guint64              n,
        double               L,
@@ -776,7 +776,8 @@ histc (const PiqEngineView *v,
        float                data_lo,
        float                data_hi,
        guint                bins,
-       float               *out)
+       float               *out,
+       GError             **error)
 {
   const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
   gsize esize = si->bits / 8;
@@ -806,7 +807,9 @@ histc (const PiqEngineView *v,
   job.chunk = (n + n_chunks - 1) / n_chunks;
   n_chunks = (n + job.chunk - 1) / job.chunk;
   /* bins + 1 per chunk: the last one counts what the f32 path drops */
-  counts = g_new (guint64, n_chunks * (bins + 1));
+  counts = try_alloc_n (n_chunks * (bins + 1), sizeof *counts, "histogram counts", error);
+  if (counts == NULL)
+    return FALSE;
   job.counts = counts;
   piq_parallel_run (observer_threads (), n_chunks, 1, 2, hist_range, &job);
   for (guint b = 0; b < bins; b++)
@@ -816,6 +819,7 @@ histc (const PiqEngineView *v,
         total += counts[k * (bins + 1) + b];
       out[b] = (float) total;
     }
+  return TRUE;
 }
 
 /* torch's _combine_histograms: @old upsampled by @up into cells [start, start +
@@ -914,7 +918,8 @@ hist_observe (PiqObserver          *self,
   if (self->n_channels == 0 || self->min[0] == self->max[0])
     {
       /* a first batch, or a histogram of one value: start over from this batch */
-      histc (v, n, trunc (lo), trunc (hi), lo, hi, bins, h);
+      if (!histc (v, n, trunc (lo), trunc (hi), lo, hi, bins, h, error))
+        return FALSE;
       *new_min = lo;
       *new_max = hi;
       return TRUE;
@@ -938,7 +943,8 @@ hist_observe (PiqObserver          *self,
   e = (float) down_d * span - (cmax - cmin);
   cmax = cmax + e;
   start_d = nearbyintf ((mn - cmin) / hbw);
-  histc (v, n, trunc (cmin), trunc (cmax), lo, hi, bins, h);
+  if (!histc (v, n, trunc (cmin), trunc (cmax), lo, hi, bins, h, error))
+    return FALSE;
   if (cmin == mn && cmax == mx)
     for (guint b = 0; b < bins; b++)
       h[b] = h[b] + self->hist[b];
