@@ -73,8 +73,10 @@ static const float piq_nf8_values[256] = {
 
 /* Nearest: the code of x (not NaN) is the number of these below x. Entry i is the
  * largest binary32 m in [level i, level i+1) with m - level i <= level i+1 - m
- * in binary32, the scalar codec's rule (ties to the lower code). */
-static const float piq_nf8_midpoints[255] = {
+ * in binary32, the scalar codec's rule (ties to the lower code). Entry 255 (2,
+ * above every clamped v) is never counted: it pads the table to the 256 floats
+ * that the AVX-512 lookup (mlut) loads as sixteen vectors. */
+static const float piq_nf8_midpoints[256] = {
   -9.868273735e-01f, -9.615443349e-01f, -9.382062554e-01f, -9.164966941e-01f,
   -8.961719275e-01f, -8.770400286e-01f, -8.589471579e-01f, -8.417676687e-01f,
   -8.253979683e-01f, -8.097512722e-01f, -7.947543859e-01f, -7.803447843e-01f,
@@ -138,7 +140,7 @@ static const float piq_nf8_midpoints[255] = {
   7.415801883e-01f, 7.544687986e-01f, 7.678005099e-01f, 7.816157341e-01f,
   7.959605455e-01f, 8.108881116e-01f, 8.264602423e-01f, 8.427494168e-01f,
   8.598411679e-01f, 8.778377175e-01f, 8.968628645e-01f, 9.170681834e-01f,
-  9.386423826e-01f, 9.618248343e-01f, 9.869258404e-01f,
+  9.386423826e-01f, 9.618248343e-01f, 9.869258404e-01f, 2.000000000e+00f,
 };
 
 /* The vector bodies' count of the thresholds below v (gen-nf8.py says how):
