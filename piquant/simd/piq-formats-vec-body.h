@@ -1584,6 +1584,24 @@ gdequantize (const PiqBlockArgs *a, const uint8_t *codes, uint64_t first, size_t
 
 #define FB_VECS (16 / PIQ_W)
 
+/* Bit j = lane j of a comparison's result (lanes 0 or all ones): one mask move on
+ * x86 (VPMOVD2M / VMOVMSKPS), where the portable form (each lane's bit, then an OR
+ * reduction of four shuffles) cost f32->binary a third of its speed; any other unit
+ * keeps that form. */
+VINLINE uint32_t
+fmask_bits (vi m)
+{
+#if PIQ_W == 16 && defined __AVX512F__
+  return (uint32_t) _mm512_cmplt_epi32_mask ((__m512i) m, _mm512_setzero_si512 ());
+#elif PIQ_W == 8 && defined __AVX__
+  return (uint32_t) _mm256_movemask_ps ((__m256) m);
+#elif PIQ_W == 4 && defined __SSE2__
+  return (uint32_t) _mm_movemask_ps ((__m128) m);
+#else
+  return fhor ((vu) m & ((vu) fsplat_i (1) << viota (0)));
+#endif
+}
+
 /* st: stochastic rounding with inverse scale inv ≠ 0, keys key and ix (x[0]'s index,
  * low 32 bits): bit = u < (x · inv + 1) · 0.5, NaN 1, as the scalar codec. */
 VINLINE void
@@ -1598,7 +1616,7 @@ fbinary_bits (const float *x, uint8_t *dst, size_t n, int st, float inv, uint32_
     vhash_segment (&hs, key, ix);
   for (size_t i = 0; i < n; i += 16, dst += 2)
     {
-      vu acc = (vu) fsplat_i (0);
+      uint32_t bits = 0;
       for (int k = 0; k < FB_VECS; k++)
         {
           vf v = fload (x + i + k * PIQ_W);
@@ -1618,9 +1636,8 @@ fbinary_bits (const float *x, uint8_t *dst, size_t n, int st, float inv, uint32_
             }
           else
             on = ~(vu) (v < vsplat (0.0f));
-          acc |= on & ((vu) fsplat_i (1) << viota ((uint32_t) (k * PIQ_W)));
+          bits |= fmask_bits ((vi) on) << (k * PIQ_W);
         }
-      uint32_t bits = fhor (acc);
       dst[0] = (uint8_t) bits;
       dst[1] = (uint8_t) (bits >> 8);
     }
