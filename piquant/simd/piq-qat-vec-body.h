@@ -45,6 +45,65 @@ vqat_rne (vf v)
 #endif
 }
 
+/* Whether any lane of a comparison's result is set. */
+VINLINE int
+vqat_any (vi m)
+{
+#ifdef PIQ_VEC_ANY
+  return PIQ_VEC_ANY (m);
+#else
+  int32_t l[PIQ_W], r = 0;
+
+  memcpy (l, &m, sizeof l);
+  for (int k = 0; k < PIQ_W; k++)
+    r |= l[k];
+  return r != 0;
+#endif
+}
+
+/* Lane masks (vqm) and their uses, in the ISA's own form where
+ * the generic one costs more: AVX-512 compares into a mask register and blends by
+ * it in one instruction each (the vector form of a comparison is the mask expanded
+ * to a register, and a select of two values by it two instructions). */
+#if PIQ_W == 16 && defined(__AVX512F__)
+typedef __mmask16 vqm;
+VINLINE vqm vqat_eq (vf a, vf b) { return _mm512_cmp_ps_mask ((__m512) a, (__m512) b, _CMP_EQ_OQ); }
+VINLINE vf vqat_sel (vqm m, vf a, vf b) { return (vf) _mm512_mask_blend_ps (m, (__m512) b, (__m512) a); }
+VINLINE vqm vqat_and (vqm a, vqm b) { return a & b; }
+VINLINE int vqat_all (vqm m) { return m == 0xffff; }
+/* the mask as PIQ_W bytes 0 or 1 (AVX-512 BW and VL: one masked move) */
+VINLINE void vqat_store_mask (uint8_t *p, vqm m) { __m128i b = _mm_maskz_mov_epi8 (m, _mm_set1_epi8 (1)); memcpy (p, &b, PIQ_W); }
+#else
+typedef vi vqm;
+VINLINE vqm vqat_eq (vf a, vf b) { return a == b; }
+VINLINE vf vqat_sel (vqm m, vf a, vf b) { return vsel (m, a, b); }
+VINLINE vqm vqat_and (vqm a, vqm b) { return a & b; }
+VINLINE int vqat_all (vqm m) { return !vqat_any (~m); }
+VINLINE void vqat_store_mask (uint8_t *p, vqm m) { vb b = __builtin_convertvector (m & 1, vb); memcpy (p, &b, sizeof b); }
+#endif
+
+/* q clamped to [lo, hi], NaN to lo: the x86 MAXPS returns its second operand when
+ * one is NaN, as does the generic form's comparison, and AArch64's FMAXNM the
+ * number (q is an arithmetic result: never a signalling NaN). The sign of a zero
+ * result may differ between them; it is only compared for equality and used in
+ * q − zp where that sign does not reach the result (see vqat_forward, QAT_BW_STEP). */
+VINLINE vf
+vqat_clamp (vf q, vf lo, vf hi)
+{
+#if PIQ_W == 16 && defined(__AVX512F__)
+  return (vf) _mm512_min_ps (_mm512_max_ps ((__m512) q, (__m512) lo), (__m512) hi);
+#elif PIQ_W == 8 && defined(__AVX__)
+  return (vf) _mm256_min_ps (_mm256_max_ps ((__m256) q, (__m256) lo), (__m256) hi);
+#elif PIQ_W == 4 && defined(__SSE2__)
+  return (vf) _mm_min_ps (_mm_max_ps ((__m128) q, (__m128) lo), (__m128) hi);
+#elif PIQ_W == 4 && defined(__aarch64__)
+  return (vf) vminnmq_f32 (vmaxnmq_f32 ((float32x4_t) q, (float32x4_t) lo), (float32x4_t) hi);
+#else
+  vf m = vsel (q > lo, q, lo);
+  return vsel (m < hi, m, hi);
+#endif
+}
+
 /* Store v at p as ft, streamed past the caches where nt: vstore_op, with a cheaper
  * bf16 rounding where the values allow it, same bytes. QAT_ST_FINITE: no value is
  * NaN (the forward pass's values), so the rounding needs no NaN test
@@ -87,7 +146,6 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   const size_t xe = fsize (xft), ye = fsize (yft);
   const vf inv = vsplat (a->inv), s = vsplat (a->s), zp = vsplat (a->zp);
   const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
-  const vf ylo = vsplat (a->lo_zp * a->s), yhi = vsplat (a->hi_zp * a->s);
   size_t i = 0;
   int nt = 0;
 
@@ -107,44 +165,29 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
 #endif
   for (; i + PIQ_W <= n; i += PIQ_W)
     {
-      vf v, qf;
-      vi inside;
+      vf v, qf, qc;
+      vqm inside;
 
       __builtin_prefetch (xs + xe * (i + PIQ_PREFETCH));
       v = vload_f (xs + xe * i, xft);
       qf = zp + vqat_rne (v * inv);
-      inside = (qf >= lo) & (qf <= hi);
+      qc = vqat_clamp (qf, lo, hi);
+      inside = vqat_eq (qc, qf);
       if (ys != NULL)
         {
-          vf out = vsel (inside, (qf - zp) * s, vsel (qf < lo, ylo, vsel (qf > hi, yhi, vsplat (0.0f))));
+          /* (qc − zp) · s is the reference's value inside, and below or above, where
+           * qc − zp is qmin − zp or qmax − zp exactly (integers below 2^24); NaN gives
+           * +0. qf is never −0 (zp is not), so qc = qf inside to the sign. */
+          vf out = vqat_sel (vqat_eq (qf, qf), (qc - zp) * s, vsplat (0.0f));
           vqat_store (ys + ye * i, out, yft, QAT_ST_FINITE, nt);
         }
       if (mask != NULL)
-        {
-          vb m = __builtin_convertvector (inside & 1, vb);
-          memcpy (mask + i, &m, sizeof m);
-        }
+        vqat_store_mask (mask + i, inside);
     }
   stream_fence (nt);
   if (i < n)
     piq_kernels_scalar.qat_forward (xs + xe * i, n - i, a, ys != NULL ? ys + ye * i : NULL,
                                     mask != NULL ? mask + i : NULL);
-}
-
-/* Whether any lane of a comparison's result is set. */
-VINLINE int
-vqat_any (vi m)
-{
-#ifdef PIQ_VEC_ANY
-  return PIQ_VEC_ANY (m);
-#else
-  int32_t l[PIQ_W], r = 0;
-
-  memcpy (l, &m, sizeof l);
-  for (int k = 0; k < PIQ_W; k++)
-    r |= l[k];
-  return r != 0;
-#endif
 }
 
 /* The gradient terms' binary64 lanes in vectors of the native width: vd holds
@@ -184,46 +227,6 @@ vqat_acc (vd *lo, vd *hi, vf t)
   memcpy (&h, (const char *) &t + sizeof l, sizeof h);
   *lo += __builtin_convertvector (l, vd);
   *hi += __builtin_convertvector (h, vd);
-#endif
-}
-
-/* The backward pass's lane masks (vqm) and their uses, in the ISA's own form where
- * the generic one costs more: AVX-512 compares into a mask register and blends by
- * it in one instruction each (the vector form of a comparison is the mask expanded
- * to a register, and a select of two values by it two instructions). */
-#if PIQ_W == 16 && defined(__AVX512F__)
-typedef __mmask16 vqm;
-VINLINE vqm vqat_eq (vf a, vf b) { return _mm512_cmp_ps_mask ((__m512) a, (__m512) b, _CMP_EQ_OQ); }
-VINLINE vf vqat_sel (vqm m, vf a, vf b) { return (vf) _mm512_mask_blend_ps (m, (__m512) b, (__m512) a); }
-VINLINE vqm vqat_and (vqm a, vqm b) { return a & b; }
-VINLINE int vqat_all (vqm m) { return m == 0xffff; }
-#else
-typedef vi vqm;
-VINLINE vqm vqat_eq (vf a, vf b) { return a == b; }
-VINLINE vf vqat_sel (vqm m, vf a, vf b) { return vsel (m, a, b); }
-VINLINE vqm vqat_and (vqm a, vqm b) { return a & b; }
-VINLINE int vqat_all (vqm m) { return !vqat_any (~m); }
-#endif
-
-/* q clamped to [lo, hi], NaN to lo: the x86 MAXPS returns its second operand when
- * one is NaN, as does the generic form's comparison, and AArch64's FMAXNM the
- * number (q is an arithmetic result: never a signalling NaN). The sign of a zero
- * result may differ between them; it is only compared for equality and used in
- * q − zp where that sign does not reach the result (see QAT_BW_STEP). */
-VINLINE vf
-vqat_clamp (vf q, vf lo, vf hi)
-{
-#if PIQ_W == 16 && defined(__AVX512F__)
-  return (vf) _mm512_min_ps (_mm512_max_ps ((__m512) q, (__m512) lo), (__m512) hi);
-#elif PIQ_W == 8 && defined(__AVX__)
-  return (vf) _mm256_min_ps (_mm256_max_ps ((__m256) q, (__m256) lo), (__m256) hi);
-#elif PIQ_W == 4 && defined(__SSE2__)
-  return (vf) _mm_min_ps (_mm_max_ps ((__m128) q, (__m128) lo), (__m128) hi);
-#elif PIQ_W == 4 && defined(__aarch64__)
-  return (vf) vminnmq_f32 (vmaxnmq_f32 ((float32x4_t) q, (float32x4_t) lo), (float32x4_t) hi);
-#else
-  vf m = vsel (q > lo, q, lo);
-  return vsel (m < hi, m, hi);
 #endif
 }
 
