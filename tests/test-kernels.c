@@ -2049,8 +2049,10 @@ check_qat (const PiqKernelTable *t, int backward, int xft, int gft, int oft)
           a.g_ft = gft;
           a.o_ft = oft;
           fill_float (x + off, n, xft, scale);
-          /* clamped values on both sides, often */
-          for (size_t i = 0; i < n; i += 7)
+          /* clamped values on both sides, often in the first half; in the second
+           * half rarely, so that the vector bodies see blocks of 16 with none and
+           * with some, in batches of 64 blocks (the zero point's deferred terms) */
+          for (size_t i = 0; i < n; i += i < n / 2 ? 7 : 97)
             {
               float f = (float) ((i & 8 ? 1 : -1) * scale * (double) (a.hi - a.lo + 3 + (double) (rnd () % 50)));
               put_float (x + off, i, xft, f);
