@@ -218,7 +218,7 @@ pack_groups (PiqEnginePacked *p, PiqEngineError *e)
 {
   const uint64_t panels = (p->n + 15) / 16, group = p->group, groups = p->groups;
   const size_t gq = (size_t) group / 4;
-  int64_t zmax = 0;
+  int64_t zmax = 128;   /* the zero point of signed codes */
   size_t code_bytes;
 
   if (group % 4 != 0 || group > GG_MAX_GROUP)
@@ -268,7 +268,7 @@ pack_groups (PiqEnginePacked *p, PiqEngineError *e)
         else
           memcpy (wg + code_bytes + 4 * c, &p->scales[r * groups + g], 4);
         if (p->gg_zpc)
-          memcpy (wg + code_bytes + 64 + 4 * c, &p->zps[r * groups + g], 4);
+          memcpy (wg + code_bytes + (p->gg_f16 ? 32 : 64) + 4 * c, &p->zps[r * groups + g], 4);
       }
   return 1;
 }

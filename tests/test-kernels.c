@@ -1953,8 +1953,8 @@ check_gemm_groups (const PiqKernelTable *t)
                                 65504.0f, 1.0f, -0.5f };
   enum { MAXM = 9, MAXN = 48, MAXG = 5, MAXGQ = 32 };
   const size_t maxpanel = MAXG * (64 * MAXGQ + 64 + 64);
-  uint8_t *u = malloc (MAXN * MAXG * 4 * MAXGQ), *wbuf = malloc ((MAXN / 16 + 1) * maxpanel + 8);
-  int8_t *x = malloc (MAXM * MAXG * 4 * MAXGQ + 8);
+  uint8_t *u = malloc (MAXN * MAXG * 4 * MAXGQ), *wbuf = malloc ((MAXN / 16 + 1) * (maxpanel + 64) + 8);
+  int8_t *x = malloc (MAXM * (MAXG * 4 * MAXGQ + 4) + 8);
   float *sc = malloc (MAXN * MAXG * sizeof (float)), *out[3];
   int32_t *zp = malloc (MAXN * MAXG * sizeof (int32_t)), *xz = malloc (MAXM * MAXG * sizeof (int32_t));
   double *xd = malloc (MAXM * MAXG * sizeof (double)), *acc = malloc (MAXM * 64 * sizeof (double));
@@ -1983,7 +1983,7 @@ check_gemm_groups (const PiqKernelTable *t)
             for (size_t j = 0; j < n; j++)
               for (size_t g = 0; g < groups; g++)
                 {
-                  uint8_t *wg = w.w + j / 16 * ldwp + g * gbytes;
+                  uint8_t *wg = wbuf + wo + j / 16 * ldwp + g * gbytes;
                   size_t c = j % 16;
                   float s = ext && rnd () % 6 == 0 ? edge[rnd () % 10]
                             : (float) ((int) (rnd () % 2001) - 1000) / 1024.0f;
