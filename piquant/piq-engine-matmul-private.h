@@ -38,6 +38,15 @@
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
 #define DOT_CHUNK 4096
+/* The dynamic-int8 policy on panels (gemm_groups): groups up to GG_MAX_GROUP elements
+ * (so no int32 sum can overflow: (255 + 255) · 127 · 16384 < 2^31); a work item is
+ * GG_NC rows of W (4 panels) by GG_MC rows of X at a time, the groups of a call to
+ * the kernel limited to GG_KC_BYTES of a panel pair, which stays in L1 while the
+ * kernel runs over the rows of X (X's block, GG_MC rows of it, in L2). */
+#define GG_MAX_GROUP 16384
+#define GG_NC 64
+#define GG_MC 64
+#define GG_KC_BYTES 16384
 /* Below this many multiply-adds a call stays on the calling thread. */
 #define PARALLEL_MIN_MACS (UINT64_C (1) << 18)
 
@@ -78,6 +87,13 @@ struct PiqEnginePacked {
    * rows of gemm_kq quads of 4 k (PiqGemmU8S8Fn's layout), zero past n and k */
   int8_t  *gemm_b;
   size_t   gemm_kq, gemm_ldbp;
+  /* the dynamic-int8 policy's panels of 16 rows (PiqGroupsW's layout, pack_groups in
+   * piq-engine-matmul.c): groups of a multiple of 4 elements, unsigned codes with the
+   * one zero point gg_z0 (folded into X's sums) or one per group (gg_zpc) */
+  uint8_t *gg;
+  size_t   gg_ldwp, gg_gbytes, gg_gq;
+  int      gg_f16, gg_zpc;
+  int32_t  gg_z0;
 };
 
 /* piq-engine-matmul-binary.c: pack binary weights (p->n, p->k set), and the binary

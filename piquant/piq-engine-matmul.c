@@ -205,6 +205,74 @@ unpack_ints (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngineQuant *w, 
   return ok;
 }
 
+/* The dynamic-int8 weights as gemm_groups' panels (PiqGroupsW): every group of a
+ * multiple of 4 elements, up to GG_MAX_GROUP, whose zero points keep the sums within
+ * int32. The codes go in unsigned, so X's signed codes are the other operand of
+ * VPDPBUSD: u = w + 128 (signed codes, zero point 128), the 4-bit codes w + 8 (zero
+ * point 8), else the stored code with the group's zero point; with one zero point z
+ * for the whole tensor, z · Σx is taken once per call and per group of X. Scales are
+ * kept as binary16 where every one is one exactly (Q4_0, Q8_0): a GEMV then streams
+ * the format's own bytes. Padding (a short last group, channels past n) is zero. */
+static int
+pack_groups (PiqEnginePacked *p, PiqEngineError *e)
+{
+  const uint64_t panels = (p->n + 15) / 16, group = p->group, groups = p->groups;
+  const size_t gq = (size_t) group / 4;
+  int64_t zmax = 128;   /* the zero point of signed codes */
+  size_t code_bytes;
+
+  if (group % 4 != 0 || group > GG_MAX_GROUP)
+    return 1;
+  for (uint64_t i = 0; !p->signed_codes && i < p->n * groups; i++)
+    zmax = MAX (zmax, p->zps[i] < 0 ? -(int64_t) p->zps[i] : (int64_t) p->zps[i]);
+  if ((255 + zmax) * 127 * (int64_t) group >= INT64_C (1) << 31)
+    return 1;
+  p->gg_zpc = !p->signed_codes && !p->zp_uniform;
+  p->gg_z0 = p->q4 ? 8 : p->signed_codes ? 128 : p->zp0;
+  p->gg_f16 = 1;
+  for (uint64_t i = 0; p->gg_f16 && i < p->n * groups; i++)
+    {
+      float v = piq_f16_to_f32 (piq_f32_to_f16 (p->scales[i]));
+      p->gg_f16 = memcmp (&v, &p->scales[i], sizeof v) == 0;
+    }
+  p->gg_gq = gq;
+  code_bytes = p->q4 ? 32 * gq : 64 * gq;
+  p->gg_gbytes = code_bytes + (p->gg_f16 ? 32 : 64) + (p->gg_zpc ? 64 : 0);
+  p->gg_ldwp = (size_t) groups * p->gg_gbytes;
+  if ((p->gg = try_alloc (panels, p->gg_ldwp, "the weights' panels", e)) == NULL)
+    return 0;
+  memset (p->gg, 0, panels * p->gg_ldwp);
+  p->bytes += panels * p->gg_ldwp;
+  for (uint64_t r = 0; r < p->n; r++)
+    for (uint64_t g = 0; g < groups; g++)
+      {
+        uint8_t *wg = p->gg + r / 16 * p->gg_ldwp + g * p->gg_gbytes;
+        const size_t c = r % 16;
+        for (uint64_t i = 0; i < MIN (group, p->k - g * group); i++)
+          {
+            uint64_t k = g * group + i;
+            size_t q = (size_t) i / 4, t = (size_t) i % 4;
+            if (p->q4)
+              {
+                uint8_t b = p->codes[r * p->row_bytes + k / 32 * 16 + k % 16];
+                wg[q / 2 * 64 + 4 * c + t] |= (uint8_t) ((k % 32 < 16 ? b & 15 : b >> 4) << (4 * (q % 2)));
+              }
+            else
+              wg[q * 64 + 4 * c + t] = (uint8_t) (p->codes[r * p->k + k] ^ (p->signed_codes ? 0x80 : 0));
+          }
+        if (p->gg_f16)
+          {
+            uint16_t h = piq_f32_to_f16 (p->scales[r * groups + g]);
+            memcpy (wg + code_bytes + 2 * c, &h, 2);
+          }
+        else
+          memcpy (wg + code_bytes + 4 * c, &p->scales[r * groups + g], 4);
+        if (p->gg_zpc)
+          memcpy (wg + code_bytes + (p->gg_f16 ? 32 : 64) + 4 * c, &p->zps[r * groups + g], 4);
+      }
+  return 1;
+}
+
 PiqEnginePacked *
 piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *shape,
                  unsigned n_dims, int activation, PiqEngineError *e)
@@ -353,7 +421,7 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
   p->zp0 = p->n > 0 && p->groups > 0 ? p->zps[0] : 0;
   for (uint64_t i = 0; p->zp_uniform && i < p->n * p->groups; i++)
     p->zp_uniform = p->zps[i] == p->zp0;
-  if (!piq_engine_pack_gemm_b (p, e))
+  if (!piq_engine_pack_gemm_b (p, e) || !pack_groups (p, e))
     goto fail;
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
@@ -378,6 +446,7 @@ piq_engine_packed_free (PiqEnginePacked *p)
   free (p->bits);
   free (p->bscales);
   free (p->gemm_b);
+  free (p->gg);
   free (p);
 }
 
@@ -402,8 +471,10 @@ typedef struct {
   /* X as binary32 rows ldx floats apart (float), or as int8 codes (dynamic int8) */
   const float   *x;
   size_t         ldx;
-  const int8_t  *xq;
+  const int8_t  *xq;           /* rows ldq apart, zero from k on */
+  size_t         ldq;
   const float   *xd;           /* [m][groups] scales of X's groups */
+  const int32_t *xz;           /* [m][groups] gemm_groups' z · Σq (or Σq: per-group zero points) */
   const int32_t *xsum;         /* [m][groups] Σ codes of X's groups */
   const double  *xdd;          /* [m][groups] xd widened, once per call */
   const double  *zx;           /* [m][groups] zp0 · xsum in binary64 (uniform zero points) */
@@ -555,7 +626,7 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
 
   for (uint64_t m = m0; m < m1; m++)
     {
-      const int8_t *xc = job->xq + m * k;
+      const int8_t *xc = job->xq + m * job->ldq;
       const double *xdd = job->xdd + m * groups;
       const double *zx = job->zx != NULL ? job->zx + m * groups : NULL;
       const int32_t *xsum = job->xsum + m * groups;
@@ -606,8 +677,44 @@ int8_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t 
           for (uint64_t j = 0; j < rows; j++)
             acc[j] += terms[g * PANEL + j];
       for (uint64_t j = 0; j < rows; j++)
-        out[j] = (float) acc[j];
+        out[j] = piq_mm_canonical ((float) acc[j]);
       store_row (job, m, r0, out, rows);
+    }
+}
+
+/* The dynamic-int8 policy on the weights' panels (gemm_groups): GG_NC rows of W from
+ * r0 by rows m0 … m1 − 1 of X, GG_MC rows at a time; from two rows of X on the groups
+ * go in blocks (GG_KC_BYTES of a panel pair), the binary64 sums carried in scratch,
+ * so each block of W stays in L1 across the rows. The kernel takes the groups in
+ * order either way: the same bytes. */
+static void
+gg_item (MatmulJob *job, uint8_t *scratch, uint64_t r0, uint64_t m0, uint64_t m1)
+{
+  const PiqEnginePacked *w = job->w;
+  const uint64_t rows = MIN ((uint64_t) GG_NC, w->n - r0), groups = w->groups;
+  double *acc = (double *) (void *) scratch;                  /* [GG_MC][GG_NC] */
+  float *out = (float *) (void *) (acc + GG_MC * GG_NC);      /* [GG_MC][GG_NC] */
+  const PiqGroupsW gw = { w->gg + r0 / 16 * w->gg_ldwp, w->gg_ldwp, w->gg_gbytes, w->gg_gq,
+                          w->q4, w->gg_f16, w->gg_zpc };
+  const uint64_t gb = m1 - m0 > 1 ? MAX ((uint64_t) 1, GG_KC_BYTES / (2 * w->gg_gbytes))
+                                  : groups;
+
+  for (uint64_t m = m0; m < m1; m += GG_MC)
+    {
+      uint64_t mc = MIN ((uint64_t) GG_MC, m1 - m);
+      for (uint64_t g0 = 0; g0 < groups; g0 += gb)
+        {
+          PiqGroupsW part = gw;
+          uint64_t ng = MIN (gb, groups - g0);
+          part.w += g0 * w->gg_gbytes;
+          job->eng->kernels->gemm_groups (&part, (size_t) ng, job->xq + m * job->ldq + g0 * w->group,
+                                          job->ldq, job->xdd + m * groups + g0,
+                                          job->xz + m * groups + g0, (size_t) groups, (size_t) mc,
+                                          (size_t) rows, acc, GG_NC, g0 == 0,
+                                          g0 + ng == groups ? out : NULL, GG_NC);
+        }
+      for (uint64_t i = 0; i < mc; i++)
+        store_row (job, m + i, r0, out + i * GG_NC, rows);
     }
 }
 
@@ -640,7 +747,7 @@ int8_gemm_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t 
           double acc = 0.0;
           float v;
           acc += (double) i * (double) w->scales[j] * xd;
-          v = (float) acc;
+          v = piq_mm_canonical ((float) acc);
           store_float (row, j, job->bias != NULL ? v + job->bias[j] : v, job->y_dtype,
                        job->add);
         }
@@ -661,7 +768,7 @@ int8_gemm (MatmulJob *job, PiqEngineError *e)
     {
       memset (au + r * lda + w->k, 0, lda - w->k);
       for (uint64_t i = 0; i < w->k; i++)
-        au[r * lda + i] = (uint8_t) job->xq[r * w->k + i] ^ 0x80;
+        au[r * lda + i] = (uint8_t) job->xq[r * job->ldq + i] ^ 0x80;
     }
   ok = piq_engine_gemm_u8s8 (job->eng, w, au, lda, job->m, int8_gemm_epilogue, job, e);
   free (au);
@@ -701,6 +808,8 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
                   !__atomic_exchange_n (&job->failed, 1, __ATOMIC_RELAXED))
                 job->error = e;
             }
+          else if (job->w->gg != NULL)
+            gg_item (job, scratch, panel * job->prows, m0, m1);
           else
             int8_item (job, scratch, panel * PANEL, m0, m1);
         }
@@ -712,13 +821,15 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
  * 0, so every output that reads it is NaN (docs/matmul.md). */
 static void
 quantize_x (const float *x, size_t ldx, uint64_t m, uint64_t k, uint64_t group, uint64_t groups,
-            int8_t *q, float *d, int32_t *sums)
+            int8_t *q, size_t ldq, float *d, int32_t *sums)
 {
+  for (uint64_t r = 0; r < m; r++)
+    memset (q + r * ldq + k, 0, ldq - k);
   for (uint64_t r = 0; r < m; r++)
     for (uint64_t g = 0; g < groups; g++)
       {
         const float *xs = x + r * ldx + g * group;
-        int8_t *qs = q + r * k + g * group;
+        int8_t *qs = q + r * ldq + g * group;
         uint64_t len = MIN (group, k - g * group);
         float amax = 0.0f, id;
         int finite = 1;
@@ -776,7 +887,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   int8_t *xq;
   int32_t *xsum;
   unsigned threads;
-  int ok = 0;
+  int ok = 0, gg;
+  size_t ldq;
+  int32_t *xz;
 
   if (w->activation == PIQ_ACT_BINARY)
     return piq_engine_matmul_binary (eng, x, w, bias, y, add, e);
@@ -837,14 +950,18 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   if (m * w->n * w->k < PARALLEL_MIN_MACS)
     threads = 1;
   job.gemm = w->activation == PIQ_ACT_FLOAT && m >= FGEMM_MIN_M;
-  job.prows = job.gemm ? FGEMM_NC : PANEL;
+  gg = w->activation == PIQ_ACT_DYNAMIC_INT8 && w->gg != NULL;
+  job.prows = job.gemm ? FGEMM_NC : gg ? GG_NC : PANEL;
   job.panels = (w->n + job.prows - 1) / job.prows;
   job.mblocks = job.panels >= 2u * threads ? 1 : MIN (m, (2u * threads + job.panels - 1) / job.panels);
   job.mrows = (m + job.mblocks - 1) / job.mblocks;
   job.mrows = (job.mrows + TILE_M - 1) / TILE_M * TILE_M;
   job.mblocks = (m + job.mrows - 1) / job.mrows;
   job.slots = MIN ((uint64_t) threads, job.panels * job.mblocks);
-  job.scratch_bytes = w->activation == PIQ_ACT_DYNAMIC_INT8
+  /* X's codes: gemm_groups reads whole groups, so a row runs to the last one's end */
+  ldq = (size_t) (gg ? w->groups * w->group : w->k);
+  job.scratch_bytes = gg ? (size_t) GG_MC * GG_NC * (sizeof (double) + sizeof (float))
+                      : w->activation == PIQ_ACT_DYNAMIC_INT8
                       ? (size_t) (PANEL * w->groups * sizeof (double) +
                                   MAX (w->groups, (w->group + DOT_CHUNK - 1) / DOT_CHUNK) *
                                   sizeof (int32_t))
@@ -857,20 +974,21 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
    * pages cost a GEMV as much as its arithmetic (perf). */
   {
     const int dyn = w->activation == PIQ_ACT_DYNAMIC_INT8;
-    size_t parts[8] = {
+    size_t parts[9] = {
       job.slots * job.scratch_bytes,                                    /* per slot */
       job.x == NULL ? (size_t) (m * w->k * sizeof (float)) : 0,         /* X as f32 */
       bias != NULL ? (size_t) w->n * sizeof (float) : 0,                /* bias as f32 */
-      w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->k) : 0,  /* X's int8 codes */
+      dyn ? (size_t) (m * ldq) : 0,                                     /* X's int8 codes */
       w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->groups * sizeof (float)) : 0,
       w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->groups * sizeof (int32_t)) : 0,
       dyn ? (size_t) (m * w->groups * sizeof (double)) : 0,              /* X's scales, binary64 */
       dyn && w->zp_uniform && w->zp0 != 0 ? (size_t) (m * w->groups * sizeof (double)) : 0,
+      gg ? (size_t) (m * w->groups * sizeof (int32_t)) : 0,               /* z · Σq */
     };
-    size_t offsets[8], total = 0;
+    size_t offsets[9], total = 0;
     uint8_t *base;
 
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
       {
         offsets[i] = total;
         if (parts[i] > SIZE_MAX - total - 64)
@@ -888,6 +1006,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     xsum = (int32_t *) (void *) (base + offsets[5]);
     xdd = (double *) (void *) (base + offsets[6]);
     zx = parts[7] ? (double *) (void *) (base + offsets[7]) : NULL;
+    xz = (int32_t *) (void *) (base + offsets[8]);
   }
 
   if (job.x == NULL)
@@ -904,8 +1023,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     }
   if (w->activation == PIQ_ACT_DYNAMIC_INT8)
     {
-      quantize_x (job.x, job.ldx, m, w->k, w->group, w->groups, xq, xd, xsum);
+      quantize_x (job.x, job.ldx, m, w->k, w->group, w->groups, xq, ldq, xd, xsum);
       job.xq = xq;
+      job.ldq = ldq;
       job.xd = xd;
       job.xsum = xsum;
       /* once per call, not once per output: X's scales in binary64 and, where every
@@ -915,7 +1035,10 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
           xdd[i] = (double) xd[i];
           if (zx != NULL)
             zx[i] = (double) w->zp0 * (double) xsum[i];
+          if (gg)
+            xz[i] = w->gg_zpc ? xsum[i] : (int32_t) ((int64_t) w->gg_z0 * xsum[i]);
         }
+      job.xz = xz;
       job.xdd = xdd;
       job.zx = zx;
       if (w->gemm_b != NULL && m >= INT8_GEMM_MIN_M)

@@ -1936,6 +1936,161 @@ run_gemm_u8s8 (const PiqKernelTable *t, const char *skip)
   report (skip != NULL || check_gemm_u8s8 (t), t->name, "gemm_u8s8/packed", skip);
 }
 
+/* gemm_groups (the dynamic-int8 policy's grouped products on panels) against the
+ * scalar table's bytes, and the scalar table against the contract written out here
+ * from logical codes, scales and zero points packed by this test: 4-bit and byte
+ * codes, binary16 and binary32 scales, one zero point or one per group; ragged m
+ * (tiles of 4 rows), n (panels of 16, pairs of panels), groups of 4 to 128 elements,
+ * a call split in two (the binary64 sums carried), unaligned codes; extreme codes and
+ * X (0/255 or 15 against ±127), scales and X scales NaN, ±Inf, ±0, subnormal. */
+static int
+check_gemm_groups (const PiqKernelTable *t)
+{
+  static const size_t ms[] = { 1, 2, 3, 4, 5, 7, 9 };
+  static const size_t ns[] = { 1, 15, 16, 17, 33, 48 };
+  static const size_t gqs[] = { 1, 2, 8, 32 };
+  static const float edge[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 0x1p-149f, 0x1p-140f,
+                                65504.0f, 1.0f, -0.5f };
+  enum { MAXM = 9, MAXN = 48, MAXG = 5, MAXGQ = 32 };
+  const size_t maxpanel = MAXG * (64 * MAXGQ + 64 + 64);
+  uint8_t *u = malloc (MAXN * MAXG * 4 * MAXGQ), *wbuf = malloc ((MAXN / 16 + 1) * (maxpanel + 64) + 8);
+  int8_t *x = malloc (MAXM * (MAXG * 4 * MAXGQ + 4) + 8);
+  float *sc = malloc (MAXN * MAXG * sizeof (float)), *out[3];
+  int32_t *zp = malloc (MAXN * MAXG * sizeof (int32_t)), *xz = malloc (MAXM * MAXG * sizeof (int32_t));
+  double *xd = malloc (MAXM * MAXG * sizeof (double)), *acc = malloc (MAXM * 64 * sizeof (double));
+  int ok = 1;
+
+  for (int i = 0; i < 3; i++)
+    out[i] = malloc (MAXM * (MAXN + 3) * sizeof (float));
+  for (size_t mi = 0; mi < sizeof ms / sizeof ms[0] && ok; mi++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0] && ok; ni++)
+      for (size_t qi = 0; qi < sizeof gqs / sizeof gqs[0] && ok; qi++)
+        for (int kind = 0; kind < 16 && ok; kind++)
+          {
+            const int q4 = kind & 1, f16 = (kind >> 1) & 1, zpc = (kind >> 2) & 1, ext = kind >> 3;
+            const size_t m = ms[mi], n = ns[ni], gq = gqs[qi] < 2 && q4 ? 2 : gqs[qi];
+            const size_t groups = 1 + rnd () % MAXG, gl = 4 * gq;
+            const size_t code_bytes = q4 ? 32 * gq : 64 * gq;
+            const size_t gbytes = code_bytes + (f16 ? 32 : 64) + (zpc ? 64 : 0);
+            const size_t ldwp = groups * gbytes + 64 * (rnd () % 2), wo = rnd () % 4, xo = rnd () % 4;
+            const size_t ldx = groups * gl + rnd () % 3, ldo = n + rnd () % 3;
+            const size_t split = rnd () % (groups + 1);
+            PiqGroupsW w = { wbuf + wo, ldwp, gbytes, gq, q4, f16, zpc };
+
+            if (mi % 2 != ni % 2 && kind % 4 == 1)
+              continue;   /* half of the smaller combinations: the test stays cheap */
+            memset (wbuf, 0, (n + 15) / 16 * ldwp + 8);
+            for (size_t j = 0; j < n; j++)
+              for (size_t g = 0; g < groups; g++)
+                {
+                  uint8_t *wg = wbuf + wo + j / 16 * ldwp + g * gbytes;
+                  size_t c = j % 16;
+                  float s = ext && rnd () % 6 == 0 ? edge[rnd () % 10]
+                            : (float) ((int) (rnd () % 2001) - 1000) / 1024.0f;
+                  for (size_t k = 0; k < gl; k++)
+                    {
+                      uint8_t v = (uint8_t) (ext ? (rnd () % 2 ? 0 : 255) : rnd ());
+                      v = q4 ? v & 15 : v;
+                      u[(j * MAXG + g) * gl + k] = v;
+                      if (q4)
+                        wg[k / 8 * 64 + 4 * c + k % 4] |= (uint8_t) (v << (4 * (k / 4 % 2)));
+                      else
+                        wg[k / 4 * 64 + 4 * c + k % 4] = v;
+                    }
+                  sc[j * MAXG + g] = s;
+                  if (f16)
+                    {
+                      uint16_t h = piq_f32_to_f16 (s);
+                      sc[j * MAXG + g] = piq_f16_to_f32 (h);
+                      memcpy (wg + code_bytes + 2 * c, &h, 2);
+                    }
+                  else
+                    memcpy (wg + code_bytes + 4 * c, &s, 4);
+                  zp[j * MAXG + g] = zpc ? (int32_t) (rnd () % 256) : 0;
+                  if (zpc)
+                    memcpy (wg + code_bytes + (f16 ? 32 : 64) + 4 * c, &zp[j * MAXG + g], 4);
+                }
+            for (size_t i = 0; i < m; i++)
+              for (size_t g = 0; g < groups; g++)
+                {
+                  int32_t sum = 0;
+                  for (size_t k = 0; k < gl; k++)
+                    {
+                      int8_t v = (int8_t) (ext ? (rnd () % 2 ? -127 : 127) : (int) (rnd () % 255) - 127);
+                      x[xo + i * ldx + g * gl + k] = v;
+                      sum += v;
+                    }
+                  xd[i * MAXG + g] = ext && rnd () % 6 == 0 ? (double) edge[rnd () % 10]
+                                     : (double) ((float) (rnd () % 1000 + 1) / 127.0f);
+                  xz[i * MAXG + g] = zpc ? sum : (int32_t) (rnd () % 256) * sum;
+                }
+            for (int p = 0; p < 3; p++)
+              for (size_t i = 0; i < m * ldo; i++)
+                out[p][i] = 1234.5f;
+            /* the scalar kernel in one call; the table's in two, the sums carried */
+            piq_kernels_scalar.gemm_groups (&w, groups, (const int8_t *) x + xo, ldx, xd, xz, MAXG, m,
+                                            n, acc, 64, 1, out[0], ldo);
+            if (split > 0 && split < groups)
+              {
+                PiqGroupsW w2 = w;
+                t->gemm_groups (&w, split, (const int8_t *) x + xo, ldx, xd, xz, MAXG, m, n, acc, 64,
+                                1, NULL, ldo);
+                w2.w += split * gbytes;
+                t->gemm_groups (&w2, groups - split, (const int8_t *) x + xo + split * gl, ldx,
+                                xd + split, xz + split, MAXG, m, n, acc, 64, 0, out[1], ldo);
+              }
+            else
+              t->gemm_groups (&w, groups, (const int8_t *) x + xo, ldx, xd, xz, MAXG, m, n, acc, 64,
+                              1, out[1], ldo);
+            /* the contract */
+            for (size_t i = 0; i < m; i++)
+              for (size_t j = 0; j < n; j++)
+                {
+                  double a = 0.0;
+                  float v;
+                  for (size_t g = 0; g < groups; g++)
+                    {
+                      int64_t s = 0;
+                      for (size_t k = 0; k < gl; k++)
+                        s += (int64_t) u[(j * MAXG + g) * gl + k] * x[xo + i * ldx + g * gl + k];
+                      s -= zpc ? (int64_t) zp[j * MAXG + g] * xz[i * MAXG + g] : xz[i * MAXG + g];
+                      a = a + ((double) s * (double) sc[j * MAXG + g]) * xd[i * MAXG + g];
+                    }
+                  v = (float) a;
+                  out[2][i * ldo + j] = v != v ? __builtin_nanf ("") : v;
+                }
+            for (size_t i = 0; i < m * ldo && ok; i++)
+              {
+                int past = i % ldo >= n;
+                if (memcmp (&out[0][i], &out[2][i], 4) != 0 || memcmp (&out[1][i], &out[0][i], 4) != 0 ||
+                    (past && out[1][i] != 1234.5f))
+                  {
+                    ok = 0;
+                    snprintf (diag, sizeof diag, "m %zu n %zu gq %zu groups %zu kind %d split %zu: "
+                              "[%zu][%zu] is %a, scalar %a, contract %a", m, n, gq, groups, kind,
+                              split, i / ldo, i % ldo, out[1][i], out[0][i], out[2][i]);
+                  }
+              }
+          }
+  for (int i = 0; i < 3; i++)
+    free (out[i]);
+  free (u);
+  free (wbuf);
+  free (x);
+  free (sc);
+  free (zp);
+  free (xz);
+  free (xd);
+  free (acc);
+  return ok;
+}
+
+static void
+run_gemm_groups (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_gemm_groups (t), t->name, "gemm_groups/packed", skip);
+}
+
 static void
 run_mm_tile (const PiqKernelTable *t, const char *skip)
 {
@@ -2185,6 +2340,7 @@ run_qat_backward (const PiqKernelTable *t, const char *skip)
 #define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
 #define RUN_xnor_counts(t, slot, f)      run_xnor_counts (t, skip);
 #define RUN_gemm_u8s8(t, slot, f)        run_gemm_u8s8 (t, skip);
+#define RUN_gemm_groups(t, slot, f)      run_gemm_groups (t, skip);
 #define RUN_qat_forward(t, slot, f)      run_qat_forward (t, skip);
 #define RUN_qat_backward(t, slot, f)     run_qat_backward (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
@@ -2231,6 +2387,7 @@ main (void)
   report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);
   report (check_xnor_counts (&piq_kernels_scalar), "scalar", "xnor_counts/u64/exact", NULL);
   report (check_gemm_u8s8 (&piq_kernels_scalar), "scalar", "gemm_u8s8/packed/exact", NULL);
+  report (check_gemm_groups (&piq_kernels_scalar), "scalar", "gemm_groups/packed/contract", NULL);
   report (check_qat_order (), "scalar", "qat_backward/f32/order", NULL);
 
   /* Every built SIMD table, then the dispatched one (ifunc symbols, or the table

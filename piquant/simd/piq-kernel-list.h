@@ -118,7 +118,8 @@ enum {
   X (dot_groups_i8, dot_groups_i8, i8) \
   X (dot_groups_q4, dot_groups_q4, q4) \
   X (xnor_counts, xnor_counts, u64) \
-  X (gemm_u8s8, gemm_u8s8, packed)
+  X (gemm_u8s8, gemm_u8s8, packed) \
+  X (gemm_groups, gemm_groups, packed)
 
 /* Fake quantization of the 2- to 16-bit integer formats (piq-qat.c, docs/qat.md):
  * the forward pass (values and straight-through mask) and the backward pass (source
@@ -155,5 +156,6 @@ enum {
 #define PIQ_KNAME_dot_groups_q4(t)    dot_groups_##t
 #define PIQ_KNAME_xnor_counts(t)      xnor_counts_##t
 #define PIQ_KNAME_gemm_u8s8(t)        gemm_u8s8_##t
+#define PIQ_KNAME_gemm_groups(t)      gemm_groups_##t
 #define PIQ_KNAME_qat_forward(f)      qat_forward_##f
 #define PIQ_KNAME_qat_backward(f)     qat_backward_##f

@@ -142,6 +142,36 @@ typedef void (*PiqXnorCountsFn) (const uint64_t *x, const uint64_t *w, size_t nb
 typedef void (*PiqGemmU8S8Fn)   (const uint8_t *a, size_t lda, size_t m, const int8_t *b,
                                  size_t ldbp, size_t n, size_t kq, int32_t *c, size_t ldc,
                                  int add);
+/* The dynamic-int8 policy's grouped products on panel-packed weights (gemm_groups):
+ * the integer sums of every group and the binary64 combination of docs/matmul.md in
+ * one kernel, no horizontal sums. The weights are panels of 16 output channels, ldwp
+ * bytes apart; panel p's group g starts at w + p·ldwp + g·gbytes and holds
+ *   codes   gq quads of 64 bytes (channel j's bytes k = 4q … 4q + 3 of the group at
+ *           quad q, bytes 4j … 4j + 3), unsigned; with q4, gq / 2 blocks of 64 bytes
+ *           whose low nibbles are quad 2h and high nibbles quad 2h + 1
+ *   scales  16 binary16 (f16) or binary32 values, channel order
+ *   zps     (zpc) 16 int32 zero points, channel order
+ * X is m rows of signed bytes ldx apart, group g at byte g·4·gq of a row (the caller
+ * zeroes the padding of a short group; a code is never −128); xd and xz hold, per row
+ * (ldg apart) and group, X's binary64 scale and z·Σx (without zpc: z is the weights'
+ * one zero point) or Σx (zpc). For i < m, j < n (n ≤ 16 · panels):
+ *   I   = Σ_{q, t} u[j][q][t] · x[i][g·4·gq + 4q + t] − (zpc ? zp[j] · xz : xz)   exact
+ *   acc = (first ? +0 : acc[i·ldacc + j]);  then per group in order:
+ *   acc = acc + ((double) I · (double) scale[j]) · xd[i·ldg + g]
+ * then out[i·ldo + j] = (float) acc (a NaN as the default quiet NaN, piq_mm_canonical)
+ * when out is not NULL, else acc stored back; acc's rows hold 16·⌈n/16⌉ doubles (the
+ * lanes past n are scratch) and are read unless first. The caller keeps |I| and each
+ * partial sum below 2^31. Every table gives the scalar one's bytes. No alignment of
+ * w or x is assumed. */
+typedef struct {
+  const uint8_t *w;
+  size_t         ldwp, gbytes, gq;
+  int            q4, f16, zpc;
+} PiqGroupsW;
+typedef void (*PiqGemmGroupsFn) (const PiqGroupsW *w, size_t groups, const int8_t *x, size_t ldx,
+                                 const double *xd, const int32_t *xz, size_t ldg, size_t m,
+                                 size_t n, double *acc, size_t ldacc, int first, float *out,
+                                 size_t ldo);
 
 /* Fake quantization of an integer format whose qmin, qmax and zero point binary32
  * holds exactly (|·| ≤ 2^24: the 2- to 16-bit types), f32, bf16 or f16 data
@@ -193,6 +223,7 @@ typedef struct {
   PiqDotGroupsFn  dot_groups_q4;
   PiqXnorCountsFn xnor_counts;
   PiqGemmU8S8Fn   gemm_u8s8;
+  PiqGemmGroupsFn gemm_groups;
   PiqQatForwardFn  qat_forward;            /* f32, bf16, f16 (PiqQatArgs' types) */
   PiqQatBackwardFn qat_backward;
 } PiqKernelTable;

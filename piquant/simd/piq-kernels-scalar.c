@@ -428,6 +428,65 @@ gemm_u8s8_packed (const uint8_t *a, size_t lda, size_t m, const int8_t *b, size_
       }
 }
 
+/* The dynamic-int8 policy's grouped products on panel-packed weights
+ * (PiqGemmGroupsFn), one output at a time, one group after the other. */
+static void
+gemm_groups_packed (const PiqGroupsW *w, size_t groups, const int8_t *x, size_t ldx,
+                    const double *xd, const int32_t *xz, size_t ldg, size_t m, size_t n,
+                    double *acc, size_t ldacc, int first, float *out, size_t ldo)
+{
+  const size_t code_bytes = w->q4 ? 32 * w->gq : 64 * w->gq;
+  const size_t scale_bytes = w->f16 ? 32 : 64;
+
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++)
+      {
+        const uint8_t *wp = w->w + j / 16 * w->ldwp;
+        const size_t c = j % 16;
+        double a = first ? 0.0 : acc[i * ldacc + j];
+        for (size_t g = 0; g < groups; g++)
+          {
+            const uint8_t *wg = wp + g * w->gbytes;
+            const int8_t *xg = x + i * ldx + g * 4 * w->gq;
+            int64_t s = 0;
+            float sc;
+            for (size_t q = 0; q < w->gq; q++)
+              for (size_t t = 0; t < 4; t++)
+                {
+                  int u = w->q4 ? (wg[q / 2 * 64 + 4 * c + t] >> (4 * (q % 2))) & 15
+                                : wg[q * 64 + 4 * c + t];
+                  s += (int64_t) u * xg[4 * q + t];
+                }
+            if (w->zpc)
+              {
+                int32_t zp;
+                memcpy (&zp, wg + code_bytes + scale_bytes + 4 * c, 4);
+                s -= (int64_t) zp * xz[i * ldg + g];
+              }
+            else
+              s -= xz[i * ldg + g];
+            if (w->f16)
+              {
+                uint16_t h;
+                memcpy (&h, wg + code_bytes + 2 * c, 2);
+                sc = piq_f16_to_f32 (h);
+              }
+            else
+              memcpy (&sc, wg + code_bytes + 4 * c, 4);
+            a = a + ((double) s * (double) sc) * xd[i * ldg + g];
+          }
+        if (out == NULL)
+          acc[i * ldacc + j] = a;
+        else
+          {
+            /* a NaN as the default quiet NaN: which NaN two NaNs give depends on the
+             * operand order the compiler picks */
+            float v = (float) a;
+            out[i * ldo + j] = v != v ? piq_mm_canonical (v) : v;
+          }
+      }
+}
+
 /* ---- fake quantization (piq-kernels-private.h has the definition) ---- */
 
 /* nearbyintf, ties to even: magnitudes below 2^23 rounded by adding and subtracting
@@ -501,6 +560,7 @@ qat_backward_float (const void *x, const void *dy, size_t n, const PiqQatArgs *a
 #define DEF_mm_tile(f)
 #define DEF_mm_lanes(f)
 #define DEF_gemm_u8s8(t)
+#define DEF_gemm_groups(t)
 #define DEF_mm_decode_dot(f) \
   static void PIQ_KNAME_mm_decode_dot (f) (const PiqMmWeights *w, const float *x, size_t ldx, \
                                            size_t n, size_t mr, size_t nr, float *out, size_t ldo) \

@@ -1248,5 +1248,305 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
 
 #include "piq-int8-gemm-vec-body.h"
 
+/* ---- the dynamic-int8 policy's grouped products (gemm_groups) ----
+ * PiqGemmGroupsFn's contract (piq-kernels-private.h). Lane j of an int32 vector is
+ * output channel j of a panel, so a group's sums need no horizontal reduction: per
+ * quad of 4 k, one load of the panel's 64 bytes (two quads of nibbles for 4-bit
+ * weights, split by a mask and a shift) and a 32-bit broadcast of each row of X feed
+ * GG_MR · GG_NP · G8_V VPDPBUSD (vpmaddubsw + vpmaddwd without VNNI). At the end of a
+ * group its sums are widened to binary64 and combined with the scales in registers,
+ * where the binary64 sums of the tile stay for the whole call: 4 rows × 2 panels on
+ * AVX-512 (8 zmm of int32 sums, 16 of binary64), 2 × 1 on AVX2, 1 × 1 on 128-bit
+ * units. The order of every operation is the scalar kernel's, so the bytes are. */
+#if defined(PIQ_VEC_DPBUSD) || (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
+
+# if PIQ_W == 16
+#  define GG_MR 4
+#  define GG_NP 2
+# elif PIQ_W == 8
+#  define GG_MR 2
+#  define GG_NP 1
+# else
+#  define GG_MR 1
+#  define GG_NP 1
+# endif
+/* binary64 vectors per panel (16 channels) */
+# define GG_DV (32 / PIQ_W)
+
+typedef int32_t gg_vih __attribute__ ((vector_size (PIQ_W * 2)));
+typedef float   gg_vfh __attribute__ ((vector_size (PIQ_W * 2)));
+typedef double  gg_vd  __attribute__ ((vector_size (PIQ_W * 4)));
+
+/* acc + Σ of four adjacent products of unsigned u and signed s, exact: VPDPBUSD, or
+ * (small: u ≤ 15, so a pair fits 16 bits) one vpmaddubsw, else g8_dot's split of u */
+VINLINE vi
+gg_dot (vi acc, vbw u, vbw s, const int small)
+{
+# ifdef PIQ_VEC_DPBUSD
+  (void) small;
+  return PIQ_VEC_DPBUSD (acc, u, s);
+# else
+  if (small)
+    return acc + (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (u, s), (vw) ((vw) { 0 } + 1));
+  return g8_dot (acc, u, s);
+# endif
+}
+
+/* The low and high halves of v, widened exactly to binary64. */
+VINLINE void
+gg_widen_i (vi v, gg_vd *lo, gg_vd *hi)
+{
+  gg_vih a, b;
+  memcpy (&a, &v, sizeof a);
+  memcpy (&b, (const char *) &v + sizeof a, sizeof b);
+  *lo = __builtin_convertvector (a, gg_vd);
+  *hi = __builtin_convertvector (b, gg_vd);
+}
+
+/* Part v (PIQ_W channels) of a panel's group scales, as 2 binary64 vectors. */
+VINLINE void
+gg_scales (const uint8_t *s, const int f16, int v, gg_vd *lo, gg_vd *hi)
+{
+  vf f;
+  gg_vfh a, b;
+
+  if (f16)
+    {
+# ifdef PIQ_VEC_LOAD_F16
+      f = PIQ_VEC_LOAD_F16 (s + v * PIQ_W * 2);
+# else
+      for (int l = 0; l < PIQ_W; l++)
+        {
+          uint16_t h;
+          memcpy (&h, s + (v * PIQ_W + l) * 2, 2);
+          f[l] = piq_f16_to_f32 (h);
+        }
+# endif
+    }
+  else
+    memcpy (&f, s + v * PIQ_W * 4, sizeof f);
+  memcpy (&a, &f, sizeof a);
+  memcpy (&b, (const char *) &f + sizeof a, sizeof b);
+  *lo = __builtin_convertvector (a, gg_vd);
+  *hi = __builtin_convertvector (b, gg_vd);
+}
+
+/* binary32 from the binary64 sums, a NaN as the default quiet NaN (the scalar
+ * kernel's piq_mm_canonical) */
+VINLINE gg_vfh
+gg_narrow (gg_vd d)
+{
+  gg_vfh f = __builtin_convertvector (d, gg_vfh);
+  gg_vih nan = (gg_vih) (f != f);
+  return (gg_vfh) (((gg_vih) f & ~nan) | (nan & 0x7fc00000));
+}
+
+# define GG_PRAGMA_(x) _Pragma (#x)
+# define GG_UNROLL GG_PRAGMA_ (GCC unroll 16)
+
+/* One tile: mr rows × np panels (constants once inlined) over the call's groups. */
+VINLINE void
+gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x, size_t ldx,
+          const double *xd, const int32_t *xz, size_t ldg, const int mr, const int np,
+          const int q4, double *acc, size_t ldacc, int first, float *out, size_t ldo, size_t nc)
+{
+  const size_t ldwp = w->ldwp, gq = w->gq, code_bytes = q4 ? 32 * gq : 64 * gq;
+  const size_t scale_bytes = w->f16 ? 32 : 64;
+  gg_vd da[GG_MR][GG_NP * GG_DV];
+
+  GG_UNROLL
+  for (int i = 0; i < mr; i++)
+    GG_UNROLL
+    for (int t = 0; t < np * GG_DV; t++)
+      if (first)
+        da[i][t] = (gg_vd) { 0 };
+      else
+        memcpy (&da[i][t], acc + i * ldacc + t * (PIQ_W / 2), sizeof da[i][t]);
+
+  for (size_t g = 0; g < groups; g++)
+    {
+      const uint8_t *wg = wp + g * w->gbytes;
+      const int8_t *xg = x + g * 4 * gq;
+      vi ia[GG_MR][GG_NP * G8_V];
+
+      /* the sums start from −z·Σx (or −zp·Σx): I comes out of the products */
+      if (w->zpc)
+        {
+          vi zp[GG_NP * G8_V];
+          GG_UNROLL
+          for (int t = 0; t < np * G8_V; t++)
+            memcpy (&zp[t], wg + t / G8_V * ldwp + code_bytes + scale_bytes + t % G8_V * PIQ_W * 4,
+                    sizeof zp[t]);
+          GG_UNROLL
+          for (int i = 0; i < mr; i++)
+            GG_UNROLL
+            for (int t = 0; t < np * G8_V; t++)
+              ia[i][t] = (vi) { 0 } - zp[t] * xz[i * ldg + g];
+        }
+      else
+        GG_UNROLL
+        for (int i = 0; i < mr; i++)
+          GG_UNROLL
+          for (int t = 0; t < np * G8_V; t++)
+            ia[i][t] = (vi) { 0 } - xz[i * ldg + g];
+
+      if (q4)
+        for (size_t q = 0; q < gq; q += 2)
+          {
+            vbw lo[GG_NP * G8_V], hi[GG_NP * G8_V];
+            GG_UNROLL
+            for (int t = 0; t < np * G8_V; t++)
+              {
+                vbw b;
+                memcpy (&b, wg + t / G8_V * ldwp + q * 32 + t % G8_V * PIQ_W * 4, sizeof b);
+                lo[t] = b & 15;
+                hi[t] = b >> 4;
+              }
+            GG_UNROLL
+            for (int i = 0; i < mr; i++)
+              {
+                int32_t a0, a1;
+                vbw x0, x1;
+                memcpy (&a0, xg + i * ldx + 4 * q, 4);
+                memcpy (&a1, xg + i * ldx + 4 * q + 4, 4);
+                x0 = (vbw) ((vi) { 0 } + a0);
+                x1 = (vbw) ((vi) { 0 } + a1);
+                GG_UNROLL
+                for (int t = 0; t < np * G8_V; t++)
+                  ia[i][t] = gg_dot (gg_dot (ia[i][t], lo[t], x0, 1), hi[t], x1, 1);
+              }
+          }
+      else
+        for (size_t q = 0; q < gq; q++)
+          {
+            vbw bv[GG_NP * G8_V];
+            GG_UNROLL
+            for (int t = 0; t < np * G8_V; t++)
+              memcpy (&bv[t], wg + t / G8_V * ldwp + q * 64 + t % G8_V * PIQ_W * 4, sizeof bv[t]);
+            GG_UNROLL
+            for (int i = 0; i < mr; i++)
+              {
+                int32_t a4;
+                vbw av;
+                memcpy (&a4, xg + i * ldx + 4 * q, 4);
+                av = (vbw) ((vi) { 0 } + a4);
+                GG_UNROLL
+                for (int t = 0; t < np * G8_V; t++)
+                  ia[i][t] = gg_dot (ia[i][t], bv[t], av, 0);
+              }
+          }
+
+      /* acc + ((double) I · s) · d, in that order (no contraction: -ffp-contract=off) */
+      GG_UNROLL
+      for (int t = 0; t < np * G8_V; t++)
+        {
+          gg_vd s0, s1;
+          gg_scales (wg + t / G8_V * ldwp + code_bytes, w->f16, t % G8_V, &s0, &s1);
+          GG_UNROLL
+          for (int i = 0; i < mr; i++)
+            {
+              gg_vd i0, i1, d = (gg_vd) { 0 } + xd[i * ldg + g];
+              gg_widen_i (ia[i][t], &i0, &i1);
+              da[i][2 * t] = da[i][2 * t] + (i0 * s0) * d;
+              da[i][2 * t + 1] = da[i][2 * t + 1] + (i1 * s1) * d;
+            }
+        }
+    }
+
+  GG_UNROLL
+  for (int i = 0; i < mr; i++)
+    {
+      if (out == NULL)
+        {
+          GG_UNROLL
+          for (int t = 0; t < np * GG_DV; t++)
+            memcpy (acc + i * ldacc + t * (PIQ_W / 2), &da[i][t], sizeof da[i][t]);
+          continue;
+        }
+      if (nc == (size_t) np * 16)
+        GG_UNROLL
+        for (int t = 0; t < np * GG_DV; t++)
+          {
+            gg_vfh f = gg_narrow (da[i][t]);
+            memcpy (out + i * ldo + t * (PIQ_W / 2), &f, sizeof f);
+          }
+      else
+        {
+          float o[GG_NP * 16];
+          GG_UNROLL
+          for (int t = 0; t < np * GG_DV; t++)
+            {
+              gg_vfh f = gg_narrow (da[i][t]);
+              memcpy (o + t * (PIQ_W / 2), &f, sizeof f);
+            }
+          memcpy (out + i * ldo, o, nc * sizeof (float));
+        }
+    }
+}
+
+/* The rows of one column tile, GG_MR at a time, then the last mr < GG_MR as one tile
+ * of that many rows (a constant per case, so each keeps its registers). */
+VINLINE void
+gg_rows (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x, size_t ldx,
+         const double *xd, const int32_t *xz, size_t ldg, size_t m, const int np, const int q4,
+         double *acc, size_t ldacc, int first, float *out, size_t ldo, size_t nc)
+{
+  size_t i = 0;
+
+# define GG_BLOCK_(r) \
+  gg_block (w, wp, groups, x + i * ldx, ldx, xd + i * ldg, xz + i * ldg, ldg, r, np, q4, \
+            acc + i * ldacc, ldacc, first, out != NULL ? out + i * ldo : NULL, ldo, nc)
+  for (; i + GG_MR <= m; i += GG_MR)
+    GG_BLOCK_ (GG_MR);
+  switch (m - i)
+    {
+# if GG_MR > 2
+    case 3: GG_BLOCK_ (3); break;
+# endif
+# if GG_MR > 1
+    case 2: GG_BLOCK_ (2); break;
+    case 1: GG_BLOCK_ (1); break;
+# endif
+    default: break;
+    }
+# undef GG_BLOCK_
+}
+
+VINLINE void
+gg_panels (const PiqGroupsW *w, size_t groups, const int8_t *x, size_t ldx, const double *xd,
+           const int32_t *xz, size_t ldg, size_t m, size_t n, const int q4, double *acc,
+           size_t ldacc, int first, float *out, size_t ldo)
+{
+  for (size_t j = 0; j < n; j += 16 * GG_NP)
+    {
+      size_t nc = n - j < 16 * GG_NP ? n - j : 16 * GG_NP;
+      const uint8_t *wp = w->w + j / 16 * w->ldwp;
+      float *oj = out != NULL ? out + j : NULL;
+# if GG_NP == 2
+      if (nc <= 16)
+        gg_rows (w, wp, groups, x, ldx, xd, xz, ldg, m, 1, q4, acc + j, ldacc, first, oj, ldo, nc);
+      else
+# endif
+        gg_rows (w, wp, groups, x, ldx, xd, xz, ldg, m, GG_NP, q4, acc + j, ldacc, first, oj, ldo,
+                 nc);
+    }
+}
+
+static void
+gemm_groups_packed (const PiqGroupsW *w, size_t groups, const int8_t *x, size_t ldx,
+                    const double *xd, const int32_t *xz, size_t ldg, size_t m, size_t n,
+                    double *acc, size_t ldacc, int first, float *out, size_t ldo)
+{
+  if (w->q4)
+    gg_panels (w, groups, x, ldx, xd, xz, ldg, m, n, 1, acc, ldacc, first, out, ldo);
+  else
+    gg_panels (w, groups, x, ldx, xd, xz, ldg, m, n, 0, acc, ldacc, first, out, ldo);
+}
+
+# define PIQ_GEMM_GROUPS_SLOT .gemm_groups = gemm_groups_packed,
+#else
+# define PIQ_GEMM_GROUPS_SLOT
+#endif
+
 #define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8, \
-  .dot_groups_q4 = dot_groups_q4, PIQ_GEMM_U8S8_SLOT
+  .dot_groups_q4 = dot_groups_q4, PIQ_GEMM_U8S8_SLOT PIQ_GEMM_GROUPS_SLOT
