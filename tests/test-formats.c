@@ -904,21 +904,26 @@ test_bfp (void)
  * scale, the nearest entry of bnb's dynamic map (exhaustive search here); the codes
  * are those of the exact absmax, the values decode with the reconstructed one. */
 static void
-test_double_quant (void)
+check_double_quant (const float *x, gsize n, guint bs, guint threads)
 {
-  const gsize n = 64 * 600 + 17;       /* 601 blocks: three chunks, a ragged block */
-  g_autofree float *x = normal_data (n, 21);
-  g_autoptr(PiqQuantizer) q = quantizer (2);
+  g_autoptr(PiqQuantizer) q = quantizer (threads);
   g_autoptr(GError) error = NULL;
-  g_autoptr(PiqFormat) p = piq_format_new_preset ("nf4_dq", &error);
-  g_autoptr(PiqFormat) plain = piq_format_new_preset ("nf4", &error);
+  /* nf4_dq, and nf4 without double quantization, at block size bs */
+  g_autoptr(PiqFormat) p = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_NF4,
+                                         "granularity", PIQ_GRANULARITY_BLOCK, "block-size", bs,
+                                         "scale-dtype", PIQ_DTYPE_F32, "high-nibble-first", TRUE,
+                                         "double-quant", TRUE, NULL);
+  g_autoptr(PiqFormat) plain = g_object_new (PIQ_TYPE_FORMAT, "dtype", PIQ_DTYPE_NF4,
+                                             "granularity", PIQ_GRANULARITY_BLOCK,
+                                             "block-size", bs, "scale-dtype", PIQ_DTYPE_F32,
+                                             "high-nibble-first", TRUE, NULL);
   g_autoptr(PiqTensor) xt = f32_tensor (x, n), t = NULL, t0 = NULL, y = NULL;
   g_autoptr(GBytes) sb = NULL, sb0 = NULL;
   const guint8 *s;
   const float *absmax;
   gsize size, want_size, codes_size;
   const guint64 shape[1] = { n };
-  gsize nb = (n + 63) / 64, nc = (nb + 255) / 256;
+  gsize nb = (n + bs - 1) / bs, nc = (nb + 255) / 256;
   double sum = 0, mae = 0;
   float offset;
 
@@ -938,8 +943,14 @@ test_double_quant (void)
   g_assert_true (piq_format_get_sizes (p, shape, 1, &codes_size, &size, NULL, &error));
   g_assert_cmpuint (size, ==, want_size);
   g_assert_cmpuint (codes_size, ==, piq_tensor_get_n_bytes (t));
-  for (gsize b = 0; b < nb; b++)
-    sum += absmax[b];
+  /* the mean's binary64 sum: each chunk's in order, then the chunks' in order */
+  for (gsize c = 0; c < nc; c++)
+    {
+      double chunk = 0;
+      for (gsize b = c * 256; b < MIN (nb, c * 256 + 256); b++)
+        chunk += absmax[b];
+      sum += chunk;
+    }
   offset = (float) (sum / nb);
   g_assert_cmpmem (s, 4, &offset, 4);
   y = piq_quantizer_dequantize_new (q, t, PIQ_DTYPE_F32, &error);
@@ -963,7 +974,7 @@ test_double_quant (void)
               }
           g_assert_cmpuint (s[4 + 4 * nc + b], ==, code);
           rec = piq_dynamic_map[code] * amax2 + offset;
-          for (gsize i = b * 64; i < MIN (n, b * 64 + 64); i++)
+          for (gsize i = b * bs; i < MIN (n, b * bs + bs); i++)
             {
               guint8 byte = ((const guint8 *) piq_tensor_get_data (t, NULL))[i / 2];
               unsigned nib = (byte >> (i % 2 ? 0 : 4)) & 15;
@@ -975,6 +986,33 @@ test_double_quant (void)
     mae += fabs (x[i] - f32_data (y)[i]);
   g_test_message ("nf4 with double quantization: MAE %.4f, %.4f bits per element",
                   mae / n, (piq_tensor_get_n_bytes (t) + want_size) * 8.0 / n);
+}
+
+static void
+test_double_quant (void)
+{
+  const gsize n = 64 * 600 + 17;       /* 601 blocks: three chunks, a ragged block */
+  g_autofree float *x = normal_data (n, 21);
+  g_autoptr(PiqFormat) preset = piq_format_new_preset ("nf4_dq", NULL);
+
+  g_assert_true (piq_format_get_double_quant (preset));
+  g_assert_cmpuint (piq_format_get_block_size (preset), ==, 64);
+  check_double_quant (x, n, 64, 2);
+  /* block scales from 2^-40 to 2^40: most chunks' maxima come from a few large
+   * scales, and the binary64 sum is no longer exact (in order of blocks it differs
+   * from the definition's chunk order in its last bit, not after rounding to f32) */
+  for (gsize i = 0; i < n; i++)
+    x[i] = ldexpf (x[i], (int) ((i / 64 * 37) % 81) - 40);
+  check_double_quant (x, n, 64, 2);
+  /* blocks of 2: 33,537 scales in 132 chunks, enough for the engine to share the
+   * chunks among threads (docs: the bytes do not depend on how) */
+  {
+    const gsize n2 = 2 * (256 * 131 + 1) + 1;
+    g_autofree float *x2 = normal_data (n2, 22);
+
+    for (guint threads = 1; threads <= 3; threads += 2)
+      check_double_quant (x2, n2, 2, threads);
+  }
 }
 
 /* Data quantized elsewhere: codes, scales and zero points set as bytes. */

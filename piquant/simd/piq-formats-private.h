@@ -495,10 +495,20 @@ void piq_affine_from_range (double lo, double hi, __int128 qmin, __int128 qmax, 
  * offset, one f32 per chunk, one code byte per block. */
 #define PIQ_DQ_CHUNK 256
 size_t piq_dq_size (uint64_t n_blocks) __attribute__((visibility ("hidden")));
-void piq_dq_compress (const float *scales, uint64_t n_blocks, uint8_t *out)
-  __attribute__((visibility ("hidden")));
 void piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
   __attribute__((visibility ("hidden")));
+/* By chunks, for the engine's threads: the offset is the binary64 sum of
+ * piq_dq_chunk_sum over the chunks in order, divided by n_blocks, rounded to f32
+ * (piq_dq_offset); piq_dq_compress_chunks writes the maxima and codes of chunks
+ * [c0, c0 + nc) (and, with chunk 0, the offset); piq_dq_expand_chunks reads them. */
+double piq_dq_chunk_sum (const float *scales, uint64_t n_blocks, uint64_t c)
+  __attribute__((visibility ("hidden")));
+float piq_dq_offset (const double *chunk_sums, uint64_t n_blocks)
+  __attribute__((visibility ("hidden")));
+void piq_dq_compress_chunks (const float *scales, uint64_t n_blocks, float offset, uint64_t c0,
+                             uint64_t nc, uint8_t *out) __attribute__((visibility ("hidden")));
+void piq_dq_expand_chunks (const uint8_t *in, uint64_t n_blocks, uint64_t c0, uint64_t nc,
+                           float *scales) __attribute__((visibility ("hidden")));
 
 /* The float policy's fused GEMV (PiqMmDecodeDotFn): the scalar reference, which the
  * vector bodies also run for what they do not take. */

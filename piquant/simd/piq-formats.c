@@ -482,7 +482,7 @@ piq_dq_size (uint64_t n_blocks)
 /* The nearest map entry (ties to the lower code); the map is increasing. Between
  * the ends, lo is the one index with map[lo] ≤ v < map[lo + 1], found by eight
  * halving steps without branches (lo + step ≤ 255 throughout): the branching binary
- * search mispredicted about half its steps, and made piq_dq_compress cost f32->nf4_dq
+ * search mispredicted about half its steps, and made the compression cost f32->nf4_dq
  * several times the kernel's own time. */
 static inline uint8_t
 dynamic_code (float v)
@@ -499,19 +499,40 @@ dynamic_code (float v)
   return (uint8_t) (v - piq_dynamic_map[lo] <= piq_dynamic_map[hi] - v ? lo : hi);
 }
 
+/* Chunk c's binary64 sum of its scales, in increasing position: the offset is the
+ * sum of these in increasing c, so it does not depend on how chunks are shared out. */
+double
+piq_dq_chunk_sum (const float *scales, uint64_t n_blocks, uint64_t c)
+{
+  uint64_t end = PIQ_MIN ((c + 1) * PIQ_DQ_CHUNK, n_blocks);
+  double sum = 0.0;
+
+  for (uint64_t b = c * PIQ_DQ_CHUNK; b < end; b++)
+    sum += scales[b];
+  return sum;
+}
+
+float
+piq_dq_offset (const double *chunk_sums, uint64_t n_blocks)
+{
+  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  double sum = 0.0;
+
+  for (uint64_t c = 0; c < n_chunks; c++)
+    sum += chunk_sums[c];
+  return n_blocks ? (float) (sum / (double) n_blocks) : 0.0f;
+}
+
 void
-piq_dq_compress (const float *scales, uint64_t n_blocks, uint8_t *out)
+piq_dq_compress_chunks (const float *scales, uint64_t n_blocks, float offset, uint64_t c0,
+                        uint64_t nc, uint8_t *out)
 {
   uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
   uint8_t *codes = out + 4 + 4 * n_chunks;
-  double sum = 0.0;
-  float offset;
 
-  for (uint64_t b = 0; b < n_blocks; b++)
-    sum += scales[b];
-  offset = n_blocks ? (float) (sum / (double) n_blocks) : 0.0f;
-  memcpy (out, &offset, 4);
-  for (uint64_t c = 0; c < n_chunks; c++)
+  if (c0 == 0)
+    memcpy (out, &offset, 4);
+  for (uint64_t c = c0; c < c0 + nc; c++)
     {
       uint64_t end = PIQ_MIN ((c + 1) * PIQ_DQ_CHUNK, n_blocks);
       float amax = 0.0f, inv;
@@ -525,19 +546,27 @@ piq_dq_compress (const float *scales, uint64_t n_blocks, uint8_t *out)
 }
 
 void
-piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
+piq_dq_expand_chunks (const uint8_t *in, uint64_t n_blocks, uint64_t c0, uint64_t nc,
+                      float *scales)
 {
   uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
   const uint8_t *codes = in + 4 + 4 * n_chunks;
   float offset, amax;
 
   memcpy (&offset, in, 4);
-  for (uint64_t b = 0; b < n_blocks; b++)
+  for (uint64_t c = c0; c < c0 + nc; c++)
     {
-      if (b % PIQ_DQ_CHUNK == 0)
-        memcpy (&amax, in + 4 + 4 * (b / PIQ_DQ_CHUNK), 4);
-      scales[b] = piq_dynamic_map[codes[b]] * amax + offset;   /* bnb: dequantize, then + offset */
+      uint64_t end = PIQ_MIN ((c + 1) * PIQ_DQ_CHUNK, n_blocks);
+      memcpy (&amax, in + 4 + 4 * c, 4);
+      for (uint64_t b = c * PIQ_DQ_CHUNK; b < end; b++)
+        scales[b] = piq_dynamic_map[codes[b]] * amax + offset;   /* bnb: dequantize, then + offset */
     }
+}
+
+void
+piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
+{
+  piq_dq_expand_chunks (in, n_blocks, 0, (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK, scales);
 }
 
 /* --- the float policy's fused GEMV: the reference -------------------------------- */
