@@ -266,6 +266,13 @@ static const float piq_nf4_values[16] = {
 #define PIQ_LIST_ITEM(t, arg) t,   /* an X (t, arg) list as initializers */
 static const float piq_nf4_thresholds[15] = { PIQ_NF4_THRESHOLDS (PIQ_LIST_ITEM, 0) };
 
+/* bnb's dQuantizeFP4 thresholds on |x|, increasing (its binary32 literals): |x| above
+ * r of them is the magnitude of rank r, codes { 0, 1, 6, 7, 4, 5, 2, 3 }[r] */
+#define PIQ_FP4_BNB_THRESHOLDS(X, arg) \
+  X (0.00260417f, arg) X (0.0859375f, arg) X (0.20833333f, arg) X (0.29166667f, arg) \
+  X (0.4166667f, arg) X (0.583333f, arg) X (0.8333333f, arg)
+static const float piq_fp4_bnb_thresholds[7] = { PIQ_FP4_BNB_THRESHOLDS (PIQ_LIST_ITEM, 0) };
+
 /* bnb FP4 by code (bit 3 = sign), normalised by 12 */
 static const float piq_fp4_bnb_values[16] = {
   0.0f, 0.0625f / 12, 8.0f / 12, 12.0f / 12, 4.0f / 12, 6.0f / 12, 2.0f / 12, 3.0f / 12,
@@ -327,9 +334,11 @@ piq_fp4_bnb_encode (float x, int stochastic, float u)
       return sign | order[i + piq_pick_up (a, piq_fp4_bnb_values[order[i]],
                                            piq_fp4_bnb_values[order[i + 1]], u)];
     }
-  if (a > 0.29166667f)
-    return sign | (a > 0.583333f ? (a > 0.8333333f ? 3u : 2u) : (a > 0.4166667f ? 5u : 4u));
-  return sign | (a > 0.0859375f ? (a > 0.20833333f ? 7u : 6u) : (a > 0.00260417f ? 1u : 0u));
+  if (a > piq_fp4_bnb_thresholds[3])
+    return sign | (a > piq_fp4_bnb_thresholds[5] ? (a > piq_fp4_bnb_thresholds[6] ? 3u : 2u)
+                                                 : (a > piq_fp4_bnb_thresholds[4] ? 5u : 4u));
+  return sign | (a > piq_fp4_bnb_thresholds[1] ? (a > piq_fp4_bnb_thresholds[2] ? 7u : 6u)
+                                               : (a > piq_fp4_bnb_thresholds[0] ? 1u : 0u));
 }
 
 /* NF8: nearest of the 256 increasing levels (ties to the lower code). */

@@ -199,6 +199,21 @@ fbnb_order (vi r)
   return (vi) (((vu) fsplat_i ((int32_t) 0x32547610u) >> (vu) (r << 2)) & 15u);
 }
 
+#if PIQ_W == 16
+/* bnb FP4 nearest by cells of 1/16 over [0, 1] (16 lanes): the number of thresholds
+ * below cell k, and the threshold inside it (+Inf if none; no cell holds two), as
+ * constants built from the thresholds by the preprocessor. */
+#define FBNB_EDGE_(k) ((float) (k) / 16)
+#define FBNB_BELOW_(t, k) + ((t) < FBNB_EDGE_ (k))
+#define FBNB_INSIDE_(t, k) (t) >= FBNB_EDGE_ (k) && (t) < FBNB_EDGE_ ((k) + 1) ? (t) :
+#define FBNB_16_(m) m (0), m (1), m (2), m (3), m (4), m (5), m (6), m (7), m (8), m (9), \
+  m (10), m (11), m (12), m (13), m (14), m (15)
+#define FBNB_BASE_(k) (0 PIQ_FP4_BNB_THRESHOLDS (FBNB_BELOW_, k))
+#define FBNB_THR_(k) (PIQ_FP4_BNB_THRESHOLDS (FBNB_INSIDE_, k) INFINITY)
+static const int32_t fbnb_base[16] = { FBNB_16_ (FBNB_BASE_) };
+static const float fbnb_thr[16] = { FBNB_16_ (FBNB_THR_) };
+#endif
+
 /* piq_fp4_bnb_encode of v = x · inv, sign in bit 3 for v < 0 (NaN compares false
  * everywhere: code 0, as the scalar's). */
 VINLINE vi
@@ -212,16 +227,25 @@ fbnb_encode (vf v, int st, vu h)
       /* nearest: bnb's decision tree on |v| is the number r of its seven thresholds
        * below |v| (the same binary32 literals and strict compares), mapped to the
        * code of the r-th magnitude */
+#if PIQ_W == 16
+      /* |v| · 16 is exact, so its truncation is |v|'s cell: the thresholds below
+       * the cell, plus one if |v| is above the cell's own (NaN: cell 0, above none) */
+      vf t = vmin (vmax (av * vsplat (16.0f), vsplat (0.0f)), vsplat (15.0f));
+      vi k = __builtin_convertvector (t, vi);
+      vi base;
+      vf thr;
+      memcpy (&base, fbnb_base, sizeof base);
+      memcpy (&thr, fbnb_thr, sizeof thr);
+      r = (vi) fperm1_f ((vf) base, k);
+      r -= (vi) (fperm1_f (thr, k) < av);
+#else
       /* written out, not a loop over a table: GCC kept that loop (seven broadcasts
        * from memory and a branch per vector), which held f32->fp4_bnb at half of
        * NF4's speed; as constants the broadcasts leave the loops that call this */
-      r -= (vi) (av > vsplat (0.00260417f));
-      r -= (vi) (av > vsplat (0.0859375f));
-      r -= (vi) (av > vsplat (0.20833333f));
-      r -= (vi) (av > vsplat (0.29166667f));
-      r -= (vi) (av > vsplat (0.4166667f));
-      r -= (vi) (av > vsplat (0.583333f));
-      r -= (vi) (av > vsplat (0.8333333f));
+# define FBNB_COUNT_(t, r) r -= (vi) (av > vsplat (t));
+      PIQ_FP4_BNB_THRESHOLDS (FBNB_COUNT_, r)
+# undef FBNB_COUNT_
+#endif
       c = fbnb_order (r);
     }
   else
