@@ -10,7 +10,8 @@
  * of A are one 32-bit broadcast: acc[i][j] += Σ_t a[i][4q + t] · b[j][4q + t] is one
  * VPDPBUSD per vector (or, without VNNI, vpmaddubsw/vpmaddwd on A split into its
  * low seven bits and its top bit, so no pair of products saturates 16 bits:
- * 2 · 127 · 128 and 2 · 128 · 128 fit). Integer sums are exact, so every table gives
+ * 2 · 127 · 128 and 2 · 128 · 128 fit; on NEON, PIQ_VEC_DOT4_U8S8's widening
+ * multiplies). Integer sums are exact, so every table gives
  * the scalar kernel's bytes.
  *
  * Tile: G8_MR rows × G8_NP panels of accumulators held in registers across the whole
@@ -18,7 +19,8 @@
  * of A per 16 multiply-adds), 4 × 16 on AVX2 (8 ymm), 2 × 16 on 128-bit units.
  */
 
-#if defined(PIQ_VEC_DPBUSD) || (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
+#if defined(PIQ_VEC_DPBUSD) || defined(PIQ_VEC_DOT4_U8S8) || \
+    (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
 
 # if PIQ_W == 16
 #  define G8_MR 8
@@ -41,6 +43,8 @@ g8_dot (vi acc, vbw u, vbw s)
 {
 # ifdef PIQ_VEC_DPBUSD
   return PIQ_VEC_DPBUSD (acc, u, s);
+# elif defined(PIQ_VEC_DOT4_U8S8)
+  return PIQ_VEC_DOT4_U8S8 (acc, u, s);
 # else
   const vw one = (vw) { 0 } + 1;
   vbw lo = u & 0x7f, hi = u & 0x80;

@@ -1253,12 +1253,14 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
  * output channel j of a panel, so a group's sums need no horizontal reduction: per
  * quad of 4 k, one load of the panel's 64 bytes (two quads of nibbles for 4-bit
  * weights, split by a mask and a shift) and a 32-bit broadcast of each row of X feed
- * GG_MR · GG_NP · G8_V VPDPBUSD (vpmaddubsw + vpmaddwd without VNNI). At the end of a
- * group its sums are widened to binary64 and combined with the scales in registers,
- * where the binary64 sums of the tile stay for the whole call: 4 rows × 2 panels on
- * AVX-512 (8 zmm of int32 sums, 16 of binary64), 2 × 1 on AVX2, 1 × 1 on 128-bit
- * units. The order of every operation is the scalar kernel's, so the bytes are. */
-#if defined(PIQ_VEC_DPBUSD) || (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
+ * GG_MR · GG_NP · G8_V VPDPBUSD (vpmaddubsw + vpmaddwd without VNNI, widening
+ * multiplies on NEON: PIQ_VEC_DOT4_U8S8). At the end of a group its sums are widened
+ * to binary64 and combined with the scales in registers, where the binary64 sums of
+ * the tile stay for the whole call: 4 rows × 2 panels on AVX-512 (8 zmm of int32 sums,
+ * 16 of binary64), 2 × 1 on AVX2, 1 × 1 on 128-bit units. The order of every
+ * operation is the scalar kernel's, so the bytes are. */
+#if defined(PIQ_VEC_DPBUSD) || defined(PIQ_VEC_DOT4_U8S8) || \
+    (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
 
 # if PIQ_W == 16
 #  define GG_MR 4
@@ -1285,6 +1287,9 @@ gg_dot (vi acc, vbw u, vbw s, const int small)
 # ifdef PIQ_VEC_DPBUSD
   (void) small;
   return PIQ_VEC_DPBUSD (acc, u, s);
+# elif defined(PIQ_VEC_DOT4_U8S8)
+  (void) small;
+  return PIQ_VEC_DOT4_U8S8 (acc, u, s);
 # else
   if (small)
     return acc + (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (u, s), (vw) ((vw) { 0 } + 1));
