@@ -10,7 +10,8 @@
  * of A are one 32-bit broadcast: acc[i][j] += Σ_t a[i][4q + t] · b[j][4q + t] is one
  * VPDPBUSD per vector (or, without VNNI, vpmaddubsw/vpmaddwd on A split into its
  * low seven bits and its top bit, so no pair of products saturates 16 bits:
- * 2 · 127 · 128 and 2 · 128 · 128 fit). Integer sums are exact, so every table gives
+ * 2 · 127 · 128 and 2 · 128 · 128 fit; on NEON, PIQ_VEC_DOT4_U8S8's widening
+ * multiplies). Integer sums are exact, so every table gives
  * the scalar kernel's bytes.
  *
  * Tile: G8_MR rows × G8_NP panels of accumulators held in registers across the whole
@@ -18,7 +19,8 @@
  * of A per 16 multiply-adds), 4 × 16 on AVX2 (8 ymm), 2 × 16 on 128-bit units.
  */
 
-#if defined(PIQ_VEC_DPBUSD) || (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
+#if defined(PIQ_VEC_DPBUSD) || defined(PIQ_VEC_DOT4_U8S8) || \
+    (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
 
 # if PIQ_W == 16
 #  define G8_MR 8
@@ -41,12 +43,52 @@ g8_dot (vi acc, vbw u, vbw s)
 {
 # ifdef PIQ_VEC_DPBUSD
   return PIQ_VEC_DPBUSD (acc, u, s);
+# elif defined(PIQ_VEC_DOT4_U8S8)
+  return PIQ_VEC_DOT4_U8S8 (acc, u, s);
 # else
   const vw one = (vw) { 0 } + 1;
   vbw lo = u & 0x7f, hi = u & 0x80;
   return acc + (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (lo, s), one) +
          (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (hi, s), one);
 # endif
+}
+
+/* The panel walk shared by this micro-kernel and gemm_groups (piq-matmul-vec-body.h),
+ * which read the same layout: 64-byte quads of 16 channels, panels ld bytes apart,
+ * against four bytes of each row of the other operand (one 32-bit broadcast).
+ * PQ_LOAD fills pv[t], t < np · G8_V, with part t % G8_V of panel t / G8_V's quad at
+ * p. PQ_STEP then runs acc[i][t] = DOT (acc[i][t], BCAST (r + i · ldr), pv[t]) for
+ * i < mr. BCAST and DOT are the caller's: here A, unsigned, is the 32-bit broadcast
+ * (pq_bcast) and B, signed, the panel; gemm_groups broadcasts signed X codes against
+ * unsigned W codes, and for 4-bit codes takes a pair of each (low nibbles with x at
+ * 4q, high nibbles with x at 4q + 4), one accumulator's two products back to back:
+ * two passes over the tile cost Q4_0 and int4 g128 25–40 % on AVX-512 VNNI, where
+ * the 4 × 2 tile's int32 sums live in memory (GCC keeps the 16 binary64 ones in
+ * registers). Macros over the callers' own accumulator arrays,
+ * fully unrolled by literal pragmas, so the accumulators stay in registers where
+ * they fit (without the pragmas GCC kept them in memory: 5× slower); each caller
+ * keeps its own tile constants. */
+# define PQ_LOAD(pv, p, ld, np) \
+  G8_UNROLL \
+  for (int t_ = 0; t_ < (np) * G8_V; t_++) \
+    memcpy (&(pv)[t_], (p) + t_ / G8_V * (ld) + t_ % G8_V * PIQ_W * 4, sizeof (vbw))
+# define PQ_STEP(acc, mr, np, pv, r, ldr, BCAST, DOT) \
+  G8_UNROLL \
+  for (int i_ = 0; i_ < (mr); i_++) \
+    { \
+      __auto_type rv_ = BCAST ((r) + i_ * (ldr)); \
+      G8_UNROLL \
+      for (int t_ = 0; t_ < (np) * G8_V; t_++) \
+        (acc)[i_][t_] = DOT ((acc)[i_][t_], rv_, (pv)[t_]); \
+    }
+
+/* four bytes at p in every 32-bit lane */
+VINLINE vbw
+pq_bcast (const void *p)
+{
+  int32_t r4;
+  memcpy (&r4, p, 4);
+  return (vbw) ((vi) { 0 } + r4);
 }
 
 /* One tile of mr rows and np panels (constants once inlined); nc ≤ 16·np columns
@@ -67,20 +109,8 @@ g8_block (const uint8_t *a, size_t lda, const int mr, const int8_t *b, size_t ld
   for (size_t q = 0; q < kq; q++)
     {
       vbw bv[G8_T];
-      G8_UNROLL
-      for (int t = 0; t < np * G8_V; t++)
-        memcpy (&bv[t], b + t / G8_V * ldbp + q * 64 + t % G8_V * PIQ_W * 4, sizeof (vbw));
-      G8_UNROLL
-      for (int i = 0; i < mr; i++)
-        {
-          int32_t a4;
-          vbw av;
-          memcpy (&a4, a + i * lda + 4 * q, 4);
-          av = (vbw) ((vi) { 0 } + a4);
-          G8_UNROLL
-          for (int t = 0; t < np * G8_V; t++)
-            acc[i][t] = g8_dot (acc[i][t], av, bv[t]);
-        }
+      PQ_LOAD (bv, b + q * 64, ldbp, np);
+      PQ_STEP (acc, mr, np, bv, a + 4 * q, lda, pq_bcast, g8_dot);
     }
   G8_UNROLL
   for (int i = 0; i < mr; i++)

@@ -51,4 +51,19 @@ piq_neon_load_f16_8 (const uint8_t *p)
 
 #define PIQ_VEC_FMA(a, b, c)  ((vf) vfmaq_f32 ((float32x4_t) (c), (float32x4_t) (a), (float32x4_t) (b)))
 
+/* The int8 GEMM's and gemm_groups' four-byte dot products in baseline Advanced SIMD:
+ * the bytes widened to 16 bits (unsigned u, signed s), multiplied (|u · s| ≤ 255 · 128
+ * fits a signed 16-bit lane), then pairs and pairs of pairs summed into 32-bit lanes.
+ * SDOT is left out: it is optional before Armv8.4 and signed × signed, and this unit
+ * is built for baseline Armv8-A with no run-time check of its own. */
+static inline int32x4_t
+piq_neon_dot4_u8s8 (int32x4_t acc, uint8x16_t u, int8x16_t s)
+{
+  int16x8_t lo = vmulq_s16 (vreinterpretq_s16_u16 (vmovl_u8 (vget_low_u8 (u))), vmovl_s8 (vget_low_s8 (s)));
+  int16x8_t hi = vmulq_s16 (vreinterpretq_s16_u16 (vmovl_high_u8 (u)), vmovl_high_s8 (s));
+  return vaddq_s32 (acc, vpaddq_s32 (vpaddlq_s16 (lo), vpaddlq_s16 (hi)));
+}
+#define PIQ_VEC_DOT4_U8S8(acc, u, s) \
+  ((vi) piq_neon_dot4_u8s8 ((int32x4_t) (acc), (uint8x16_t) (u), (int8x16_t) (s)))
+
 #include "piq-kernels-vec-body.h"

@@ -52,6 +52,8 @@
  * and where the ISA has them (the integer and binary products),
  *   PIQ_VEC_DPBUSD(acc, u, s)  acc (vi) + the sums of four adjacent products of the
  *                              unsigned bytes of u and the signed bytes of s (vbw), exact
+ *   PIQ_VEC_DOT4_U8S8(acc, u, s) the same sums where the ISA has neither VPDPBUSD nor
+ *                              the x86 byte multiply-adds (the int8 GEMM and gemm_groups)
  *   PIQ_VEC_POPCNT64(v)        the set bits of each 64-bit lane
  *   PIQ_VEC_ONLY_MATMUL        (defined) the unit fills only the matrix-multiply entries
  *

@@ -1253,12 +1253,14 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
  * output channel j of a panel, so a group's sums need no horizontal reduction: per
  * quad of 4 k, one load of the panel's 64 bytes (two quads of nibbles for 4-bit
  * weights, split by a mask and a shift) and a 32-bit broadcast of each row of X feed
- * GG_MR · GG_NP · G8_V VPDPBUSD (vpmaddubsw + vpmaddwd without VNNI). At the end of a
- * group its sums are widened to binary64 and combined with the scales in registers,
- * where the binary64 sums of the tile stay for the whole call: 4 rows × 2 panels on
- * AVX-512 (8 zmm of int32 sums, 16 of binary64), 2 × 1 on AVX2, 1 × 1 on 128-bit
- * units. The order of every operation is the scalar kernel's, so the bytes are. */
-#if defined(PIQ_VEC_DPBUSD) || (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
+ * GG_MR · GG_NP · G8_V VPDPBUSD (vpmaddubsw + vpmaddwd without VNNI, widening
+ * multiplies on NEON: PIQ_VEC_DOT4_U8S8). At the end of a group its sums are widened
+ * to binary64 and combined with the scales in registers, where the binary64 sums of
+ * the tile stay for the whole call: 4 rows × 2 panels on AVX-512 (8 zmm of int32 sums,
+ * 16 of binary64), 2 × 1 on AVX2, 1 × 1 on 128-bit units. The order of every
+ * operation is the scalar kernel's, so the bytes are. */
+#if defined(PIQ_VEC_DPBUSD) || defined(PIQ_VEC_DOT4_U8S8) || \
+    (defined(PIQ_VEC_MADDUBS) && defined(PIQ_VEC_MADDWD))
 
 # if PIQ_W == 16
 #  define GG_MR 4
@@ -1285,11 +1287,37 @@ gg_dot (vi acc, vbw u, vbw s, const int small)
 # ifdef PIQ_VEC_DPBUSD
   (void) small;
   return PIQ_VEC_DPBUSD (acc, u, s);
+# elif defined(PIQ_VEC_DOT4_U8S8)
+  (void) small;
+  return PIQ_VEC_DOT4_U8S8 (acc, u, s);
 # else
   if (small)
     return acc + (vi) PIQ_VEC_MADDWD (PIQ_VEC_MADDUBS (u, s), (vw) ((vw) { 0 } + 1));
   return g8_dot (acc, u, s);
 # endif
+}
+
+/* PQ_STEP's operands and products: X's broadcast codes x against W's panel codes w;
+ * for 4-bit codes two quads at once, the low nibbles against x at 4q and the high
+ * ones against x at 4q + 4 */
+typedef struct { vbw lo, hi; } gg_pair;
+
+VINLINE gg_pair
+gg_bcast2 (const int8_t *x)
+{
+  return (gg_pair) { pq_bcast (x), pq_bcast (x + 4) };
+}
+
+VINLINE vi
+gg_dot4 (vi acc, gg_pair x, gg_pair w)
+{
+  return gg_dot (gg_dot (acc, w.lo, x.lo, 1), w.hi, x.hi, 1);
+}
+
+VINLINE vi
+gg_dot8 (vi acc, vbw x, vbw w)
+{
+  return gg_dot (acc, w, x, 0);
 }
 
 /* The low and high halves of v, widened exactly to binary64. */
@@ -1390,50 +1418,24 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
           for (int t = 0; t < np * G8_V; t++)
             ia[i][t] = (vi) { 0 } - xz[i * ldg + g];
 
+      /* the int8 GEMM's panel walk (PQ_LOAD, PQ_STEP): X broadcast, W the panel */
       if (q4)
         for (size_t q = 0; q < gq; q += 2)
           {
-            vbw lo[GG_NP * G8_V], hi[GG_NP * G8_V];
+            vbw b[GG_NP * G8_V];
+            gg_pair nib[GG_NP * G8_V];
+            PQ_LOAD (b, wg + q * 32, ldwp, np);
             GG_UNROLL
             for (int t = 0; t < np * G8_V; t++)
-              {
-                vbw b;
-                memcpy (&b, wg + t / G8_V * ldwp + q * 32 + t % G8_V * PIQ_W * 4, sizeof b);
-                lo[t] = b & 15;
-                hi[t] = b >> 4;
-              }
-            GG_UNROLL
-            for (int i = 0; i < mr; i++)
-              {
-                int32_t a0, a1;
-                vbw x0, x1;
-                memcpy (&a0, xg + i * ldx + 4 * q, 4);
-                memcpy (&a1, xg + i * ldx + 4 * q + 4, 4);
-                x0 = (vbw) ((vi) { 0 } + a0);
-                x1 = (vbw) ((vi) { 0 } + a1);
-                GG_UNROLL
-                for (int t = 0; t < np * G8_V; t++)
-                  ia[i][t] = gg_dot (gg_dot (ia[i][t], lo[t], x0, 1), hi[t], x1, 1);
-              }
+              nib[t] = (gg_pair) { b[t] & 15, b[t] >> 4 };
+            PQ_STEP (ia, mr, np, nib, xg + 4 * q, ldx, gg_bcast2, gg_dot4);
           }
       else
         for (size_t q = 0; q < gq; q++)
           {
             vbw bv[GG_NP * G8_V];
-            GG_UNROLL
-            for (int t = 0; t < np * G8_V; t++)
-              memcpy (&bv[t], wg + t / G8_V * ldwp + q * 64 + t % G8_V * PIQ_W * 4, sizeof bv[t]);
-            GG_UNROLL
-            for (int i = 0; i < mr; i++)
-              {
-                int32_t a4;
-                vbw av;
-                memcpy (&a4, xg + i * ldx + 4 * q, 4);
-                av = (vbw) ((vi) { 0 } + a4);
-                GG_UNROLL
-                for (int t = 0; t < np * G8_V; t++)
-                  ia[i][t] = gg_dot (ia[i][t], bv[t], av, 0);
-              }
+            PQ_LOAD (bv, wg + q * 64, ldwp, np);
+            PQ_STEP (ia, mr, np, bv, xg + 4 * q, ldx, pq_bcast, gg_dot8);
           }
 
       /* acc + ((double) I · s) · d, in that order (no contraction: -ffp-contract=off) */
