@@ -1194,6 +1194,26 @@ mag_range (void     *data,
         {
           guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
           const guint8 *row = job->data + r * job->stride;
+          if (job->ft == PIQ_F_F32)
+            {
+              /* the loop below with the type, bins and scale in locals: there
+               * they are re-read after every increment (the counts may alias
+               * the job for the compiler), and the type is dispatched per
+               * element */
+              const guint bins = job->bins;
+              const double scale = job->scale;
+
+              for (guint64 j = c; j < c + len; j++)
+                {
+                  float x;
+
+                  memcpy (&x, row + 4 * j, sizeof x);
+                  counts[(j & 1) * 2 * bins + (bins & (0u - (guint) (x >= 0.0f)))
+                         + (gint64) (fabs ((double) x) * scale)]++;
+                }
+              i += len;
+              continue;
+            }
           for (guint64 j = c; j < c + len; j++)
             {
               float x = load_f32 (row, j, job->ft);

@@ -3,18 +3,22 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Included by piq-kernels-vec-body.h. Every operation is the binary32 operation of
- * the scalar reference (piq-kernels-scalar.c, qat_forward_f32 / qat_backward_f32),
- * lane-wise and without branches, so the values, the mask and the source gradient
- * are its bytes. bf16 and f16 data and gradients widen in registers (vload_f: a
- * shift, or the ISA's binary16 conversion) and y / dx round back the same way
- * (vstore_op), exactly as piq_load_f and piq_store_f do; the element types are
- * compile-time constants of each instantiation below, so each loop is as tight as
- * the f32 one. The gradient terms go into the same 16 binary64 lanes as there:
- * a block of 16 elements starting at a multiple of 16 in lane order fills lanes
- * 0 … 15 with one widening add per lane, PIQ_W lanes per vector (16 / PIQ_W
- * accumulators of each sum), so each lane sees the same additions in the same
- * order; the elements before the first such block and after the last go through
- * the scalar kernel with their lane offset.
+ * the scalar reference (piq-kernels-scalar.c, qat_forward_float / qat_backward_float),
+ * lane-wise and without branches, or one that gives the same bits (the forward pass
+ * compares rne(x · inv) with qmin − zp and qmax − zp: vqat_fw_value), so the values,
+ * the mask and the source gradient are its bytes. f16 data and gradients widen in
+ * registers (vload_f: the ISA's binary16 conversion) and y / dx round back the same
+ * way (vstore_op), exactly as piq_load_f and piq_store_f do. Where every type read
+ * or written is bf16, the passes go two vectors at a time ("pairs": the even and
+ * odd elements of 2·PIQ_W, see vqat_load_bf16_pair), which widens and narrows with
+ * shifts and masks instead of shuffles. The element types are compile-time
+ * constants of each instantiation below, so each loop is as tight as the f32 one.
+ * The gradient terms go into the same 16 binary64 lanes as there: a block of 16
+ * elements starting at a multiple of 16 in lane order fills lanes 0 … 15 with one
+ * widening add per lane, PIQ_W lanes per vector (32 / PIQ_W accumulators of
+ * PIQ_W / 2 lanes for each sum; qat_lane says which), so each lane sees the same
+ * additions in the same order; the elements before the first such block and after
+ * the last whole unit go through the scalar kernel with their lane offset.
  */
 
 /* rne() lane-wise: nearbyint, ties to even, −0 kept, magnitudes of 2^23 and more,
@@ -86,7 +90,7 @@ VINLINE void vqat_store_mask (uint8_t *p, vqm m) { vb b = __builtin_convertvecto
  * one is NaN, as does the generic form's comparison, and AArch64's FMAXNM the
  * number (q is an arithmetic result: never a signalling NaN). The sign of a zero
  * result may differ between them; it is only compared for equality and used in
- * q − zp where that sign does not reach the result (see vqat_forward, QAT_BW_STEP). */
+ * q − zp where that sign does not reach the result (see QAT_BW_STEP). */
 VINLINE vf
 vqat_clamp (vf q, vf lo, vf hi)
 {
@@ -104,26 +108,162 @@ vqat_clamp (vf q, vf lo, vf hi)
 #endif
 }
 
-/* Store v at p as ft, streamed past the caches where nt: vstore_op, with a cheaper
- * bf16 rounding where the values allow it, same bytes. QAT_ST_FINITE: no value is
- * NaN (the forward pass's values), so the rounding needs no NaN test
- * (vf_to_bf16_finite). QAT_ST_EXACT: every value that is not NaN is a bf16 value
- * (the source gradient: grad_out's own bf16 values, or their products by 0), so
- * rounding is taking the high half, and a NaN is made quiet as piq_f32_to_bf16
- * does. Other types go through vstore_op. */
-enum { QAT_ST_FINITE, QAT_ST_EXACT };
+/* q clamped to [lo, hi], NaN kept NaN: the same instructions with the operands the
+ * other way round (MAXPS and MINPS return the second operand, q, for a NaN), AArch64's
+ * FMAX and FMIN, which propagate a NaN, or comparisons false for NaN. A zero result's
+ * sign may differ between them; vqat_fw_value maps every zero to +0. */
+VINLINE vf
+vqat_clamp_nan (vf q, vf lo, vf hi)
+{
+#if PIQ_W == 16 && defined(__AVX512F__)
+  return (vf) _mm512_min_ps ((__m512) hi, _mm512_max_ps ((__m512) lo, (__m512) q));
+#elif PIQ_W == 8 && defined(__AVX__)
+  return (vf) _mm256_min_ps ((__m256) hi, _mm256_max_ps ((__m256) lo, (__m256) q));
+#elif PIQ_W == 4 && defined(__SSE2__)
+  return (vf) _mm_min_ps ((__m128) hi, _mm_max_ps ((__m128) lo, (__m128) q));
+#elif PIQ_W == 4 && defined(__aarch64__)
+  return (vf) vminq_f32 (vmaxq_f32 ((float32x4_t) q, (float32x4_t) lo), (float32x4_t) hi);
+#else
+  vf m = vsel (q < lo, lo, q);
+  return vsel (m > hi, hi, m);
+#endif
+}
+
+/* NaN and −0 to +0, every other value as it is: AVX-512's VFIXUPIMMPS in one
+ * instruction (token table: QNaN, SNaN and zero to +0, response 8; the other classes
+ * to the source, response 1), else + 0 (−0 + +0 is +0) and a select. */
+VINLINE vf
+vqat_zero_nan (vf v)
+{
+#if PIQ_W == 16 && defined(__AVX512F__)
+  return (vf) _mm512_fixupimm_ps ((__m512) v, (__m512) v, _mm512_set1_epi32 (0x11111888), 0);
+#else
+  return vsel (v == v, v + vsplat (0.0f), vsplat (0.0f));
+#endif
+}
+
+/* One vector of the forward pass: y before its rounding to the destination type,
+ * and the inside lanes. The reference computes qf = zp + rne(x · inv) and compares
+ * it with qmin and qmax; here n = rne(x · inv) is compared with qmin − zp and
+ * qmax − zp, which is the same test: n is an integer (or ±Inf, NaN), zp + n is
+ * exact where n lies in that range, and outside it zp + n is at least qmax + 1 (at
+ * most qmin − 1) before rounding, which rounds to a value beyond the range as
+ * qmax + 1 (qmin − 1) is a binary32 integer. r = n clamped to the range is then the
+ * reference's qf − zp inside (exact) and qmin − zp or qmax − zp outside, so r · s is
+ * its y; a NaN n stays NaN through the clamp and is not inside, and vqat_zero_nan
+ * gives the reference's +0 for it, and for r = −0 (x · inv in (−0.5, −0]), where the
+ * reference's (zp + −0) − zp is +0. Two operations fewer than the reference's form:
+ * zp is neither added nor subtracted. */
+VINLINE vf
+vqat_fw_value (vf v, vf inv, vf s, vf lo_zp, vf hi_zp, vqm *inside)
+{
+  vf n = vqat_rne (v * inv);
+  vf r = vqat_clamp_nan (n, lo_zp, hi_zp);
+
+  *inside = vqat_eq (r, n);
+  return vqat_zero_nan (r) * s;
+}
+
+/* bf16 data and gradients two vectors at a time ("pairs"): 2·PIQ_W bf16 elements
+ * are one vf-sized load, and as 32-bit words (little-endian) the even elements are
+ * their low halves and the odd ones their high halves, so widening them is a shift
+ * (even) and a mask (odd), and rounding results back into one vector is a shift and
+ * a merge of halves: no narrowing or widening shuffle, which cost more than the
+ * arithmetic (GCC lowers the generic 32-to-16-bit narrowing to a two-source word
+ * permutation on AVX-512). The lanes then hold the elements 2j and 2j + 1: the
+ * element-wise passes do not care, and the backward pass's accumulators take the
+ * terms in that order (vqat_bw_blocks). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+# define QAT_PAIRS 1
+#else
+# define QAT_PAIRS 0
+#endif
 
 VINLINE void
-vqat_store (uint8_t *p, vf v, int ft, int kind, int nt)
+vqat_load_bf16_pair (const uint8_t *p, vf *even, vf *odd)
+{
+  vu w;
+
+  memcpy (&w, p, sizeof w);
+  *even = (vf) (w << 16);
+  *odd = (vf) (w & 0xffff0000u);
+}
+
+/* The high halves of even's and odd's lanes as 2·PIQ_W bf16 in element order at p
+ * (vector-aligned and streamed where nt). */
+VINLINE void
+vqat_store_bf16_pair (uint8_t *p, vu even, vu odd, int nt)
+{
+#if PIQ_W == 16 && defined(__AVX512F__)
+  /* one VPTERNLOGD: (A & C) | B with A = odd, B = even >> 16, C = the high halves' mask */
+  vu w = (vu) _mm512_ternarylogic_epi32 ((__m512i) odd, (__m512i) (even >> 16),
+                                         _mm512_set1_epi32 ((int) 0xffff0000u), 0xec);
+#else
+  vu w = (even >> 16) | (odd & 0xffff0000u);
+#endif
+
+#ifdef PIQ_VEC_STREAM
+  if (nt)
+    {
+      PIQ_VEC_STREAM (p, (vf) w);
+      return;
+    }
+#else
+  (void) nt;
+#endif
+  memcpy (p, &w, sizeof w);
+}
+
+/* v's bits with the bias that rounds them at bit 16 to nearest even added (v not
+ * NaN): u + 0x7fff, plus one where bit 16 (the kept lsb) is set; the high half is
+ * then piq_f32_to_bf16's result. AVX-512: a test into a mask and a masked add. */
+VINLINE vu
+vqat_bf16_bias (vf v)
+{
+#if PIQ_W == 16 && defined(__AVX512F__)
+  __m512i u = (__m512i) v;
+  return (vu) _mm512_mask_add_epi32 (_mm512_add_epi32 (u, _mm512_set1_epi32 (0x7fff)),
+                                     _mm512_test_epi32_mask (u, _mm512_set1_epi32 (0x10000)),
+                                     u, _mm512_set1_epi32 (0x8000));
+#else
+  vu u = (vu) v;
+  return u + 0x7fffu + ((u >> 16) & 1u);
+#endif
+}
+
+/* The masks of a pair as 2·PIQ_W bytes 0 or 1 in element order. */
+VINLINE void
+vqat_store_mask_pair (uint8_t *p, vqm even, vqm odd)
+{
+#if PIQ_W == 16 && defined(__AVX512F__)
+  /* 1 in the low word of the even lanes, 1 << 16 added in the odd ones; words to
+   * bytes (VPMOVWB) */
+  __m512i w = _mm512_maskz_mov_epi32 (even, _mm512_set1_epi32 (1));
+  __m256i b;
+
+  w = _mm512_mask_add_epi32 (w, odd, w, _mm512_set1_epi32 (0x10000));
+  b = _mm512_cvtepi16_epi8 (w);
+  memcpy (p, &b, sizeof b);
+#else
+  typedef uint16_t vh2 __attribute__ ((vector_size (PIQ_W * 4)));
+  vu w = ((vu) even & 1u) | (((vu) odd & 1u) << 16);
+  vb2 b = __builtin_convertvector ((vh2) w, vb2);
+
+  memcpy (p, &b, sizeof b);
+#endif
+}
+
+/* Store v at p as ft, streamed past the caches where nt: vstore_op, with a cheaper
+ * bf16 rounding where the values allow it, same bytes. Not exact: no value is NaN
+ * (the forward pass's values), so the rounding needs no NaN test
+ * (vf_to_bf16_finite). exact: every value is a bf16 value, NaNs quiet (the source
+ * gradient, vqat_bw_vec), so rounding is taking the high half. */
+VINLINE void
+vqat_store (uint8_t *p, vf v, int ft, int exact, int nt)
 {
   if (ft == PIQ_F_BF16)
     {
-      vh h;
-
-      if (kind == QAT_ST_FINITE)
-        h = vf_to_bf16_finite (v);
-      else
-        h = __builtin_convertvector (((vu) v >> 16) | ((vu) (v != v) & 0x40u), vh);
+      vh h = exact ? __builtin_convertvector ((vu) v >> 16, vh) : vf_to_bf16_finite (v);
 #ifdef PIQ_VEC_STREAM
       if (nt)
         {
@@ -144,8 +284,11 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   const uint8_t *xs = x;
   uint8_t *ys = y;
   const size_t xe = fsize (xft), ye = fsize (yft);
-  const vf inv = vsplat (a->inv), s = vsplat (a->s), zp = vsplat (a->zp);
-  const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
+  const vf inv = vsplat (a->inv), s = vsplat (a->s);
+  const vf lo = vsplat (a->lo_zp), hi = vsplat (a->hi_zp);
+  /* pairs where every type read or written is bf16 */
+  const int pair = QAT_PAIRS && xft == PIQ_F_BF16 && (ys == NULL || yft == PIQ_F_BF16);
+  const size_t step = pair ? 2 * PIQ_W : PIQ_W;
   size_t i = 0;
   int nt = 0;
 
@@ -153,7 +296,7 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   if (a->stream && ys != NULL && n >= 4 * PIQ_W)
     {
       /* the first elements up to a vector-aligned y by the scalar kernel */
-      size_t head = (PIQ_W * ye - (uintptr_t) ys % (PIQ_W * ye)) % (PIQ_W * ye);
+      size_t head = (step * ye - (uintptr_t) ys % (step * ye)) % (step * ye);
       if (head % ye == 0)
         {
           i = head / ye;
@@ -163,27 +306,34 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
         }
     }
 #endif
-  for (; i + PIQ_W <= n; i += PIQ_W)
-    {
-      vf v, qf, qc;
-      vqm inside;
+  if (pair)
+    for (; i + 2 * PIQ_W <= n; i += 2 * PIQ_W)
+      {
+        vf ve, vo, oe, oo;
+        vqm ie, io;
 
-      __builtin_prefetch (xs + xe * (i + PIQ_PREFETCH));
-      v = vload_f (xs + xe * i, xft);
-      qf = zp + vqat_rne (v * inv);
-      qc = vqat_clamp (qf, lo, hi);
-      inside = vqat_eq (qc, qf);
-      if (ys != NULL)
-        {
-          /* (qc − zp) · s is the reference's value inside, and below or above, where
-           * qc − zp is qmin − zp or qmax − zp exactly (integers below 2^24); NaN gives
-           * +0. qf is never −0 (zp is not), so qc = qf inside to the sign. */
-          vf out = vqat_sel (vqat_eq (qf, qf), (qc - zp) * s, vsplat (0.0f));
-          vqat_store (ys + ye * i, out, yft, QAT_ST_FINITE, nt);
-        }
-      if (mask != NULL)
-        vqat_store_mask (mask + i, inside);
-    }
+        __builtin_prefetch (xs + 2 * (i + PIQ_PREFETCH));
+        vqat_load_bf16_pair (xs + 2 * i, &ve, &vo);
+        oe = vqat_fw_value (ve, inv, s, lo, hi, &ie);
+        oo = vqat_fw_value (vo, inv, s, lo, hi, &io);
+        if (ys != NULL)
+          vqat_store_bf16_pair (ys + 2 * i, vqat_bf16_bias (oe), vqat_bf16_bias (oo), nt);
+        if (mask != NULL)
+          vqat_store_mask_pair (mask + i, ie, io);
+      }
+  else
+    for (; i + PIQ_W <= n; i += PIQ_W)
+      {
+        vf out;
+        vqm inside;
+
+        __builtin_prefetch (xs + xe * (i + PIQ_PREFETCH));
+        out = vqat_fw_value (vload_f (xs + xe * i, xft), inv, s, lo, hi, &inside);
+        if (ys != NULL)
+          vqat_store (ys + ye * i, out, yft, 0, nt);
+        if (mask != NULL)
+          vqat_store_mask (mask + i, inside);
+      }
   stream_fence (nt);
   if (i < n)
     piq_kernels_scalar.qat_forward (xs + xe * i, n - i, a, ys != NULL ? ys + ye * i : NULL,
@@ -194,17 +344,18 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
  * PIQ_W / 2 of them (a whole register: a 2·PIQ_W-byte vector of doubles would be
  * wider than the registers, and GCC then keeps it in memory, putting a store and a
  * reload into every addition's dependency chain), so a vf of terms widens into two
- * vd, its low and its high half. The 16 lanes are 32 / PIQ_W vd: accumulator k
- * holds lanes k·PIQ_W/2 … (k + 1)·PIQ_W/2 − 1. */
+ * vd, its low and its high half. The 16 lanes are 32 / PIQ_W vd; which lanes each
+ * holds is qat_lane's. */
 typedef double vd  __attribute__ ((vector_size (PIQ_W * 4)));
 typedef float  vhf __attribute__ ((vector_size (PIQ_W * 2)));
 #define QAT_NACC (2 * PIQ_QAT_LANES / PIQ_W)
 
 /* Add the terms t, widened exactly, into the accumulators of their lanes: lo gets
- * the low half's, hi the high half's. The ISA's widening conversion of a half
- * register (AVX-512 and AVX VCVTPS2PD, SSE2 CVTPS2PD, AArch64 FCVTL/FCVTL2) takes the
- * halves in place; GCC 12 lowers the generic form below through the stack and, for
- * AVX-512, as four conversions of quarters. */
+ * the low half's, hi the high half's, in that order (lo and hi may be the same
+ * accumulator). The ISA's widening conversion of a half register (AVX-512 and AVX
+ * VCVTPS2PD, SSE2 CVTPS2PD, AArch64 FCVTL/FCVTL2) takes the halves in place; GCC 12
+ * lowers the generic form below through the stack and, for AVX-512, as four
+ * conversions of quarters. */
 VINLINE void
 vqat_acc (vd *lo, vd *hi, vf t)
 {
@@ -230,111 +381,212 @@ vqat_acc (vd *lo, vd *hi, vf t)
 #endif
 }
 
-/* One vector of the backward pass. The scale's term is the scalar kernel's
- * g · ((q − zp) · s − x) · inv · gf inside and g · (qmin or qmax − zp) · gf outside,
- * each product rounded in that order. With qc = q clamped to [qmin, qmax] (NaN to
- * qmin), q is inside exactly when qc = q, and r = qc − zp (exact: integers below
- * 2^24) is the outside factor qmin or qmax − zp, and inside gives (q − zp) · s − x
- * as r · s − x: a zero q and qc may differ in sign only, which r · s − x does not
- * show (a −0 q needs zp + x · inv < 0, so r is a nonzero integer or x ≠ 0). Both
- * terms share the product by g and the last product by gf, so one select of the
- * second factor and one of the inv step give them. Leaves the inside lanes in in_
- * for the zero point's terms (vqat_bw_blocks). */
-#define QAT_BW_STEP(j, s0_, s1_, in_) \
-  do { \
-    size_t o_ = i + (j) * PIQ_W; \
-    vf v_ = vload_f (xs + xe * o_, xft), g_ = vload_f (gs + ge * o_, gft), qf_, qc_, r_, p_; \
-    qf_ = vqat_rne (zp + v_ * inv); \
-    qc_ = vqat_clamp (qf_, lo, hi); \
-    in_ = vqat_eq (qc_, qf_); \
-    r_ = qc_ - zp; \
-    p_ = g_ * vqat_sel (in_, r_ * s - v_, r_); \
-    vqat_acc (&s0_, &s1_, vqat_sel (in_, p_ * inv, p_) * gf); \
-    if (has_dx) \
-      { \
-        vf d_ = vqat_sel (in_, g_, g_ * vsplat (0.0f)); \
-        vqat_store (ds8 + ge * o_, d_, gft, QAT_ST_EXACT, nt); \
-      } \
-  } while (0)
+/* The lane of element e of accumulator k. Without pairs, vector j of a block of 16
+ * positions holds positions j·PIQ_W …, its halves go to accumulators 2j and 2j + 1,
+ * so k holds lanes k·PIQ_W/2 …. With pairs, vector j = 2c + p is the parity p of
+ * the c-th pair load of a unit (2·PIQ_W·c + 2·lane + p), so accumulator 2j + h holds
+ * the positions 2·PIQ_W·c + PIQ_W·h + 2e + p, modulo 16; at PIQ_W = 16 a unit is two
+ * blocks, both halves of a vector hold the same lanes and go to accumulator 2j
+ * (2j + 1 is not used). */
+VINLINE int
+qat_lane (int pair, int k, int e)
+{
+  int j = k / 2, h = k % 2;
+
+  if (!pair)
+    return k * PIQ_W / 2 + e;
+  return (2 * PIQ_W * (j / 2) + PIQ_W * h + 2 * e + j % 2) % PIQ_QAT_LANES;
+}
+
+VINLINE int
+qat_acc_used (int pair, int k)
+{
+  if (pair && PIQ_W == 16)
+    return k == 0 || k == 2;
+  return k < QAT_NACC;
+}
+
+/* The constants of the backward pass. */
+typedef struct {
+  vf inv, s, zp, gf, lo, hi, ms;
+  int gf1;               /* gf is 1: the products by it are the identity (below) */
+} QatBw;
+
+/* One vector of the backward pass, x and g widened: adds the scale's terms to s0
+ * and s1 (vqat_acc), returns the inside lanes, and the source gradient in *d where
+ * has_dx. The scale's term is the scalar kernel's g · ((q − zp) · s − x) · inv · gf
+ * inside and g · (qmin or qmax − zp) · gf outside, each product rounded in that
+ * order. With qc = q clamped to [qmin, qmax] (NaN to qmin), q is inside exactly
+ * when qc = q, and r = qc − zp (exact: integers below 2^24) is the outside factor
+ * qmin or qmax − zp, and inside gives (q − zp) · s − x as r · s − x: a zero q and qc
+ * may differ in sign only, which r · s − x does not show (a −0 q needs
+ * zp + x · inv < 0, so r is a nonzero integer or x ≠ 0). Both terms share the
+ * product by g and the last product by gf, so one select of the second factor and
+ * one of the inv step give them. The source gradient is g inside and g · 0
+ * outside; for a bf16 or f16 dx it is g · 1 inside, which is g with a signalling NaN
+ * made quiet, as piq_f32_to_bf16 and the binary16 conversions make it, so that one
+ * multiplication by a selected 1 or 0 gives it and a bf16 store is its high half. */
+VINLINE vqm
+vqat_bw_vec (vf v, vf g, const QatBw *c, vd *s0, vd *s1, vf *d, int has_dx, int gft)
+{
+  vf qf = vqat_rne (c->zp + v * c->inv), qc, r, p;
+  vqm in;
+
+  qc = vqat_clamp (qf, c->lo, c->hi);
+  in = vqat_eq (qc, qf);
+  r = qc - c->zp;
+  p = g * vqat_sel (in, r * c->s - v, r);
+  p = vqat_sel (in, p * c->inv, p);
+  vqat_acc (s0, s1, c->gf1 ? p : p * c->gf);
+  if (has_dx)
+    *d = gft == PIQ_F_F32 ? vqat_sel (in, g, g * vsplat (0.0f))
+                          : g * vqat_sel (in, vsplat (1.0f), vsplat (0.0f));
+  return in;
+}
 
 /* The zero point's terms of one vector: g · (−1) · s · gf is g · (−s) · gf (negation
  * is exact, and a NaN g comes through either product as the same NaN), outside the
  * range; inside they are 0. */
-#define QAT_ZP_STEP(j, z0_, z1_, in_) \
-  vqat_acc (&z0_, &z1_, vqat_sel (in_, vsplat (0.0f), \
-                                  vload_f (gs + ge * (b_ + (j) * PIQ_W), gft) * ms * gf))
+VINLINE void
+vqat_zp_vec (vf g, vqm in, const QatBw *c, vd *z0, vd *z1)
+{
+  vf t = g * c->ms;
 
-/* Blocks of 16 positions per batch of the zero point's terms (below). */
+  vqat_acc (z0, z1, vqat_sel (in, vsplat (0.0f), c->gf1 ? t : t * c->gf));
+}
+
+/* Units (of 16 positions, or two blocks with pairs at PIQ_W = 16) per batch of the
+ * zero point's terms (below). */
 #define QAT_BATCH 64
 
-/* Accumulator k of both sums to or from the lanes (k < QAT_NACC: the others do not
- * exist at this width and are never used). */
+/* Accumulator k of both sums to or from the lanes (qat_lane; the accumulators that
+ * qat_acc_used rejects do not exist at this width or are not used). */
 #define QAT_LANES_IN(k) \
-  if ((k) < QAT_NACC) \
+  if (qat_acc_used (pair, k)) \
     { \
-      memcpy (&as##k, lanes + (k) * PIQ_W / 2, sizeof as##k); \
-      memcpy (&az##k, lanes + PIQ_QAT_LANES + (k) * PIQ_W / 2, sizeof az##k); \
+      double t_[PIQ_W / 2], u_[PIQ_W / 2]; \
+      for (int e_ = 0; e_ < PIQ_W / 2; e_++) \
+        { \
+          t_[e_] = lanes[qat_lane (pair, k, e_)]; \
+          u_[e_] = lanes[PIQ_QAT_LANES + qat_lane (pair, k, e_)]; \
+        } \
+      memcpy (&as##k, t_, sizeof as##k); \
+      memcpy (&az##k, u_, sizeof az##k); \
     }
 #define QAT_LANES_OUT(k) \
-  if ((k) < QAT_NACC) \
+  if (qat_acc_used (pair, k)) \
     { \
-      memcpy (lanes + (k) * PIQ_W / 2, &as##k, sizeof as##k); \
-      memcpy (lanes + PIQ_QAT_LANES + (k) * PIQ_W / 2, &az##k, sizeof az##k); \
+      double t_[PIQ_W / 2], u_[PIQ_W / 2]; \
+      memcpy (t_, &as##k, sizeof as##k); \
+      memcpy (u_, &az##k, sizeof az##k); \
+      for (int e_ = 0; e_ < PIQ_W / 2; e_++) \
+        { \
+          lanes[qat_lane (pair, k, e_)] = t_[e_]; \
+          lanes[PIQ_QAT_LANES + qat_lane (pair, k, e_)] = u_[e_]; \
+        } \
     }
 
-/* The whole 16-position blocks of [i, n): i is a multiple of 16 positions past the
- * lanes' start. nt (a constant of each call site) streams dx.
+/* Vector j of a unit at i: its accumulators' names (the second the same as the first
+ * where pairs at PIQ_W = 16 fold both halves into one). */
+#define QAT_HI(j, a_, b_) (pair && PIQ_W == 16 ? &a_ : &b_)
+
+/* The whole units of [i, n): i is a multiple of 16 positions past the lanes' start.
+ * A unit is 16 positions, or 32 with pairs at PIQ_W = 16 (a pair load is 2·PIQ_W
+ * elements). pair and nt (constants of each call site) read bf16 x and dy as pairs
+ * and stream dx.
  *
  * The zero point's terms are 0 inside the range, and adding ±0 leaves a lane as it
  * is (a lane is never −0: the lanes start at +0, and a binary64 sum is −0 only when
- * both addends are), so only the blocks with an element outside need them, in
+ * both addends are), so only the units with an element outside need them, in
  * typical data a small share. A branch on that in the main loop costs more than
  * the terms: it is taken at random (16 % of the blocks of N(0, 1) data clamped at
  * ±2.55σ), and each misprediction discards the loads in flight, which is what keeps
  * a memory-bound loop at the bandwidth. So the main loop only notes, without a
- * branch, each block with an element outside (its position and inside lanes, into
- * the next free slot, which advances when the block has one), and after every
- * QAT_BATCH blocks a second loop adds those blocks' terms, in block order, reading
+ * branch, each unit with an element outside (its position and inside lanes, into
+ * the next free slot, which advances when the unit has one), and after every
+ * QAT_BATCH units a second loop adds those units' terms, in unit order, reading
  * their grad_out again from the L1 cache. Every lane sees the same additions in the
  * same order as in one loop. */
 VINLINE size_t
 vqat_bw_blocks (const uint8_t *xs, const uint8_t *gs, uint8_t *ds8, size_t i, size_t n,
-                const PiqQatArgs *a, double *lanes, int has_dx, int xft, int gft, int nt)
+                const PiqQatArgs *a, double *lanes, int has_dx, int xft, int gft, int pair,
+                int gf1, int nt)
 {
   const size_t xe = fsize (xft), ge = fsize (gft);     /* dx is gft too */
-  const vf inv = vsplat (a->inv), s = vsplat (a->s), zp = vsplat (a->zp), gf = vsplat (a->gf);
-  const vf lo = vsplat (a->lo), hi = vsplat (a->hi);
-  const vf ms = vsplat (-a->s);
+  const size_t unit = pair && PIQ_W == 16 ? 2 * PIQ_QAT_LANES : PIQ_QAT_LANES;
+  const QatBw c = {
+    .inv = vsplat (a->inv), .s = vsplat (a->s), .zp = vsplat (a->zp), .gf = vsplat (a->gf),
+    .lo = vsplat (a->lo), .hi = vsplat (a->hi), .ms = vsplat (-a->s), .gf1 = gf1,
+  };
   vd as0, as1, as2, as3, as4, as5, as6, as7, az0, az1, az2, az3, az4, az5, az6, az7;
   size_t pos[QAT_BATCH];
-  vqm ins[QAT_BATCH][PIQ_QAT_LANES / PIQ_W];
+  vqm ins[QAT_BATCH][4];
 
   QAT_LANES_IN (0) QAT_LANES_IN (1) QAT_LANES_IN (2) QAT_LANES_IN (3)
   QAT_LANES_IN (4) QAT_LANES_IN (5) QAT_LANES_IN (6) QAT_LANES_IN (7)
-  while (i + PIQ_QAT_LANES <= n)
+  while (i + unit <= n)
     {
-      size_t blocks = (n - i) / PIQ_QAT_LANES, end, k = 0;
+      size_t units = (n - i) / unit, end, k = 0;
 
-      end = i + PIQ_QAT_LANES * (blocks < QAT_BATCH ? blocks : QAT_BATCH);
+      end = i + unit * (units < QAT_BATCH ? units : QAT_BATCH);
 
-      for (; i < end; i += PIQ_QAT_LANES)
+      for (; i < end; i += unit)
         {
           vqm o0, o1, o2, o3;
 
           __builtin_prefetch (xs + xe * (i + PIQ_PREFETCH));
           __builtin_prefetch (gs + ge * (i + PIQ_PREFETCH));
-          QAT_BW_STEP (0, as0, as1, o0);
-          o1 = o2 = o3 = o0;
-          if (PIQ_W <= 8)
-            QAT_BW_STEP (1, as2, as3, o1);
-          if (PIQ_W <= 4)
+          if (pair)
             {
-              QAT_BW_STEP (2, as4, as5, o2);
-              QAT_BW_STEP (3, as6, as7, o3);
+              /* vector 2c + p: parity p of the pair load at 2·PIQ_W·c */
+#define QAT_BW_PAIR(cc, e_, o_, se_, she_, so_, sho_) \
+              do \
+                { \
+                  size_t q_ = i + 2 * PIQ_W * (cc); \
+                  vf xe_, xo_, ge_, go_, de_, do_; \
+                  vqat_load_bf16_pair (xs + 2 * q_, &xe_, &xo_); \
+                  vqat_load_bf16_pair (gs + 2 * q_, &ge_, &go_); \
+                  e_ = vqat_bw_vec (xe_, ge_, &c, &se_, QAT_HI (0, se_, she_), &de_, has_dx, gft); \
+                  o_ = vqat_bw_vec (xo_, go_, &c, &so_, QAT_HI (0, so_, sho_), &do_, has_dx, gft); \
+                  if (has_dx) \
+                    vqat_store_bf16_pair (ds8 + 2 * q_, (vu) de_, (vu) do_, nt); \
+                } \
+              while (0)
+              QAT_BW_PAIR (0, o0, o1, as0, as1, as2, as3);
+              o2 = o0;
+              o3 = o1;
+              if (PIQ_W <= 4)
+                QAT_BW_PAIR (1, o2, o3, as4, as5, as6, as7);
+#undef QAT_BW_PAIR
+            }
+          else
+            {
+              /* vector j at j·PIQ_W */
+#define QAT_BW_ONE(j, o_, s0_, s1_) \
+              do \
+                { \
+                  size_t q_ = i + (j) * PIQ_W; \
+                  vf d_; \
+                  o_ = vqat_bw_vec (vload_f (xs + xe * q_, xft), vload_f (gs + ge * q_, gft), \
+                                    &c, &s0_, &s1_, &d_, has_dx, gft); \
+                  if (has_dx) \
+                    vqat_store (ds8 + ge * q_, d_, gft, 1, nt); \
+                } \
+              while (0)
+              QAT_BW_ONE (0, o0, as0, as1);
+              o1 = o2 = o3 = o0;
+              if (PIQ_W <= 8)
+                QAT_BW_ONE (1, o1, as2, as3);
+              if (PIQ_W <= 4)
+                {
+                  QAT_BW_ONE (2, o2, as4, as5);
+                  QAT_BW_ONE (3, o3, as6, as7);
+                }
+#undef QAT_BW_ONE
             }
           pos[k] = i;
           ins[k][0] = o0;
-          if (PIQ_W <= 8)
+          if (PIQ_W <= 8 || pair)
             ins[k][1] = o1;
           if (PIQ_W <= 4)
             {
@@ -347,13 +599,30 @@ vqat_bw_blocks (const uint8_t *xs, const uint8_t *gs, uint8_t *ds8, size_t i, si
         {
           size_t b_ = pos[e];
 
-          QAT_ZP_STEP (0, az0, az1, ins[e][0]);
-          if (PIQ_W <= 8)
-            QAT_ZP_STEP (1, az2, az3, ins[e][1]);
-          if (PIQ_W <= 4)
+          if (pair)
             {
-              QAT_ZP_STEP (2, az4, az5, ins[e][2]);
-              QAT_ZP_STEP (3, az6, az7, ins[e][3]);
+              vf ge_, go_;
+
+              vqat_load_bf16_pair (gs + 2 * b_, &ge_, &go_);
+              vqat_zp_vec (ge_, ins[e][0], &c, &az0, QAT_HI (0, az0, az1));
+              vqat_zp_vec (go_, ins[e][1], &c, &az2, QAT_HI (0, az2, az3));
+              if (PIQ_W <= 4)
+                {
+                  vqat_load_bf16_pair (gs + 2 * (b_ + 2 * PIQ_W), &ge_, &go_);
+                  vqat_zp_vec (ge_, ins[e][2], &c, &az4, &az5);
+                  vqat_zp_vec (go_, ins[e][3], &c, &az6, &az7);
+                }
+            }
+          else
+            {
+              vqat_zp_vec (vload_f (gs + ge * b_, gft), ins[e][0], &c, &az0, &az1);
+              if (PIQ_W <= 8)
+                vqat_zp_vec (vload_f (gs + ge * (b_ + PIQ_W), gft), ins[e][1], &c, &az2, &az3);
+              if (PIQ_W <= 4)
+                {
+                  vqat_zp_vec (vload_f (gs + ge * (b_ + 2 * PIQ_W), gft), ins[e][2], &c, &az4, &az5);
+                  vqat_zp_vec (vload_f (gs + ge * (b_ + 3 * PIQ_W), gft), ins[e][3], &c, &az6, &az7);
+                }
             }
         }
     }
@@ -368,6 +637,12 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
 {
   const uint8_t *xs = x, *gs = dy;
   const size_t xe = fsize (xft), ge = fsize (gft);     /* dx is gft too */
+  const int pair = QAT_PAIRS && xft == PIQ_F_BF16 && gft == PIQ_F_BF16;
+  /* the bytes of one store of dx: a vf of pairs, else a vector of gft */
+  const size_t vbytes = pair ? 4 * PIQ_W : PIQ_W * ge;
+  /* grad_factor 1 (PyTorch's default): t · 1 is t for every t the products give (a
+   * NaN product is already quiet), so a separate loop leaves the products out */
+  const int gf1 = a->gf == 1.0f;
   uint8_t *ds8 = dx;
   size_t head = (PIQ_QAT_LANES - lane0 % PIQ_QAT_LANES) % PIQ_QAT_LANES, i;
 
@@ -381,25 +656,27 @@ vqat_backward (const void *x, const void *dy, size_t n, const PiqQatArgs *a, voi
       /* streamed stores where asked and dx is vector-aligned at the 16-element blocks;
        * one loop for each, so that the loop does not test it */
 #ifdef PIQ_VEC_STREAM
-      if (has_dx && a->stream && (uintptr_t) (ds8 + ge * i) % (PIQ_W * ge) == 0)
+      if (has_dx && a->stream && (uintptr_t) (ds8 + ge * i) % vbytes == 0)
         {
-          i = vqat_bw_blocks (xs, gs, ds8, i, n, a, lanes, has_dx, xft, gft, 1);
+          i = gf1 ? vqat_bw_blocks (xs, gs, ds8, i, n, a, lanes, has_dx, xft, gft, pair, 1, 1)
+                  : vqat_bw_blocks (xs, gs, ds8, i, n, a, lanes, has_dx, xft, gft, pair, 0, 1);
           stream_fence (1);
         }
       else
 #endif
-        i = vqat_bw_blocks (xs, gs, ds8, i, n, a, lanes, has_dx, xft, gft, 0);
+        i = gf1 ? vqat_bw_blocks (xs, gs, ds8, i, n, a, lanes, has_dx, xft, gft, pair, 1, 0)
+                : vqat_bw_blocks (xs, gs, ds8, i, n, a, lanes, has_dx, xft, gft, pair, 0, 0);
     }
+  (void) vbytes;
   if (i < n)
     piq_kernels_scalar.qat_backward (xs + xe * i, gs + ge * i, n - i, a,
                                      has_dx ? ds8 + ge * i : NULL, 0, lanes);
 }
-#undef QAT_BW_STEP
-#undef QAT_ZP_STEP
 #undef QAT_BATCH
 #undef QAT_LANES_IN
 #undef QAT_LANES_OUT
 #undef QAT_NACC
+#undef QAT_HI
 
 /* The entries: every combination of x and y (x and dy, with dx of dy's type) that the
  * unit converts in registers; the rest (f16 without F16C, a dx of another type than
