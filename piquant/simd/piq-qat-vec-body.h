@@ -214,6 +214,13 @@ vqat_store_bf16_pair (uint8_t *p, vu even, vu odd, int nt)
   memcpy (p, &w, sizeof w);
 }
 
+/* v with every NaN made quiet (its quiet bit set), other values as they are */
+VINLINE vf
+vqat_quiet (vf v)
+{
+  return (vf) ((vu) v | ((vu) (v != v) & 0x00400000u));
+}
+
 /* v's bits with the bias that rounds them at bit 16 to nearest even added (v not
  * NaN): u + 0x7fff, plus one where bit 16 (the kept lsb) is set; the high half is
  * then piq_f32_to_bf16's result. AVX-512: a test into a mask and a masked add. */
@@ -423,9 +430,10 @@ typedef struct {
  * zp + x · inv < 0, so r is a nonzero integer or x ≠ 0). Both terms share the
  * product by g and the last product by gf, so one select of the second factor and
  * one of the inv step give them. The source gradient is g inside and g · 0
- * outside; for a bf16 or f16 dx it is g · 1 inside, which is g with a signalling NaN
- * made quiet, as piq_f32_to_bf16 and the binary16 conversions make it, so that one
- * multiplication by a selected 1 or 0 gives it and a bf16 store is its high half. */
+ * outside; a bf16 dx is stored as its high half, so a signalling NaN g is made
+ * quiet here, as piq_f32_to_bf16 makes it (f16's conversion does it itself). Not
+ * by a product with a selected 1: clang folds x · 1 to x, signalling NaN or not,
+ * and the AVX-512 table then differed from the scalar one. */
 VINLINE vqm
 vqat_bw_vec (vf v, vf g, const QatBw *c, vd *s0, vd *s1, vf *d, int has_dx, int gft)
 {
@@ -439,8 +447,11 @@ vqat_bw_vec (vf v, vf g, const QatBw *c, vd *s0, vd *s1, vf *d, int has_dx, int 
   p = vqat_sel (in, p * c->inv, p);
   vqat_acc (s0, s1, c->gf1 ? p : p * c->gf);
   if (has_dx)
-    *d = gft == PIQ_F_F32 ? vqat_sel (in, g, g * vsplat (0.0f))
-                          : g * vqat_sel (in, vsplat (1.0f), vsplat (0.0f));
+    {
+      *d = vqat_sel (in, g, g * vsplat (0.0f));
+      if (gft == PIQ_F_BF16)
+        *d = vqat_quiet (*d);
+    }
   return in;
 }
 
