@@ -1177,6 +1177,25 @@ typedef struct {
   guint32       *counts;        /* 2 × 2 · bins per chunk */
 } MagJob;
 
+/* Elements c … c + len − 1 of a row into counts. The type, bins and scale are
+ * arguments, not the job's fields: the compiler re-read those after every increment
+ * (the counts may alias the job), and with ft a constant (f32, below) the type is not
+ * dispatched per element. */
+static inline void
+mag_row (guint32 *counts, const guint8 *row, guint64 c, guint64 len, int ft, guint bins,
+         double scale)
+{
+  for (guint64 j = c; j < c + len; j++)
+    {
+      float x = load_f32 (row, j, ft);
+      /* the side without a branch (the signs of real data are random: a branch
+       * mispredicts half the time); −0 counts as +0; the bin as a signed conversion
+       * (it is below bins), one instruction */
+      guint32 *side = counts + (j & 1) * 2 * bins + (bins & (0u - (guint) (x >= 0.0f)));
+      side[(gint64) (fabs ((double) x) * scale)]++;
+    }
+}
+
 static void
 mag_range (void     *data,
            uint64_t  start,
@@ -1195,35 +1214,9 @@ mag_range (void     *data,
           guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
           const guint8 *row = job->data + r * job->stride;
           if (job->ft == PIQ_F_F32)
-            {
-              /* the loop below with the type, bins and scale in locals: there
-               * they are re-read after every increment (the counts may alias
-               * the job for the compiler), and the type is dispatched per
-               * element */
-              const guint bins = job->bins;
-              const double scale = job->scale;
-
-              for (guint64 j = c; j < c + len; j++)
-                {
-                  float x;
-
-                  memcpy (&x, row + 4 * j, sizeof x);
-                  counts[(j & 1) * 2 * bins + (bins & (0u - (guint) (x >= 0.0f)))
-                         + (gint64) (fabs ((double) x) * scale)]++;
-                }
-              i += len;
-              continue;
-            }
-          for (guint64 j = c; j < c + len; j++)
-            {
-              float x = load_f32 (row, j, job->ft);
-              /* the side without a branch (the signs of real data are random: a
-               * branch mispredicts half the time); −0 counts as +0; the bin as a
-               * signed conversion (it is below bins), one instruction */
-              guint32 *side = counts + (j & 1) * 2 * job->bins
-                              + (job->bins & (0u - (guint) (x >= 0.0f)));
-              side[(gint64) (fabs ((double) x) * job->scale)]++;
-            }
+            mag_row (counts, row, c, len, PIQ_F_F32, job->bins, job->scale);
+          else
+            mag_row (counts, row, c, len, job->ft, job->bins, job->scale);
           i += len;
         }
     }
