@@ -1370,7 +1370,7 @@ static int
 dq_compress (const PiqEngine *eng, const float *scales, uint64_t n_blocks, uint8_t *out,
              PiqEngineError *e)
 {
-  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  uint64_t n_chunks = piq_dq_chunks (n_blocks);
   DqJob job = { .scales = scales, .n_blocks = n_blocks, .out = out };
 
   if (n_chunks == 0)
@@ -1392,7 +1392,7 @@ dq_expand (const PiqEngine *eng, const uint8_t *in, uint64_t n_blocks, float *ex
 {
   DqJob job = { .n_blocks = n_blocks, .in = in, .expanded = expanded };
 
-  piq_parallel_run (eng->n_threads, (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK, 1,
+  piq_parallel_run (eng->n_threads, piq_dq_chunks (n_blocks), 1,
                     DQ_MIN_CHUNKS, dq_expand_range, &job);
 }
 

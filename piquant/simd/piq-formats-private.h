@@ -503,6 +503,11 @@ void piq_affine_from_range (double lo, double hi, __int128 qmin, __int128 qmax, 
  * bnb's 8-bit dynamic map times the chunk's max |scale − offset| (f32). Layout:
  * offset, one f32 per chunk, one code byte per block. */
 #define PIQ_DQ_CHUNK 256
+static inline uint64_t
+piq_dq_chunks (uint64_t n_blocks)
+{
+  return (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+}
 size_t piq_dq_size (uint64_t n_blocks) __attribute__((visibility ("hidden")));
 void piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
   __attribute__((visibility ("hidden")));

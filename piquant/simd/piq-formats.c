@@ -476,7 +476,7 @@ piq_binary_dot (const uint8_t *a_bits, const uint8_t *a_scales, const uint8_t *b
 size_t
 piq_dq_size (uint64_t n_blocks)
 {
-  return 4 + 4 * (size_t) ((n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK) + (size_t) n_blocks;
+  return 4 + 4 * (size_t) piq_dq_chunks (n_blocks) + (size_t) n_blocks;
 }
 
 /* The nearest map entry (ties to the lower code); the map is increasing. lo is the
@@ -486,16 +486,6 @@ piq_dq_size (uint64_t n_blocks)
  * chain of eight dependent loads, and one at a time they left the compression as
  * long as f32->nf4_dq's own quantization (perf). */
 #define DQ_LANES 8
-
-static inline unsigned
-dynamic_lo (float v)
-{
-  unsigned lo = 0;
-
-  for (unsigned step = 128; step > 0; step /= 2)
-    lo += -(unsigned) (piq_dynamic_map[lo + step] <= v) & step;
-  return lo;
-}
 
 static inline uint8_t
 dynamic_pick (float v, unsigned lo)
@@ -507,6 +497,26 @@ dynamic_pick (float v, unsigned lo)
   return (uint8_t) (v - piq_dynamic_map[lo] <= piq_dynamic_map[hi] - v ? lo : hi);
 }
 
+/* codes[b] for nl ≤ DQ_LANES blocks from b (nl a constant in the main loop) */
+static inline void
+dynamic_group (const float *scales, uint64_t b, int nl, float offset, float inv,
+               uint8_t *codes)
+{
+  float v[DQ_LANES];
+  unsigned lo[DQ_LANES];
+
+  for (int l = 0; l < nl; l++)
+    {
+      v[l] = (scales[b + l] - offset) * inv;
+      lo[l] = 0;
+    }
+  for (unsigned step = 128; step > 0; step /= 2)
+    for (int l = 0; l < nl; l++)
+      lo[l] += -(unsigned) (piq_dynamic_map[lo[l] + step] <= v[l]) & step;
+  for (int l = 0; l < nl; l++)
+    codes[b + l] = dynamic_pick (v[l], lo[l]);
+}
+
 /* codes[b] for b in [b0, b1): the map entry nearest (scales[b] − offset) · inv */
 static void
 dynamic_codes (const float *scales, uint64_t b0, uint64_t b1, float offset, float inv,
@@ -515,25 +525,9 @@ dynamic_codes (const float *scales, uint64_t b0, uint64_t b1, float offset, floa
   uint64_t b = b0;
 
   for (; b + DQ_LANES <= b1; b += DQ_LANES)
-    {
-      float v[DQ_LANES];
-      unsigned lo[DQ_LANES];
-      for (int l = 0; l < DQ_LANES; l++)
-        {
-          v[l] = (scales[b + l] - offset) * inv;
-          lo[l] = 0;
-        }
-      for (unsigned step = 128; step > 0; step /= 2)
-        for (int l = 0; l < DQ_LANES; l++)
-          lo[l] += -(unsigned) (piq_dynamic_map[lo[l] + step] <= v[l]) & step;
-      for (int l = 0; l < DQ_LANES; l++)
-        codes[b + l] = dynamic_pick (v[l], lo[l]);
-    }
-  for (; b < b1; b++)
-    {
-      float v = (scales[b] - offset) * inv;
-      codes[b] = dynamic_pick (v, dynamic_lo (v));
-    }
+    dynamic_group (scales, b, DQ_LANES, offset, inv, codes);
+  if (b < b1)
+    dynamic_group (scales, b, (int) (b1 - b), offset, inv, codes);
 }
 
 /* Chunk c's binary64 sum of its scales, in increasing position: the offset is the
@@ -552,7 +546,7 @@ piq_dq_chunk_sum (const float *scales, uint64_t n_blocks, uint64_t c)
 float
 piq_dq_offset (const double *chunk_sums, uint64_t n_blocks)
 {
-  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  uint64_t n_chunks = piq_dq_chunks (n_blocks);
   double sum = 0.0;
 
   for (uint64_t c = 0; c < n_chunks; c++)
@@ -564,7 +558,7 @@ void
 piq_dq_compress_chunks (const float *scales, uint64_t n_blocks, float offset, uint64_t c0,
                         uint64_t nc, uint8_t *out)
 {
-  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  uint64_t n_chunks = piq_dq_chunks (n_blocks);
   uint8_t *codes = out + 4 + 4 * n_chunks;
 
   if (c0 == 0)
@@ -585,7 +579,7 @@ void
 piq_dq_expand_chunks (const uint8_t *in, uint64_t n_blocks, uint64_t c0, uint64_t nc,
                       float *scales)
 {
-  uint64_t n_chunks = (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK;
+  uint64_t n_chunks = piq_dq_chunks (n_blocks);
   const uint8_t *codes = in + 4 + 4 * n_chunks;
   float offset, amax;
 
@@ -602,7 +596,7 @@ piq_dq_expand_chunks (const uint8_t *in, uint64_t n_blocks, uint64_t c0, uint64_
 void
 piq_dq_expand (const uint8_t *in, uint64_t n_blocks, float *scales)
 {
-  piq_dq_expand_chunks (in, n_blocks, 0, (n_blocks + PIQ_DQ_CHUNK - 1) / PIQ_DQ_CHUNK, scales);
+  piq_dq_expand_chunks (in, n_blocks, 0, piq_dq_chunks (n_blocks), scales);
 }
 
 /* --- the float policy's fused GEMV: the reference -------------------------------- */
