@@ -28,13 +28,16 @@
  * FGEMM_NC weight rows once into binary32, laid out in blocks of FGEMM_KC of k, and the
  * kernels' mm_lanes multiplies them with FGEMM_MC rows of X at a time, block by block of
  * k, the 16 lanes of every output carried between blocks. 48 rows = 8 micro-panels of
- * 6 (AVX-512) or 16 of 3 (AVX2, NEON) and 6 decoded panels; a block of k of 512
- * keeps a micro-panel (6 × 2 KiB) in L1, and 32 rows of X (64 KiB) with the block's
- * weights (96 KiB) and the carried lanes (96 KiB) in L2. */
+ * 6 (AVX-512) or 16 of 3 (AVX2, NEON) and 6 decoded panels. Carrying costs a load and a
+ * store of 16 lanes per output per block, so the block is long: with 512, carries were
+ * a tenth of the time (docs/matmul.md); the tile's rows stream from L2 instead of L1.
+ * FGEMM_LDW: floats between decoded rows, one cache line more than the block, so rows
+ * of a power-of-two K do not share L1 sets (that cost 15 %). */
 #define FGEMM_MIN_M 8
 #define FGEMM_NC 48
-#define FGEMM_KC 512
+#define FGEMM_KC 4096
 #define FGEMM_MC 32
+#define FGEMM_LDW(kc) (((uint64_t) (kc) + 15) / 16 * 16 + 16)
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
 #define DOT_CHUNK 4096

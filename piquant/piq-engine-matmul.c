@@ -499,13 +499,20 @@ store_row (MatmulJob *job, uint64_t m, uint64_t n0, const float *v, uint64_t cou
 {
   uint8_t *row = job->y + m * job->ldy;
 
+  /* binary32 stored as it is: one copy (element by element cost a GEMM 2 %) */
+  if (job->y_dtype == DT_F32 && !job->add && job->bias == NULL)
+    {
+      memcpy (row + n0 * 4, v, (size_t) count * 4);
+      return;
+    }
   for (uint64_t j = 0; j < count; j++)
     store_float (row, n0 + j, job->bias != NULL ? v[j] + job->bias[n0 + j] : v[j],
                  job->y_dtype, job->add);
 }
 
 /* The float policy's GEMM over one work item: FGEMM_NC weight rows decoded once, in
- * blocks of FGEMM_KC of k (rows × block, one after the other), then multiplied with
+ * blocks of FGEMM_KC of k (rows × block, FGEMM_LDW apart, one block after the other;
+ * a decoded panel is copied there), then multiplied with
  * FGEMM_MC rows of X at a time, block by block of k, the lanes carried in scratch. */
 static int
 gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1,
@@ -514,24 +521,19 @@ gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1
   const PiqEnginePacked *w = job->w;
   const uint64_t rows = MIN ((uint64_t) FGEMM_NC, w->n - r0), k = w->k;
   const uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
-  float *wp = scratch, *tmp = wp + FGEMM_NC * nkb * kc;
-  float *lanes = tmp + (nkb > 1 ? PANEL * k : 0);
+  const uint64_t ldw = FGEMM_LDW (kc);
+  float *wp = scratch, *tmp = wp + FGEMM_NC * nkb * ldw;
+  float *lanes = tmp + PANEL * k;
   float *out = lanes + (nkb > 1 ? FGEMM_MC * FGEMM_NC * 16 : 0);
 
   for (uint64_t p = 0; p < rows; p += PANEL)
     {
       uint64_t pr = MIN ((uint64_t) PANEL, rows - p);
-      if (nkb == 1)
-        {
-          if (!decode_panel (job->eng, w, r0 + p, wp + p * k, e))
-            return 0;
-          continue;
-        }
       if (!decode_panel (job->eng, w, r0 + p, tmp, e))
         return 0;
       for (uint64_t b = 0; b < nkb; b++)
         for (uint64_t j = 0; j < pr; j++)
-          memcpy (wp + (b * rows + p + j) * kc, tmp + j * k + b * kc,
+          memcpy (wp + (b * rows + p + j) * ldw, tmp + j * k + b * kc,
                   (size_t) MIN (kc, k - b * kc) * sizeof (float));
     }
   for (uint64_t m = m0; m < m1; m += FGEMM_MC)
@@ -539,7 +541,7 @@ gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1
       uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m);
       const float *x = job->x + m * job->ldx;
       for (uint64_t b = 0; b < nkb; b++)
-        job->eng->kernels->mm_lanes (x + b * kc, job->ldx, wp + b * rows * kc, (size_t) kc,
+        job->eng->kernels->mm_lanes (x + b * kc, job->ldx, wp + b * rows * ldw, (size_t) ldw,
                                      (size_t) MIN (kc, k - b * kc), (size_t) mc, (size_t) rows,
                                      nkb > 1 ? lanes : NULL, b == 0,
                                      b + 1 == nkb ? out : NULL, FGEMM_NC);
@@ -782,7 +784,8 @@ gemm_scratch (uint64_t k)
 {
   uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
 
-  return (size_t) (FGEMM_NC * nkb * kc + (nkb > 1 ? PANEL * k + FGEMM_MC * FGEMM_NC * 16 : 0) +
+  return (size_t) (FGEMM_NC * nkb * FGEMM_LDW (kc) + PANEL * k +
+                   (nkb > 1 ? FGEMM_MC * FGEMM_NC * 16 : 0) +
                    FGEMM_MC * FGEMM_NC) * sizeof (float);
 }
 
