@@ -117,6 +117,7 @@ typedef struct {
   GemmEpilogue32   epilogue32;   /* or NULL: every block in int64 */
   void            *ctx;
   uint64_t         mblocks, nblocks, slots;
+  uint64_t         next;     /* the next item to take */
   int32_t         *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials, then as many int64 sums */
 } GemmJob;
 
@@ -158,8 +159,11 @@ gemm_item (const GemmJob *job, int32_t *tile, int64_t *d, uint64_t m0, uint64_t 
   job->epilogue (job->ctx, m0, m1, n0, n1, d, GEMM_NC);
 }
 
-/* Slot s of the split: items are (block of rows, block of columns), in order; the
- * threads split M and N, never K, so every output is the same sum for any count. */
+/* Slot s (its own scratch) takes the next item, (block of rows, block of columns),
+ * until none is left, so a thread slowed by another process on its core takes fewer
+ * items instead of the others waiting on a fixed share. Every item is summed whole
+ * by one thread: the threads split M and N, never K, so every output is the same
+ * sum for any thread count and any order. */
 static void
 gemm_slot (void *data, uint64_t slot, uint64_t count)
 {
@@ -168,10 +172,9 @@ gemm_slot (void *data, uint64_t slot, uint64_t count)
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
-      uint64_t per = (items + job->slots - 1) / job->slots;
       int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC * 3);
       int64_t *d = (int64_t *) (void *) (tile + GEMM_MC * GEMM_NC);
-      for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+      for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < items;)
         {
           uint64_t mb = it % job->mblocks, nb = it / job->mblocks;
           gemm_item (job, tile, d, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
@@ -185,7 +188,7 @@ gemm_run (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au, siz
           uint64_t m, PiqGemmEpilogue epilogue, GemmEpilogue32 epilogue32, void *ctx,
           PiqEngineError *e)
 {
-  GemmJob job = { eng, b, m, au, lda, epilogue, epilogue32, ctx, 0, 0, 0, NULL };
+  GemmJob job = { eng, b, m, au, lda, epilogue, epilogue32, ctx, 0, 0, 0, 0, NULL };
   unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
 
   if (m == 0 || b->n == 0)
