@@ -24,17 +24,20 @@
  * through row and column sums:
  *   B stored as signed w = b − zb (s = w):      I = D − zã·Σw
  *   B stored as c = b + offset, z (s = c − 128): I = D + (128 − z)·Σã − zã·Σc + K·zã·z
- * D is summed by the micro-kernel in int32 over at most DOT_CHUNK k at a time (no
- * overflow: 4096 · 255 · 128 < 2^31) and those partials in int64, in k order. */
+ * D is summed by the micro-kernel in int32 over at most GEMM_KC k at a time (no
+ * overflow: below) and those partials in int64, in k order. */
 
-/* Blocking (Zen 4, 1 MiB of L2 per core; bench and perf on the 2-core VM): each
- * micro-kernel tile sums the whole k range in registers, up to GEMM_KC = DOT_CHUNK
- * k per call, so its int32 sums are stored once per chunk (k blocks of 512 reloaded
- * and stored each tile's 16 accumulators eight times for K = 4096), and a work item
- * is GEMM_MC rows × GEMM_NC columns: the 32 columns of B a tile reads over 4096 k
- * (128 KiB) stay in L2 for all 256 rows, A's rows stream past them. Blocks of 64 rows ×
- * 256 columns × 512 k reached 85–90 % of the VPDPBUSD loop, these 96–98 %. */
-#define GEMM_KC DOT_CHUNK
+/* k per micro-kernel call. Its int32 sums cannot overflow: every product is
+ * |ã · s| ≤ 255 · 128 = 32640 and every partial sum of the tile, in any order (the
+ * SIMD bodies add four or two products at a time, the scalar one, one), holds at
+ * most K of them, so |sum| ≤ 32640 · K ≤ 2^31 − 1 for K ≤ 65793 (32640 · 65793 =
+ * 2 147 483 520). 16384 keeps a tile's sums in registers over the whole k range of
+ * most models' layers (K = 4096, 11008, 14336: no int64 pass at all), while the 32
+ * columns of B it reads (512 KiB at most) stay in a 1 MiB L2 for all 256 rows of a
+ * work item. Blocks of 64 rows × 256 columns × 512 k (stored and reloaded each
+ * tile's 16 accumulators eight times for K = 4096) reached 85–90 % of the VPDPBUSD
+ * loop on the 2-core Zen 4 VM, these 96–98 % (bench and perf). */
+#define GEMM_KC 16384
 /* rows and columns of A and B per work item of the threads */
 #define GEMM_MC 256
 #define GEMM_NC 64
