@@ -120,7 +120,11 @@ typedef struct {
   GemmEpilogue32   epilogue32;   /* or NULL: every block in int64 */
   void            *ctx;
   uint64_t         mblocks, nblocks, slots;
-  uint64_t         next;     /* the next item to take */
+  PiqRangeFunc     prep;     /* or NULL: A's rows [r0, r0 + count) made ready first */
+  void            *prep_ctx;
+  uint64_t         prep_rows, prep_tasks;
+  uint64_t         prep_left;   /* prep tasks not yet finished */
+  uint64_t         next;     /* the next task to take: prep tasks, then items */
   int32_t         *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials, then as many int64 sums */
 } GemmJob;
 
@@ -162,36 +166,70 @@ gemm_item (const GemmJob *job, int32_t *tile, int64_t *d, uint64_t m0, uint64_t 
   job->epilogue (job->ctx, m0, m1, n0, n1, d, GEMM_NC);
 }
 
-/* Slot s (its own scratch) takes the next item, (block of rows, block of columns),
- * until none is left, so a thread slowed by another process on its core takes fewer
- * items instead of the others waiting on a fixed share. Every item is summed whole
- * by one thread: the threads split M and N, never K, so every output is the same
- * sum for any thread count and any order. */
+/* A wait's step, telling the core it spins */
+static inline void
+gemm_spin (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+/* Slot s (its own scratch) takes the next task until none is left: first the
+ * chunks of A's rows to prepare (job->prep), then the items, (block of rows, block
+ * of columns), so a thread slowed by another process on its core takes fewer
+ * instead of the others waiting on a fixed share. One parallel region for both: a
+ * second one for A's rows cost a 2-thread product a scheduler time slice whenever
+ * another process held a core (256 × 4096 × 4096: 48 ms against 36). An item waits
+ * for the prep tasks still running, all of them taken before it. Every item is
+ * summed whole by one thread: the threads split M and N, never K, so every output is
+ * the same sum for any thread count and any order. */
 static void
 gemm_slot (void *data, uint64_t slot, uint64_t count)
 {
   GemmJob *job = data;
-  uint64_t items = job->mblocks * job->nblocks;
+  uint64_t items = job->mblocks * job->nblocks, tasks = job->prep_tasks + items;
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
       int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC * 3);
       int64_t *d = (int64_t *) (void *) (tile + GEMM_MC * GEMM_NC);
-      for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < items;)
+      int ready = job->prep_tasks == 0;
+      for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < tasks;)
         {
-          uint64_t mb = it % job->mblocks, nb = it / job->mblocks;
+          uint64_t mb, nb;
+          if (it < job->prep_tasks)
+            {
+              uint64_t r0 = it * job->prep_rows;
+              job->prep (job->prep_ctx, r0, MIN (job->prep_rows, job->m - r0));
+              __atomic_fetch_sub (&job->prep_left, 1, __ATOMIC_RELEASE);
+              continue;
+            }
+          while (!ready)
+            if (__atomic_load_n (&job->prep_left, __ATOMIC_ACQUIRE) == 0)
+              ready = 1;
+            else
+              gemm_spin ();
+          it -= job->prep_tasks;
+          mb = it % job->mblocks;
+          nb = it / job->mblocks;
           gemm_item (job, tile, d, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
                      MIN (job->b->n, (nb + 1) * GEMM_NC));
         }
     }
 }
 
+/* piq_engine_gemm_u8s8, and first (prep non-NULL) prep (prep_ctx, r0, count) over A's
+ * rows in the same parallel region (gemm_slot). */
 static int
 gemm_run (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au, size_t lda,
           uint64_t m, PiqGemmEpilogue epilogue, GemmEpilogue32 epilogue32, void *ctx,
-          PiqEngineError *e)
+          PiqRangeFunc prep, void *prep_ctx, PiqEngineError *e)
 {
-  GemmJob job = { eng, b, m, au, lda, epilogue, epilogue32, ctx, 0, 0, 0, 0, NULL };
+  GemmJob job = { eng, b, m, au, lda, epilogue, epilogue32, ctx, 0, 0, 0, prep, prep_ctx, 0, 0,
+                  0, 0, NULL };
   unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
 
   if (m == 0 || b->n == 0)
@@ -203,6 +241,12 @@ gemm_run (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au, siz
   job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
   job.nblocks = (b->n + GEMM_NC - 1) / GEMM_NC;
   job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
+  if (prep != NULL)
+    {
+      /* chunks of about 64 KiB of A */
+      job.prep_rows = MAX ((size_t) 1, (size_t) 65536 / MAX (lda, (size_t) 1));
+      job.prep_tasks = job.prep_left = (m + job.prep_rows - 1) / job.prep_rows;
+    }
   {
     IntScratch *scratch = int_scratch_take (0, job.slots * (GEMM_MC * GEMM_NC * 3 * sizeof (int32_t)),
                                             e);
@@ -220,7 +264,7 @@ piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint
                       size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
                       PiqEngineError *e)
 {
-  return gemm_run (eng, b, au, lda, m, epilogue, NULL, ctx, e);
+  return gemm_run (eng, b, au, lda, m, epilogue, NULL, ctx, NULL, NULL, e);
 }
 
 typedef struct IntPost IntPost;
@@ -641,7 +685,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   au = scratch->data + acc_bytes;
   {
     /* A's rows: per-row scale and zero point, as unsigned bytes ã padded with zeros
-     * to whole quads of k (the micro-kernel's rows) */
+     * to whole quads of k (the micro-kernel's rows), made by the GEMM's threads
+     * before its items (int_prep_rows, gemm_slot) */
     post.codes = a->codes;
     post.a_signed = ai->is_signed;
     post.k = k;
@@ -650,7 +695,6 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
     post.au = au;
     post.za = za;
     post.ausum = ausum;
-    piq_parallel_run (threads, m, 1, 2, int_prep_rows, &post);
   }
   if (bias != NULL)
     to_f32 (bias->data, bias->dtype, n, bf);
@@ -670,7 +714,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   {
     /* the exact sums, blocks of rows and columns split over the threads */
     IntJob job = { b, k, n, za, ausum, direct ? NULL : acc, &post };
-    if (!gemm_run (eng, b, au, lda, m, int_epilogue, int_epilogue32, &job, e))
+    if (!gemm_run (eng, b, au, lda, m, int_epilogue, int_epilogue32, &job, int_prep_rows, &post,
+                   e))
       goto done;
   }
   {
