@@ -35,7 +35,7 @@
  * most models' layers (K = 4096, 11008, 14336: no int64 pass at all), while the 32
  * columns of B it reads (512 KiB at most) stay in a 1 MiB L2 for all 256 rows of a
  * work item. Blocks of 64 rows × 256 columns × 512 k (stored and reloaded each
- * tile's 16 accumulators eight times for K = 4096) reached 85–90 % of the VPDPBUSD
+ * tile's 16 accumulators eight times for K = 4096) reached 85–92 % of the VPDPBUSD
  * loop on the 2-core Zen 4 VM, these 96–98 % (bench and perf). */
 #define GEMM_KC 16384
 /* rows and columns of A and B per work item of the threads */
