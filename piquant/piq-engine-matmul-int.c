@@ -306,7 +306,8 @@ typedef uint32_t int_v4u __attribute__ ((vector_size (16)));
  * fits int32 there (direct), and + and · modulo 2^32 map the integers' sums onto
  * theirs, so the wrapped value is I exactly, from D's low 32 bits, as
  *   I = D + su·p[j] + za·q[j],  p = 128 − z, q = K·z − Σc   (p = 0, q = −Σw signed)
- * (one multiply per row for weights with signed codes, four lanes at a time). */
+ * four lanes at a time, za·q[j] recomputed only where za changes (once per block for
+ * A per tensor; with signed weights p = 0 and a row is one add per lane). */
 static void
 int_epilogue_rows (const IntJob *job, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
                    const int64_t *d64, const int32_t *d32, size_t ldd)
