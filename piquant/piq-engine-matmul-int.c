@@ -24,14 +24,23 @@
  * through row and column sums:
  *   B stored as signed w = b − zb (s = w):      I = D − zã·Σw
  *   B stored as c = b + offset, z (s = c − 128): I = D + (128 − z)·Σã − zã·Σc + K·zã·z
- * D is summed by the micro-kernel in int32 over at most DOT_CHUNK k at a time (no
- * overflow: 4096 · 255 · 128 < 2^31) and those partials in int64, in k order. */
+ * D is summed by the micro-kernel in int32 over at most GEMM_KC k at a time (no
+ * overflow: below) and those partials in int64, in k order. */
 
-/* k per micro-kernel call: the 32 columns of B a tile reads stay in L1 (16 KiB) */
-#define GEMM_KC 512
+/* k per micro-kernel call. Its int32 sums cannot overflow: every product is
+ * |ã · s| ≤ 255 · 128 = 32640 and every partial sum of the tile, in any order (the
+ * SIMD bodies add four or two products at a time, the scalar one, one), holds at
+ * most K of them, so |sum| ≤ 32640 · K ≤ 2^31 − 1 for K ≤ 65793 (32640 · 65793 =
+ * 2 147 483 520). 16384 keeps a tile's sums in registers over the whole k range of
+ * most models' layers (K = 4096, 11008, 14336: no int64 pass at all), while the 32
+ * columns of B it reads (512 KiB at most) stay in a 1 MiB L2 for all 256 rows of a
+ * work item. Blocks of 64 rows × 256 columns × 512 k (stored and reloaded each
+ * tile's 16 accumulators eight times for K = 4096) reached 85–92 % of the VPDPBUSD
+ * loop on the 2-core Zen 4 VM, these 96–98 % (bench and perf). */
+#define GEMM_KC 16384
 /* rows and columns of A and B per work item of the threads */
-#define GEMM_MC 64
-#define GEMM_NC 256
+#define GEMM_MC 256
+#define GEMM_NC 64
 
 /* Two blocks of scratch kept for the next call (the micro-kernel's tiles; the sums
  * and A's bytes), taken and given back atomically as the float policy's is: fresh
@@ -96,6 +105,11 @@ piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e)
   return 1;
 }
 
+/* The epilogue of a block of D held in int32 (ldd int32 apart): where K fits one
+ * chunk, the micro-kernel's sums are D itself. */
+typedef void (*GemmEpilogue32) (void *ctx, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
+                                const int32_t *d, size_t ldd);
+
 typedef struct {
   const PiqEngine       *eng;
   const PiqEnginePacked *b;
@@ -103,8 +117,14 @@ typedef struct {
   const uint8_t   *au;       /* A as unsigned bytes, rows lda apart, zero past k */
   size_t           lda;
   PiqGemmEpilogue  epilogue;
+  GemmEpilogue32   epilogue32;   /* or NULL: every block in int64 */
   void            *ctx;
   uint64_t         mblocks, nblocks, slots;
+  PiqRangeFunc     prep;     /* or NULL: A's rows [r0, r0 + count) made ready first */
+  void            *prep_ctx;
+  uint64_t         prep_rows, prep_tasks;
+  uint64_t         prep_left;   /* prep tasks not yet finished */
+  uint64_t         next;     /* the next task to take: prep tasks, then items */
   int32_t         *tiles;    /* per slot: GEMM_MC × GEMM_NC int32 partials, then as many int64 sums */
 } GemmJob;
 
@@ -117,50 +137,99 @@ gemm_item (const GemmJob *job, int32_t *tile, int64_t *d, uint64_t m0, uint64_t 
   const size_t kb = 4 * b->gemm_kq, mc = (size_t) (m1 - m0), nc = (size_t) (n1 - n0);
   const int8_t *bp = kb ? b->gemm_b + n0 / 16 * b->gemm_ldbp : NULL;
 
-  for (size_t i = 0; i < mc; i++)
-    memset (d + i * GEMM_NC, 0, nc * sizeof (int64_t));
+  if (job->epilogue32 != NULL && kb <= GEMM_KC)
+    {
+      /* one chunk: the tile's int32 sums go to the epilogue as they are (perf: the
+       * pass into int64 cost 3 % of 256 × 4096 × 4096) */
+      if (kb)
+        job->eng->kernels->gemm_u8s8 (job->au + m0 * job->lda, job->lda, mc, bp, b->gemm_ldbp,
+                                      nc, kb / 4, tile, GEMM_NC, 0);
+      else
+        for (size_t i = 0; i < mc; i++)
+          memset (tile + i * GEMM_NC, 0, nc * sizeof (int32_t));
+      job->epilogue32 (job->ctx, m0, m1, n0, n1, tile, GEMM_NC);
+      return;
+    }
+  if (kb == 0)
+    for (size_t i = 0; i < mc; i++)
+      memset (d + i * GEMM_NC, 0, nc * sizeof (int64_t));
   for (size_t k0 = 0; k0 < kb; k0 += GEMM_KC)
     {
       size_t len = MIN ((size_t) GEMM_KC, kb - k0);
       job->eng->kernels->gemm_u8s8 (job->au + m0 * job->lda + k0, job->lda, mc, bp + 16 * k0,
-                                    b->gemm_ldbp, nc, len / 4, tile, GEMM_NC,
-                                    k0 % DOT_CHUNK != 0);
-      if ((k0 + len) % DOT_CHUNK == 0 || k0 + len == kb)
-        for (size_t i = 0; i < mc; i++)
-          for (size_t j = 0; j < nc; j++)
-            d[i * GEMM_NC + j] += tile[i * GEMM_NC + j];
+                                    b->gemm_ldbp, nc, len / 4, tile, GEMM_NC, 0);
+      /* each chunk's int32 sums into int64, in k order (the first one stored) */
+      for (size_t i = 0; i < mc; i++)
+        for (size_t j = 0; j < nc; j++)
+          d[i * GEMM_NC + j] = (k0 ? d[i * GEMM_NC + j] : 0) + tile[i * GEMM_NC + j];
     }
   job->epilogue (job->ctx, m0, m1, n0, n1, d, GEMM_NC);
 }
 
-/* Slot s of the split: items are (block of rows, block of columns), in order; the
- * threads split M and N, never K, so every output is the same sum for any count. */
+/* A wait's step, telling the core it spins */
+static inline void
+gemm_spin (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+/* Slot s (its own scratch) takes the next task until none is left: first the
+ * chunks of A's rows to prepare (job->prep), then the items, (block of rows, block
+ * of columns), so a thread slowed by another process on its core takes fewer
+ * instead of the others waiting on a fixed share. One parallel region for both: a
+ * second one for A's rows cost a 2-thread product a scheduler time slice whenever
+ * another process held a core (256 × 4096 × 4096: 48 ms against 36). An item waits
+ * for the prep tasks still running, all of them taken before it. Every item is
+ * summed whole by one thread: the threads split M and N, never K, so every output is
+ * the same sum for any thread count and any order. */
 static void
 gemm_slot (void *data, uint64_t slot, uint64_t count)
 {
   GemmJob *job = data;
-  uint64_t items = job->mblocks * job->nblocks;
+  uint64_t items = job->mblocks * job->nblocks, tasks = job->prep_tasks + items;
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
-      uint64_t per = (items + job->slots - 1) / job->slots;
       int32_t *tile = job->tiles + s * (GEMM_MC * GEMM_NC * 3);
       int64_t *d = (int64_t *) (void *) (tile + GEMM_MC * GEMM_NC);
-      for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+      int ready = job->prep_tasks == 0;
+      for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < tasks;)
         {
-          uint64_t mb = it % job->mblocks, nb = it / job->mblocks;
+          uint64_t mb, nb;
+          if (it < job->prep_tasks)
+            {
+              uint64_t r0 = it * job->prep_rows;
+              job->prep (job->prep_ctx, r0, MIN (job->prep_rows, job->m - r0));
+              __atomic_fetch_sub (&job->prep_left, 1, __ATOMIC_RELEASE);
+              continue;
+            }
+          while (!ready)
+            if (__atomic_load_n (&job->prep_left, __ATOMIC_ACQUIRE) == 0)
+              ready = 1;
+            else
+              gemm_spin ();
+          it -= job->prep_tasks;
+          mb = it % job->mblocks;
+          nb = it / job->mblocks;
           gemm_item (job, tile, d, mb * GEMM_MC, MIN (job->m, (mb + 1) * GEMM_MC), nb * GEMM_NC,
                      MIN (job->b->n, (nb + 1) * GEMM_NC));
         }
     }
 }
 
-int
-piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,
-                      size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
-                      PiqEngineError *e)
+/* piq_engine_gemm_u8s8, and first (prep non-NULL) prep (prep_ctx, r0, count) over A's
+ * rows in the same parallel region (gemm_slot). */
+static int
+gemm_run (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au, size_t lda,
+          uint64_t m, PiqGemmEpilogue epilogue, GemmEpilogue32 epilogue32, void *ctx,
+          PiqRangeFunc prep, void *prep_ctx, PiqEngineError *e)
 {
-  GemmJob job = { eng, b, m, au, lda, epilogue, ctx, 0, 0, 0, NULL };
+  GemmJob job = { eng, b, m, au, lda, epilogue, epilogue32, ctx, 0, 0, 0, prep, prep_ctx, 0, 0,
+                  0, 0, NULL };
   unsigned threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
 
   if (m == 0 || b->n == 0)
@@ -172,6 +241,12 @@ piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint
   job.mblocks = (m + GEMM_MC - 1) / GEMM_MC;
   job.nblocks = (b->n + GEMM_NC - 1) / GEMM_NC;
   job.slots = MIN ((uint64_t) threads, job.mblocks * job.nblocks);
+  if (prep != NULL)
+    {
+      /* chunks of about 64 KiB of A */
+      job.prep_rows = MAX ((size_t) 1, (size_t) 65536 / MAX (lda, (size_t) 1));
+      job.prep_tasks = job.prep_left = (m + job.prep_rows - 1) / job.prep_rows;
+    }
   {
     IntScratch *scratch = int_scratch_take (0, job.slots * (GEMM_MC * GEMM_NC * 3 * sizeof (int32_t)),
                                             e);
@@ -182,6 +257,14 @@ piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint
     int_scratch_give (0, scratch);
   }
   return 1;
+}
+
+int
+piq_engine_gemm_u8s8 (const PiqEngine *eng, const PiqEnginePacked *b, const uint8_t *au,
+                      size_t lda, uint64_t m, PiqGemmEpilogue epilogue, void *ctx,
+                      PiqEngineError *e)
+{
+  return gemm_run (eng, b, au, lda, m, epilogue, NULL, ctx, NULL, NULL, e);
 }
 
 typedef struct IntPost IntPost;
@@ -215,49 +298,94 @@ typedef struct {
   const IntPost *post;     /* where acc is NULL */
 } IntJob;
 
-/* The zero points folded into D (see above), into acc or (acc NULL) stored. */
+/* Four lanes of 32 bits (generic vectors: SSE2, NEON) for the int32 outputs. */
+typedef uint32_t int_v4u __attribute__ ((vector_size (16)));
+
+/* The zero points folded into D (see above), into acc or (acc NULL) stored; D is d64
+ * or (NULL) d32. An int32 output stored directly is computed modulo 2^32: every I
+ * fits int32 there (direct), and + and · modulo 2^32 map the integers' sums onto
+ * theirs, so the wrapped value is I exactly, from D's low 32 bits, as
+ *   I = D + su·p[j] + za·q[j],  p = 128 − z, q = K·z − Σc   (p = 0, q = −Σw signed)
+ * four lanes at a time, za·q[j] recomputed only where za changes (once per block for
+ * A per tensor; with signed weights p = 0 and a row is one add per lane). */
 static void
-int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int64_t *d,
-              size_t ldd)
+int_epilogue_rows (const IntJob *job, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1,
+                   const int64_t *d64, const int32_t *d32, size_t ldd)
 {
-  const IntJob *job = data;
   const PiqEnginePacked *b = job->b;
   const int64_t k = (int64_t) job->k;
+  const size_t nc = (size_t) (n1 - n0);
 
+  if (job->acc == NULL && job->post->out->kind == PIQ_MM_OUT_INT32)
+    {
+      uint32_t p[GEMM_NC], q[GEMM_NC], zq[GEMM_NC];
+      uint32_t zq_of = 0;
+      int have_zq = 0;
+      for (size_t j = 0; j < nc; j++)
+        {
+          int64_t z = b->signed_codes ? 0 : b->zps[n0 + j];
+          p[j] = b->signed_codes ? 0 : (uint32_t) (128 - z);
+          q[j] = (uint32_t) (k * z - b->sums[n0 + j]);
+        }
+      for (uint64_t r = m0; r < m1; r++)
+        {
+          uint8_t *yr = job->post->yd + r * job->post->ldy + n0 * 4;
+          if (r + 8 < m1)
+            /* Y's lines eight rows on, for writing: its stores missed the caches
+             * (perf; 1 % of 256 × 4096 × 4096) */
+            for (size_t l = 0; l < nc * 4; l += 64)
+              __builtin_prefetch (yr + 8 * job->post->ldy + l, 1);
+          const uint32_t za = (uint32_t) job->za[r], su = (uint32_t) job->ausum[r];
+          size_t j = 0;
+          if (!have_zq || za != zq_of)
+            {
+              /* per tensor: once per block */
+              for (size_t jj = 0; jj < nc; jj++)
+                zq[jj] = za * q[jj];
+              zq_of = za;
+              have_zq = 1;
+            }
+          if (d32 != NULL)
+            {
+              const int32_t *dr = d32 + (r - m0) * ldd;
+              for (; j + 4 <= nc; j += 4)
+                {
+                  int_v4u v, vz, vp;
+                  memcpy (&v, dr + j, sizeof v);
+                  memcpy (&vz, zq + j, sizeof vz);
+                  v += vz;
+                  if (!b->signed_codes)
+                    {
+                      memcpy (&vp, p + j, sizeof vp);
+                      v += su * vp;
+                    }
+                  memcpy (yr + j * 4, &v, sizeof v);
+                }
+            }
+          for (; j < nc; j++)
+            {
+              uint32_t dv = d32 != NULL ? (uint32_t) d32[(r - m0) * ldd + j]
+                                        : (uint32_t) d64[(r - m0) * ldd + j];
+              uint32_t v = dv + zq[j] + su * p[j];
+              memcpy (yr + j * 4, &v, 4);
+            }
+        }
+      return;
+    }
   for (uint64_t r = m0; r < m1; r++)
     {
       int64_t *acc = job->acc != NULL ? job->acc + r * job->n : NULL;
-      const int64_t *dr = d + (r - m0) * ldd - n0;
+      const size_t dr = (r - m0) * ldd - n0;
       int64_t za = job->za[r], su = job->ausum[r];
-      if (acc == NULL && job->post->out->kind == PIQ_MM_OUT_INT32)
-        {
-          /* SET of sums known to fit: straight into Y (perf: a call per output cost a
-           * fifth of the product's time) */
-          uint8_t *yr = job->post->yd + r * job->post->ldy;
-          if (b->signed_codes)
-            for (uint64_t j = n0; j < n1; j++)
-              {
-                int32_t v = (int32_t) (dr[j] - za * b->sums[j]);
-                memcpy (yr + j * 4, &v, 4);
-              }
-          else
-            for (uint64_t j = n0; j < n1; j++)
-              {
-                int64_t z = b->zps[j];
-                int32_t v = (int32_t) (dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z);
-                memcpy (yr + j * 4, &v, 4);
-              }
-          continue;
-        }
       for (uint64_t j = n0; j < n1; j++)
         {
-          int64_t i;
+          int64_t i, dv = d32 != NULL ? d32[dr + j] : d64[dr + j];
           if (b->signed_codes)
-            i = dr[j] - za * b->sums[j];
+            i = dv - za * b->sums[j];
           else
             {
               int64_t z = b->zps[j];
-              i = dr[j] + (128 - z) * su - za * b->sums[j] + k * za * z;
+              i = dv + (128 - z) * su - za * b->sums[j] + k * za * z;
             }
           if (job->acc != NULL)
             acc[j] = i;
@@ -267,20 +395,58 @@ int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, co
     }
 }
 
+static void
+int_epilogue (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int64_t *d,
+              size_t ldd)
+{
+  int_epilogue_rows (data, m0, m1, n0, n1, d, NULL, ldd);
+}
 
-/* A's rows as unsigned bytes ã, zero to the quad, and Σ ã. */
+static void
+int_epilogue32 (void *data, uint64_t m0, uint64_t m1, uint64_t n0, uint64_t n1, const int32_t *d,
+                size_t ldd)
+{
+  int_epilogue_rows (data, m0, m1, n0, n1, NULL, d, ldd);
+}
+
+
+typedef uint64_t int_v2q __attribute__ ((vector_size (16)));
+
+/* A's rows as unsigned bytes ã, zero to the quad, and Σ ã: sixteen bytes at a time
+ * (generic vectors: SSE2, NEON), the bytes of each 64-bit lane summed in its four
+ * 16-bit lanes (at most 2 · 255 a step: 128 steps fit, 128 · 510 < 2^16), then
+ * folded (perf: byte by byte, this cost 3 % of 256 × 4096 × 4096). */
 static void
 int_prep_rows (void *data, uint64_t r0, uint64_t count)
 {
   IntPost *p = data;
+  const uint64_t lo8 = UINT64_C (0x00ff00ff00ff00ff), lo16 = UINT64_C (0x0000ffff0000ffff);
+  const int_v2q flip = (int_v2q) { 0 } + (p->a_signed ? UINT64_C (0x8080808080808080) : 0);
 
   for (uint64_t r = r0; r < r0 + count; r++)
     {
       int64_t su = 0;
       uint8_t *row = p->au + r * p->lda;
       const uint8_t *src = p->codes + r * p->k;
+      uint64_t i = 0;
       memset (row + p->k, 0, p->lda - p->k);
-      for (uint64_t i = 0; i < p->k; i++)
+      while (i + 16 <= p->k)
+        {
+          int_v2q lanes = { 0 };
+          uint64_t end = MIN (p->k, i + 16 * 128);
+          for (; i + 16 <= end; i += 16)
+            {
+              int_v2q w;
+              memcpy (&w, src + i, sizeof w);
+              w ^= flip;
+              memcpy (row + i, &w, sizeof w);
+              lanes += (w & lo8) + ((w >> 8) & lo8);
+            }
+          lanes = (lanes & lo16) + ((lanes >> 16) & lo16);
+          su += (int64_t) ((lanes[0] & 0xffffffff) + (lanes[0] >> 32) + (lanes[1] & 0xffffffff) +
+                           (lanes[1] >> 32));
+        }
+      for (; i < p->k; i++)
         {
           uint8_t u = p->a_signed ? (uint8_t) (src[i] ^ 0x80) : src[i];
           row[i] = u;
@@ -525,7 +691,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   au = scratch->data + acc_bytes;
   {
     /* A's rows: per-row scale and zero point, as unsigned bytes ã padded with zeros
-     * to whole quads of k (the micro-kernel's rows) */
+     * to whole quads of k (the micro-kernel's rows), made by the GEMM's threads
+     * before its items (int_prep_rows, gemm_slot) */
     post.codes = a->codes;
     post.a_signed = ai->is_signed;
     post.k = k;
@@ -534,7 +701,6 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
     post.au = au;
     post.za = za;
     post.ausum = ausum;
-    piq_parallel_run (threads, m, 1, 2, int_prep_rows, &post);
   }
   if (bias != NULL)
     to_f32 (bias->data, bias->dtype, n, bf);
@@ -554,7 +720,8 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
   {
     /* the exact sums, blocks of rows and columns split over the threads */
     IntJob job = { b, k, n, za, ausum, direct ? NULL : acc, &post };
-    if (!piq_engine_gemm_u8s8 (eng, b, au, lda, m, int_epilogue, &job, e))
+    if (!gemm_run (eng, b, au, lda, m, int_epilogue, int_epilogue32, &job, int_prep_rows, &post,
+                   e))
       goto done;
   }
   {

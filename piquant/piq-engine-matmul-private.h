@@ -115,10 +115,10 @@ int piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e) PIQ_INTERNAL;
  * the engine's threads by blocks of rows and columns: each block of D (ldd int64
  * apart) is handed to @epilogue once, on the thread that summed it. */
 /* The row stride for A's bytes in piq_engine_gemm_u8s8: k rounded up to 4, and from
- * 1 KiB on to 512 modulo 1024, so the eight rows of A a micro-kernel tile reads over
- * GEMM_KC = 512 k fall in eight different runs of L1 sets (a 64-set cache: 8 × 8 lines)
- * instead of piling into the same eight sets next to B's panel as rows 4096 bytes
- * apart did (perf: conflict misses). */
+ * 1 KiB on to 512 modulo 1024, so the eight rows of A a micro-kernel tile reads side
+ * by side (four bytes each per step of k) fall in eight different runs of L1 sets (a
+ * 64-set cache: 8 × 8 lines) instead of piling into the same sets next to B's panel
+ * as rows 4096 bytes apart did (perf: conflict misses). */
 static inline size_t
 piq_engine_gemm_lda (uint64_t k)
 {
