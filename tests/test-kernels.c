@@ -582,13 +582,15 @@ check_block (const PiqKernelTable *t, const BlockCase *c)
 /* NF4 at its edges, per tensor (scale 1: the codes of x itself) and in blocks whose
  * max |x| is 1 (NF4 and the binary search or cell lookup of the vector bodies): each
  * threshold and cell edge of 1/16 and their binary32 neighbours, ±1 and beyond,
- * huge values, ±Inf, NaN and −0. */
+ * huge values, ±Inf, NaN, −0 and the tiny values that round (x + 1) · 16 to 16 or below. */
 static int
 check_nf4_edges (const PiqKernelTable *t)
 {
   enum { N = 64 * 48 };
   static const float special[] = { 1.0f, -1.0f, 1.0000001f, -1.0000001f, 2.0f, -3.0f, 1e10f,
-                                   -1e10f, INFINITY, -INFINITY, NAN, -0.0f, 0.0f };
+                                   -1e10f, INFINITY, -INFINITY, NAN, -0.0f, 0.0f,
+                                   /* where (x + 1) · 16 rounds to level 0's cell edge, or just below */
+                                   -0x1p-25f, -0x1p-24f, -0x1.8p-24f, 0x1p-25f, 0x1p-24f };
   static float x[N];
   static uint8_t codes[2][N / 2 + 64], scl[2][N / 64 * 4 + 64];
   size_t n = 0;

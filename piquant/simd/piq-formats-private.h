@@ -248,12 +248,13 @@ piq_bfp_exponent (float amax, int mbits)
 /* ---------------------------------------------------------------------------
  * Table formats: bitsandbytes NF4 and FP4, piquant's NF8. */
 
-static const float piq_nf4_values[16] = {
-  -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
-  -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
-  0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
-  0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f,
-};
+/* bnb's NF4 levels 1 … 15 (level 0 is −1); X (t, arg) for each, as the thresholds */
+#define PIQ_NF4_LEVELS_ABOVE_0(X, arg) \
+  X (-0.6961928009986877f, arg) X (-0.5250730514526367f, arg) X (-0.39491748809814453f, arg) \
+  X (-0.28444138169288635f, arg) X (-0.18477343022823334f, arg) X (-0.09105003625154495f, arg) \
+  X (0.0f, arg) X (0.07958029955625534f, arg) X (0.16093020141124725f, arg) \
+  X (0.24611230194568634f, arg) X (0.33791524171829224f, arg) X (0.44070982933044434f, arg) \
+  X (0.5626170039176941f, arg) X (0.7229568362236023f, arg) X (1.0f, arg)
 
 /* bnb's midpoints, as the binary32 literals of dQuantizeNF4; X (t, arg) for each, so
  * that the vector bodies can build constant tables from them */
@@ -264,6 +265,7 @@ static const float piq_nf4_values[16] = {
   X (0.2035212516784668f, arg) X (0.2920137718319893f, arg) X (0.3893125355243683f, arg) \
   X (0.5016634166240692f, arg) X (0.6427869200706482f, arg) X (0.8614784181118011f, arg)
 #define PIQ_LIST_ITEM(t, arg) t,   /* an X (t, arg) list as initializers */
+static const float piq_nf4_values[16] = { -1.0f, PIQ_NF4_LEVELS_ABOVE_0 (PIQ_LIST_ITEM, 0) };
 static const float piq_nf4_thresholds[15] = { PIQ_NF4_THRESHOLDS (PIQ_LIST_ITEM, 0) };
 
 /* bnb's dQuantizeFP4 thresholds on |x|, increasing (its binary32 literals): |x| above

@@ -299,6 +299,26 @@ mf_decode (vi c, int M, int bias, int width, int code)
 #if PIQ_W == 16
 static const int32_t fnf4_base[32] = { FNF4_32_ (FNF4_BASE_) };
 static const float fnf4_thr[32] = { FNF4_32_ (FNF4_THR_) };
+/* the same for the levels 1 … 15 (stochastic: the count of those at or below v);
+ * they are ≥ 0.079 apart, so no cell holds two either */
+#define FNF4_LBASE_(k) (0 PIQ_NF4_LEVELS_ABOVE_0 (FNF4_BELOW_, k))
+#define FNF4_LEVEL_(k) (PIQ_NF4_LEVELS_ABOVE_0 (FNF4_INSIDE_, k) INFINITY)
+static const int32_t fnf4_lbase[32] = { FNF4_32_ (FNF4_LBASE_) };
+static const float fnf4_level[32] = { FNF4_32_ (FNF4_LEVEL_) };
+#endif
+
+/* The cell k (0 … 31) of v by 1/16 over [−1, 1] (NaN and v < −1: 0, v ≥ 1: 31).
+ * fin: the block's scale bounds v to [−1, 1], so only the top needs clamping. */
+#if PIQ_W == 16
+VINLINE vi
+fnf4_cell (vf v, int fin)
+{
+  vf t = (v + vsplat (1.0f)) * vsplat (16.0f);
+
+  if (!fin)
+    t = vmax (t, vsplat (0.0f));            /* below −1, and NaN */
+  return __builtin_convertvector (vmin (t, vsplat (31.0f)), vi);   /* truncation */
+}
 #endif
 
 /* An integer block's zero point and bounds: lo ≤ x · inv ≤ hi before the zero
@@ -395,16 +415,26 @@ fencode_h (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int 
       vi c = fsplat_i (0);
       memcpy (&t0, piq_nf4_values, sizeof t0);
       memcpy (&t1, piq_nf4_values + (PIQ_W == 8 ? 8 : 0), sizeof t1);
-      for (int step = 8; step > 0; step /= 2)
-        {
-          vi at = c + step;
 # if PIQ_W == 16
-          vf t = fperm1_f (t0, at);
+      {
+        /* by cells, as nearest: the levels below v's cell, plus one if v is at or
+         * above the cell's own. Only level 0 lies within the rounding of (v + 1) · 16
+         * of a cell's edge (it is one), and v on either side of it finds the right
+         * count: v < 0 rounds into cell 15 or to the edge of 16, where level 0 is
+         * not ≤ v; v ≥ 0 is in cell 16 or above. */
+        vi k = fnf4_cell (v, fin), b0, b1;
+        vf l0, l1;
+        memcpy (&b0, fnf4_lbase, sizeof b0);
+        memcpy (&b1, fnf4_lbase + 16, sizeof b1);
+        memcpy (&l0, fnf4_level, sizeof l0);
+        memcpy (&l1, fnf4_level + 16, sizeof l1);
+        c = fperm2_i (b0, b1, k) - (vi) (fperm2_f (l0, l1, k) <= v);
+      }
 # else
-          vf t = fperm2_f (t0, t1, at);
+#  pragma GCC unroll 4
+      for (int step = 8; step > 0; step /= 2)   /* unrolled: GCC kept the loop */
+        c += (vi) (fperm2_f (t0, t1, c + step) <= v) & step;
 # endif
-          c += (vi) (t <= v) & step;
-        }
 # if PIQ_W == 16
       lo = fperm1_f (t0, c);
       hi = fperm1_f (t0, c + 1);
@@ -440,12 +470,8 @@ fencode_h (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int 
        * apart) and none lies within 0.0016 of a cell's edge, so the rounding of
        * (v + 1) · 16 cannot put v on the wrong side of a threshold. The code is the
        * number of thresholds below the cell plus one if v is above the cell's. */
-      vf t = (v + vsplat (1.0f)) * vsplat (16.0f);
-      vi k, base0, base1;
+      vi k = fnf4_cell (v, fin), base0, base1;
       vf thr0, thr1;
-      if (!fin)
-        t = vmax (t, vsplat (0.0f));        /* below −1, and NaN */
-      k = __builtin_convertvector (vmin (t, vsplat (31.0f)), vi);   /* truncation */
       memcpy (&base0, fnf4_base, sizeof base0);
       memcpy (&base1, fnf4_base + 16, sizeof base1);
       memcpy (&thr0, fnf4_thr, sizeof thr0);

@@ -10,6 +10,7 @@
  */
 #include "piq-formats-private.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "piq-dynamic-map-table.h"
@@ -480,13 +481,7 @@ piq_dq_size (uint64_t n_blocks)
 }
 
 /* The nearest map entry (ties to the lower code); the map is increasing. lo is the
- * largest index with map[lo] ≤ v (0 below map[0]), found by eight halving steps
- * without branches (lo + step ≤ 255 throughout): the branching binary search
- * mispredicted about half its steps. DQ_LANES searches run side by side: each is a
- * chain of eight dependent loads, and one at a time they left the compression as
- * long as f32->nf4_dq's own quantization (perf). */
-#define DQ_LANES 8
-
+ * largest index with map[lo] ≤ v (0 below map[0]). */
 static inline uint8_t
 dynamic_pick (float v, unsigned lo)
 {
@@ -497,24 +492,65 @@ dynamic_pick (float v, unsigned lo)
   return (uint8_t) (v - piq_dynamic_map[lo] <= piq_dynamic_map[hi] - v ? lo : hi);
 }
 
-/* codes[b] for nl ≤ DQ_LANES blocks from b (nl a constant in the main loop) */
-static inline void
-dynamic_group (const float *scales, uint64_t b, int nl, float offset, float inv,
-               uint8_t *codes)
-{
-  float v[DQ_LANES];
-  unsigned lo[DQ_LANES];
+/* lo by cells of v's bits instead of a binary search (eight dependent loads per
+ * scale, most of f32->nf4_dq's time after its codes). |v|'s exponent and 6 mantissa
+ * bits give 64 cells per binade from 2^−22 (below: one cell; 1 and above: one), each
+ * narrower than the spacing of the levels it spans (the map's are 0.9 · 10^(i−6) / 2^i
+ * in decade i: 0.014 in [0.1, 1], whose widest cells are 2^−7), so a cell holds at
+ * most one level and lo is the cell's first lo or the next. The key is monotone in v
+ * (negative v count down from the middle); dq_cell[key] is lo at the cell's least v,
+ * at most 254 so that its next level exists (only the 1.0 cell starts at 255). */
+#define DQ_CELL_FLOOR 0x34800000u       /* 2^−22, below the map's least |level| */
+#define DQ_CELL_SHIFT 17
+#define DQ_CELLS (1 + (((0x3f800000u - DQ_CELL_FLOOR) >> DQ_CELL_SHIFT) + 1))
 
-  for (int l = 0; l < nl; l++)
+static uint8_t dq_cell[2 * DQ_CELLS];
+static pthread_once_t dq_cell_once = PTHREAD_ONCE_INIT;
+
+static inline unsigned
+dynamic_key (float v)
+{
+  uint32_t a, m, idx;
+
+  memcpy (&a, &v, 4);
+  m = a & 0x7fffffffu;
+  idx = m < DQ_CELL_FLOOR ? 0 : PIQ_MIN (((m - DQ_CELL_FLOOR) >> DQ_CELL_SHIFT) + 1, DQ_CELLS - 1);
+  return a >> 31 ? DQ_CELLS - 1 - idx : DQ_CELLS + idx;
+}
+
+static void
+dq_cell_build (void)
+{
+  for (unsigned key = 0; key < 2 * DQ_CELLS; key++)
     {
-      v[l] = (scales[b + l] - offset) * inv;
-      lo[l] = 0;
+      /* the cell's least v: its lower edge, or minus the largest |v| of a negative cell */
+      unsigned idx = key >= DQ_CELLS ? key - DQ_CELLS : DQ_CELLS - 1 - key;
+      uint32_t edge = idx == 0 ? 0 : DQ_CELL_FLOOR + ((idx - 1) << DQ_CELL_SHIFT);
+      float v;
+      unsigned lo = 0;
+      if (key >= DQ_CELLS)
+        memcpy (&v, &edge, 4);
+      else if (idx == DQ_CELLS - 1)
+        v = -INFINITY;
+      else
+        {
+          uint32_t top = DQ_CELL_FLOOR + (idx << DQ_CELL_SHIFT) - 1;
+          memcpy (&v, &top, 4);
+          v = -v;
+        }
+      while (lo < 255 && piq_dynamic_map[lo + 1] <= v)
+        lo++;
+      dq_cell[key] = (uint8_t) PIQ_MIN (lo, 254u);
     }
-  for (unsigned step = 128; step > 0; step /= 2)
-    for (int l = 0; l < nl; l++)
-      lo[l] += -(unsigned) (piq_dynamic_map[lo[l] + step] <= v[l]) & step;
-  for (int l = 0; l < nl; l++)
-    codes[b + l] = dynamic_pick (v[l], lo[l]);
+}
+
+static inline uint8_t
+dynamic_code (float v)
+{
+  unsigned lo = dq_cell[dynamic_key (v)];
+
+  lo += piq_dynamic_map[lo + 1] <= v;
+  return dynamic_pick (v, lo);
 }
 
 /* codes[b] for b in [b0, b1): the map entry nearest (scales[b] − offset) · inv */
@@ -522,12 +558,9 @@ static void
 dynamic_codes (const float *scales, uint64_t b0, uint64_t b1, float offset, float inv,
                uint8_t *codes)
 {
-  uint64_t b = b0;
-
-  for (; b + DQ_LANES <= b1; b += DQ_LANES)
-    dynamic_group (scales, b, DQ_LANES, offset, inv, codes);
-  if (b < b1)
-    dynamic_group (scales, b, (int) (b1 - b), offset, inv, codes);
+  pthread_once (&dq_cell_once, dq_cell_build);
+  for (uint64_t b = b0; b < b1; b++)
+    codes[b] = dynamic_code ((scales[b] - offset) * inv);
 }
 
 /* Chunk c's binary64 sum of its scales, in increasing position: the offset is the
