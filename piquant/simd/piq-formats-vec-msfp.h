@@ -300,7 +300,7 @@ mgroup (const PiqBlockArgs *a, const float *x, uint64_t first, size_t at, uint8_
         {
           uint32_t p = ix + (uint32_t) (at + i);
           size_t v = i / PIQ_W;
-          __builtin_prefetch (xs + i + PIQ_W * a->block + PIQ_PREFETCH);
+          fprefetch4 (xs + i + PIQ_W * a->block + PIQ_PREFETCH);   /* each of the four lines */
           mstore4 (dst,
                    mencode (fload (xs + i), vsplat (mbuf[v / K]), code, mb, 1, st, key, p),
                    mencode (fload (xs + i + PIQ_W), vsplat (mbuf[(v + 1) / K]), code, mb, 1, st,
