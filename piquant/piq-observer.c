@@ -645,10 +645,10 @@ typedef struct {
   gsize          stride;
   int            ft;
   guint64        cols, n;
-  float          lo, hi;        /* the outer bin edges */
-  guint          bins;
-  guint64        chunk;         /* elements per chunk */
-  guint64       *counts;        /* bins + 1 per chunk (the last: dropped elements) */
+  PiqHistArgs    args;          /* the outer bin edges and the bin count */
+  PiqHistBinsFn  bins_fn;
+  guint64        chunk;         /* elements per chunk, below 2^32 */
+  guint32       *counts;        /* 2 × (bins + 1) per chunk (the last: dropped elements) */
 } HistJob;
 
 static inline float
@@ -660,62 +660,13 @@ load_f32 (const guint8 *row,
   return ft == PIQ_F_F64 ? piq_f64_to_f32 (load_element (row, i, ft)) : piq_load_f (row, i, ft);
 }
 
-/* The bins of up to HIST_BLOCK f32 elements, four lanes at a time (generic vectors:
- * SSE2, NEON), into @idx: torch.histc's bin as below, and @bins for an element
- * outside [lo, hi] (a bin past the last, dropped). The same binary32 operations as
- * the scalar loop, lane by lane (the division included: a vector division rounds
- * each lane exactly as the scalar one), so the same bins; the conversion to an
- * integer only sees quotients in [0, bins), and everything else (the top edge, a
- * quotient that rounds up to bins, and NaN, which the observers have rejected
- * before) goes to the last bin as the scalar loop's unsigned conversion sends it. */
+/* A chunk's bins come from the kernel table's hist_bins (torch.histc's binary32
+ * formula on every table, see piq-kernels-private.h), HIST_BLOCK elements at a time;
+ * other types are read as binary32 first, as the observers read them. The counts
+ * are 32-bit (a chunk holds fewer than 2^32 elements), in two sub-histograms by
+ * element parity so that runs of one bin do not wait on each other's increments;
+ * histc adds them up in 64 bits. */
 #define HIST_BLOCK 256
-typedef float   hist_v4f __attribute__ ((vector_size (16)));
-typedef int32_t hist_v4i __attribute__ ((vector_size (16)));
-
-static void
-hist_bins_f32 (const guint8 *x,
-               gsize         len,
-               float         lo,
-               float         hi,
-               guint         bins,
-               guint32      *idx)
-{
-  const float width = hi - lo, nb = (float) bins;
-  const hist_v4f vlo = { lo, lo, lo, lo }, vhi = { hi, hi, hi, hi };
-  const hist_v4f vnb = { nb, nb, nb, nb }, vw = { width, width, width, width };
-  const hist_v4i last = { (int32_t) bins - 1, (int32_t) bins - 1, (int32_t) bins - 1,
-                          (int32_t) bins - 1 };
-  const hist_v4i drop = last + 1;
-  gsize j = 0;
-
-  for (; j + 4 <= len; j += 4)
-    {
-      hist_v4f v, t;
-      hist_v4i inr, ok, p;
-
-      memcpy (&v, x + 4 * j, sizeof v);          /* rows may be unaligned */
-      inr = (v >= vlo) & (v <= vhi);
-      t = ((v - vlo) * vnb) / vw;
-      ok = inr & (t < vnb);                      /* t in [0, bins); false for NaN */
-      t = (hist_v4f) ((hist_v4i) t & ok);        /* 0 where it is not converted */
-      p = (__builtin_convertvector (t, hist_v4i) & ok)
-          | (~ok & ((last & inr) | (drop & ~inr)));
-      memcpy (idx + j, &p, sizeof p);
-    }
-  for (; j < len; j++)
-    {
-      float v;
-
-      memcpy (&v, x + 4 * j, sizeof v);
-      if (v >= lo && v <= hi)
-        {
-          float t = ((v - lo) * nb) / width;
-          idx[j] = t < nb ? (guint32) t : bins - 1;
-        }
-      else
-        idx[j] = bins;
-    }
-}
 
 static void
 hist_range (void     *data,
@@ -723,42 +674,38 @@ hist_range (void     *data,
             uint64_t  n)
 {
   const HistJob *job = data;
-  float width = job->hi - job->lo, nb = (float) job->bins;
+  const guint stride = job->args.bins + 1;
 
   for (uint64_t k = start; k < start + n; k++)
     {
-      guint64 *counts = job->counts + k * (job->bins + 1);
+      guint32 *c0 = job->counts + k * 2 * stride, *c1 = c0 + stride;
       guint64 i = k * job->chunk, i1 = MIN (i + job->chunk, job->n);
 
-      memset (counts, 0, (job->bins + 1) * sizeof *counts);
+      memset (c0, 0, 2 * stride * sizeof *c0);
       while (i < i1)
         {
           guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
           const guint8 *row = job->data + r * job->stride;
-          if (job->ft == PIQ_F_F32)
+          for (guint64 j = c; j < c + len; j += HIST_BLOCK)
             {
+              gsize m = (gsize) MIN ((guint64) HIST_BLOCK, c + len - j), e = 0;
               guint32 idx[HIST_BLOCK];
-              for (guint64 j = c; j < c + len; j += HIST_BLOCK)
+              if (job->ft == PIQ_F_F32)
+                job->bins_fn (row + 4 * j, m, &job->args, idx);
+              else
                 {
-                  gsize m = (gsize) MIN ((guint64) HIST_BLOCK, c + len - j);
-                  hist_bins_f32 (row + 4 * j, m, job->lo, job->hi, job->bins, idx);
-                  for (gsize e = 0; e < m; e++)
-                    counts[idx[e]]++;
+                  float x[HIST_BLOCK];
+                  for (gsize q = 0; q < m; q++)
+                    x[q] = load_f32 (row, j + q, job->ft);
+                  job->bins_fn (x, m, &job->args, idx);
                 }
-              i += len;
-              continue;
-            }
-          for (guint64 j = c; j < c + len; j++)
-            {
-              float x = load_f32 (row, j, job->ft);
-              if (x >= job->lo && x <= job->hi)
+              for (; e + 2 <= m; e += 2)
                 {
-                  /* torch.histc: ((x − lo) · bins) / (hi − lo), truncated; hi
-                   * itself goes to the last bin */
-                  float t = ((x - job->lo) * nb) / width;
-                  guint64 pos = (guint64) t;
-                  counts[pos < job->bins ? pos : job->bins - 1]++;
+                  c0[idx[e]]++;
+                  c1[idx[e + 1]]++;
                 }
+              if (e < m)
+                c0[idx[e]]++;
             }
           i += len;
         }
@@ -783,31 +730,34 @@ histc (const PiqEngineView *v,
   gsize esize = si->bits / 8;
   guint64 cols = v->shape[v->n_dims - 1];
   gsize row_bytes = (gsize) cols * esize, stride = v->row_stride ? v->row_stride : row_bytes;
-  HistJob job = { .data = v->data, .ft = si->kernel_index, .n = n, .bins = bins };
+  HistJob job = { .data = v->data, .ft = si->kernel_index, .n = n,
+                  .bins_fn = piq_kernels_best ()->hist_bins };
   guint64 n_chunks;
-  g_autofree guint64 *counts = NULL;
+  g_autofree guint32 *counts = NULL;
 
-  job.lo = (float) L;
-  job.hi = (float) R;
+  job.args.bins = bins;
+  job.args.lo = (float) L;
+  job.args.hi = (float) R;
   if (L == R)
     {
-      job.lo = data_lo;
-      job.hi = data_hi;
-      if (job.lo == job.hi)
+      job.args.lo = data_lo;
+      job.args.hi = data_hi;
+      if (job.args.lo == job.args.hi)
         {
-          job.lo -= 1.0f;
-          job.hi += 1.0f;
+          job.args.lo -= 1.0f;
+          job.args.hi += 1.0f;
         }
     }
   job.cols = stride == row_bytes ? n : cols;
   job.stride = stride == row_bytes ? n * esize : stride;
-  /* chunks of at least 64 Ki elements, at most 4 per thread, at most 8 Mi counts */
+  /* chunks of at least 64 Ki elements (below 2^32: the counts are 32-bit), at most 4
+   * per thread, at most 8 Mi counts */
   n_chunks = MIN ((n + 65535) / 65536, 4 * (guint64) piq_parallel_max_threads ());
-  n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / bins));
-  job.chunk = (n + n_chunks - 1) / n_chunks;
+  n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / (2 * (bins + 1))));
+  job.chunk = MIN ((n + n_chunks - 1) / n_chunks, (guint64) G_MAXUINT32);
   n_chunks = (n + job.chunk - 1) / job.chunk;
-  /* bins + 1 per chunk: the last one counts what the f32 path drops */
-  counts = try_alloc_n (n_chunks * (bins + 1), sizeof *counts, "histogram counts", error);
+  /* 2 × (bins + 1) per chunk: the last of each counts what the kernel drops */
+  counts = try_alloc_n (n_chunks * 2 * (bins + 1), sizeof *counts, "histogram counts", error);
   if (counts == NULL)
     return FALSE;
   job.counts = counts;
@@ -815,7 +765,7 @@ histc (const PiqEngineView *v,
   for (guint b = 0; b < bins; b++)
     {
       guint64 total = 0;
-      for (guint64 k = 0; k < n_chunks; k++)
+      for (guint64 k = 0; k < 2 * n_chunks; k++)
         total += counts[k * (bins + 1) + b];
       out[b] = (float) total;
     }
@@ -1174,6 +1124,7 @@ typedef struct {
   guint64        cols, n, chunk;
   guint          bins;
   double         scale;         /* bins · 2^−e */
+  float          fscale;        /* the same when it is a binary32 power of two, else 0 */
   guint32       *counts;        /* 2 × 2 · bins per chunk */
 } MagJob;
 
@@ -1196,6 +1147,52 @@ mag_row (guint32 *counts, const guint8 *row, guint64 c, guint64 len, int ft, gui
     }
 }
 
+/* f32 rows when bins is a power of two (@fscale = bins · 2^−e, a binary32 power of
+ * two): |x| · fscale is then exact in binary32 (a power-of-two scaling, below bins;
+ * a subnormal product is below 1 and truncates to 0 either way), so its truncation
+ * is mag_bin's, four lanes at a time, the side added as bins where x ≥ 0 (−0 too),
+ * then counted as above. */
+#define MAG_BLOCK 256
+typedef float   mag_v4f __attribute__ ((vector_size (16)));
+typedef int32_t mag_v4i __attribute__ ((vector_size (16)));
+
+static void
+mag_row_f32 (guint32 *counts, const guint8 *row, guint64 c, guint64 len, guint bins,
+             float fscale)
+{
+  const mag_v4f vs = { fscale, fscale, fscale, fscale }, zero = { 0 };
+  const mag_v4i vb = { (int32_t) bins, (int32_t) bins, (int32_t) bins, (int32_t) bins };
+  guint32 *c0 = counts, *c1 = counts + 2 * bins;
+
+  for (guint64 j = c; j < c + len; j += MAG_BLOCK)
+    {
+      gsize m = (gsize) MIN ((guint64) MAG_BLOCK, c + len - j), e = 0;
+      guint32 idx[MAG_BLOCK];
+      for (; e + 4 <= m; e += 4)
+        {
+          mag_v4f v, a;
+          mag_v4i k;
+          memcpy (&v, row + 4 * (j + e), sizeof v);          /* rows may be unaligned */
+          a = (mag_v4f) ((mag_v4i) v & 0x7fffffff);
+          k = __builtin_convertvector (a * vs, mag_v4i) + ((v >= zero) & vb);
+          memcpy (idx + e, &k, sizeof k);
+        }
+      for (; e < m; e++)
+        {
+          float x;
+          memcpy (&x, row + 4 * (j + e), sizeof x);
+          idx[e] = (guint32) (fabsf (x) * fscale) + (x >= 0.0f ? bins : 0);
+        }
+      for (e = 0; e + 2 <= m; e += 2)
+        {
+          c0[idx[e]]++;
+          c1[idx[e + 1]]++;
+        }
+      if (e < m)
+        c0[idx[e]]++;
+    }
+}
+
 static void
 mag_range (void     *data,
            uint64_t  start,
@@ -1213,7 +1210,9 @@ mag_range (void     *data,
         {
           guint64 r = i / job->cols, c = i % job->cols, len = MIN (i1 - i, job->cols - c);
           const guint8 *row = job->data + r * job->stride;
-          if (job->ft == PIQ_F_F32)
+          if (job->ft == PIQ_F_F32 && job->fscale != 0.0f)
+            mag_row_f32 (counts, row, c, len, job->bins, job->fscale);
+          else if (job->ft == PIQ_F_F32)
             mag_row (counts, row, c, len, PIQ_F_F32, job->bins, job->scale);
           else
             mag_row (counts, row, c, len, job->ft, job->bins, job->scale);
@@ -1252,6 +1251,8 @@ mag_count (const PiqEngineView *v,
       guint64 n_chunks;
       g_autofree guint32 *counts = NULL;
 
+      if ((bins & (bins - 1)) == 0 && job.scale >= 0x1p-126 && job.scale <= 0x1p127)
+        job.fscale = (float) job.scale;
       job.cols = stride == row_bytes ? n : cols;
       job.stride = stride == row_bytes ? n * esize : stride;
       /* chunks of at least 64 Ki elements (below 2^32 counts), at most 4 per

@@ -2326,6 +2326,77 @@ run_qat_backward (const PiqKernelTable *t, const char *skip)
     }
 }
 
+/* The histogram observer's bins: ranges with wide and narrow widths, one bin, a bin
+ * count that does not divide the range, a width that overflows to infinity; data
+ * around the range (its ends and the bin edges and their neighbours, NaN, ±Inf,
+ * raw bit patterns), every length, at byte offsets that misalign the source. */
+static int
+check_hist_bins (const PiqKernelTable *t)
+{
+  static const PiqHistArgs cases[] = {
+    { -5.0f, 5.0f, 2048 }, { 0.0f, 1.0f, 1 }, { -1.0f, 1.0f, 3 }, { 0.1f, 0.7f, 1000 },
+    { -7.0f, 9.0f, 1u << 20 }, { 1e-30f, 3e-30f, 2047 }, { -3e38f, 3e38f, 2048 },
+    { -2.5f, -2.25f, 77 },
+  };
+  static uint8_t src[4 * MAX_N + 8];
+  static uint32_t want[MAX_N], got[MAX_N];
+
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    {
+      const PiqHistArgs *a = &cases[c];
+      double lo = a->lo, hi = a->hi, w = hi - lo;
+      for (size_t i = 0; i < MAX_N + 2; i++)
+        {
+          uint64_t r = rnd ();
+          double k = (double) (r >> 40 & 0xffff) / 65536.0 * a->bins;
+          float v;
+          switch (r % 12)
+            {
+            case 0:  v = (float) (lo + floor (k) * w / a->bins); break;     /* an edge */
+            case 1:  v = nextafterf ((float) (lo + floor (k) * w / a->bins), INFINITY); break;
+            case 2:  v = nextafterf ((float) (lo + floor (k) * w / a->bins), -INFINITY); break;
+            case 3:  v = r >> 8 & 1 ? a->lo : a->hi; break;
+            case 4:  v = nextafterf (r >> 8 & 1 ? a->lo : a->hi, r >> 9 & 1 ? INFINITY : -INFINITY); break;
+            case 5:  v = (float) interesting (w / 64); break;
+            case 6:  { uint32_t bits = (uint32_t) (r >> 16); memcpy (&v, &bits, 4); } break;
+            default: v = (float) (lo - w / 8 + (double) (r >> 11) / 9007199254740992.0 * w * 1.25); break;
+            }
+          memcpy (src + 4 * i, &v, 4);
+        }
+      for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++)
+        for (size_t off = 0; off < 8; off += 3)
+          {
+            size_t n = lengths[li];
+            memset (want, 0xa5, sizeof want);
+            memset (got, 0x5a, sizeof got);
+            piq_kernels_scalar.hist_bins (src + off, n, a, want);
+            t->hist_bins (src + off, n, a, got);
+            for (size_t i = 0; i < n; i++)
+              if (want[i] != got[i] || want[i] > a->bins)
+                {
+                  float v;
+                  memcpy (&v, src + off + 4 * i, 4);
+                  snprintf (diag, sizeof diag, "[%g, %g] in %u bins, n %zu, offset %zu: "
+                            "element %zu (%a) in bin %u, the scalar's %u", lo, hi, a->bins,
+                            n, off, i, v, got[i], want[i]);
+                  return 0;
+                }
+            if (n < MAX_N && got[n] != 0x5a5a5a5au)
+              {
+                snprintf (diag, sizeof diag, "wrote past %zu elements", n);
+                return 0;
+              }
+          }
+    }
+  return 1;
+}
+
+static void
+run_hist_bins (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_hist_bins (t), t->name, "hist_bins/f32", skip);
+}
+
 #define STR_(x) #x
 #define RUN_quantize(t, slot, f, i, r)   run_quantize (t, t->slot, piq_kernels_scalar.slot, STR_ (f), STR_ (i), STR_ (r), skip);
 #define RUN_dequantize(t, slot, i, f, o) run_dequantize (t, t->slot, piq_kernels_scalar.slot, STR_ (i), STR_ (f), STR_ (o), skip);
@@ -2345,6 +2416,7 @@ run_qat_backward (const PiqKernelTable *t, const char *skip)
 #define RUN_gemm_groups(t, slot, f)      run_gemm_groups (t, skip);
 #define RUN_qat_forward(t, slot, f)      run_qat_forward (t, skip);
 #define RUN_qat_backward(t, slot, f)     run_qat_backward (t, skip);
+#define RUN_hist_bins(t, slot, f)        run_hist_bins (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int

@@ -1767,6 +1767,18 @@ test_search_mse (void)
               OMag m;
 
               o_mag_init (&m, 256, x, idx, n);
+              /* the observer's magnitude histograms are the oracle's, count for count */
+              {
+                g_autoptr(GBytes) hb = piq_observer_get_histogram (obs);
+                gsize hn;
+                const double *h = g_bytes_get_data (hb, &hn);
+                g_assert_cmpuint (hn, ==, n_ch * 2 * 256 * sizeof (double));
+                for (guint b = 0; b < 256; b++)
+                  {
+                    g_assert_cmpfloat (h[c * 512 + b], ==, m.neg[b]);
+                    g_assert_cmpfloat (h[c * 512 + 256 + b], ==, m.pos[b]);
+                  }
+              }
               for (gsize f = 0; f < G_N_ELEMENTS (fmts); f++)
                 {
                   PiqDtype dt = fmts[f].dtype;

@@ -130,6 +130,11 @@ enum {
   X (qat_forward, qat_forward, float) \
   X (qat_backward, qat_backward, float)
 
+/* The histogram observer's bins (piq-observer.c, docs/observers.md): torch.histc's
+ * bin of every f32 element, the binary32 arguments in PiqHistArgs. */
+#define PIQ_KL_HIST_(X) \
+  X (hist_bins, hist_bins, f32)
+
 #define PIQ_KERNEL_LIST(X) \
   PIQ_KL_PER_FLOAT_ (PIQ_KL_Q_I_, X) \
   PIQ_KL_PER_INT_ (PIQ_KL_D_F_, X) \
@@ -138,7 +143,8 @@ enum {
   PIQ_KL_PER_FLOAT_ (PIQ_KL_SUM_, X) \
   PIQ_KL_BLOCK_ (X) \
   PIQ_KL_MATMUL_ (X) \
-  PIQ_KL_QAT_ (X)
+  PIQ_KL_QAT_ (X) \
+  PIQ_KL_HIST_ (X)
 
 /* The identifier of an entry's function inside a kernel unit (each unit's are static). */
 #define PIQ_KNAME_quantize(f, i, r)   quantize_##f##_##i##_##r
@@ -159,3 +165,4 @@ enum {
 #define PIQ_KNAME_gemm_groups(t)      gemm_groups_##t
 #define PIQ_KNAME_qat_forward(f)      qat_forward_##f
 #define PIQ_KNAME_qat_backward(f)     qat_backward_##f
+#define PIQ_KNAME_hist_bins(f)        hist_bins_##f

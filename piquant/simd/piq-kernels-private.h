@@ -203,6 +203,18 @@ typedef void (*PiqQatForwardFn)  (const void *x, size_t n, const PiqQatArgs *a, 
 typedef void (*PiqQatBackwardFn) (const void *x, const void *dy, size_t n, const PiqQatArgs *a,
                                   void *dx, size_t lane0, double *lanes);
 
+/* torch.histc's bin (torch 1.13, the histogram observer): for each f32 x[i] with
+ * lo ≤ x ≤ hi, t = ((x − lo) · bins) / (hi − lo), each operation rounded to binary32
+ * (no contraction), and idx[i] = trunc (t) when t < bins, else bins − 1 (hi itself,
+ * a quotient rounded up to bins, a NaN quotient); idx[i] = bins (dropped) for x
+ * outside [lo, hi] or NaN. bins ≤ 2^24, so bins − 1 converts exactly. No alignment
+ * is assumed. */
+typedef struct {
+  float    lo, hi;
+  uint32_t bins;
+} PiqHistArgs;
+typedef void (*PiqHistBinsFn) (const void *x, size_t n, const PiqHistArgs *a, uint32_t *idx);
+
 typedef struct {
   const char *name;      /* "scalar", "avx2", … */
   int         level;     /* PiqSimdLevel value */
@@ -226,6 +238,7 @@ typedef struct {
   PiqGemmGroupsFn gemm_groups;
   PiqQatForwardFn  qat_forward;            /* f32, bf16, f16 (PiqQatArgs' types) */
   PiqQatBackwardFn qat_backward;
+  PiqHistBinsFn    hist_bins;              /* f32 */
 } PiqKernelTable;
 
 PIQ_INTERNAL extern const PiqKernelTable piq_kernels_scalar;

@@ -555,6 +555,27 @@ qat_backward_float (const void *x, const void *dy, size_t n, const PiqQatArgs *a
     }
 }
 
+/* The reference of PiqHistBinsFn, written as torch's histc computes it. */
+static void
+hist_bins_f32 (const void *x, size_t n, const PiqHistArgs *a, uint32_t *idx)
+{
+  const float lo = a->lo, hi = a->hi, width = hi - lo, nb = (float) a->bins;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      float v;
+      memcpy (&v, (const uint8_t *) x + 4 * i, sizeof v);
+      if (v >= lo && v <= hi)
+        {
+          float t = ((v - lo) * nb) / width;
+          idx[i] = t < nb ? (uint32_t) t : a->bins - 1;
+        }
+      else
+        idx[i] = a->bins;
+    }
+}
+
+#define DEF_hist_bins(f)
 #define DEF_qat_forward(f)
 #define DEF_qat_backward(f)
 #define DEF_mm_tile(f)

@@ -1097,6 +1097,7 @@ VALL (f16, F16)
 #include "piq-matmul-vec-body.h"
 #include "piq-binary-vec-body.h"
 #include "piq-qat-vec-body.h"
+#include "piq-hist-vec-body.h"
 
 const PiqKernelTable PIQ_VEC_TABLE = {
   .name = PIQ_VEC_LABEL,
@@ -1107,6 +1108,7 @@ const PiqKernelTable PIQ_VEC_TABLE = {
 #ifndef PIQ_VEC_ONLY_MATMUL
   PIQ_FORMAT_SLOTS
   PIQ_QAT_SLOTS
+  PIQ_HIST_SLOTS
   SLOTS (f32, F32)
   SLOTS (bf16, BF16)
 # if HAVE_F16
