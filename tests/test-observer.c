@@ -1350,7 +1350,9 @@ search_batch (Dist dist, PiqDtype dtype, guint64 rows, guint64 cols, guint64 see
         {
         case DIST_NORMAL:   v = o_rng_normal (&rng) * (1.0 + 0.25 * c) + 0.1 * c; break;
         case DIST_HEAVY:    v = o_rng_normal (&rng) * exp (0.9 * o_rng_normal (&rng)); break;
-        case DIST_OUTLIERS: v = i % 97 == 5 ? (i % 2 ? 60.0 : -45.0) : o_rng_normal (&rng); break;
+        case DIST_OUTLIERS: /* and −0, which counts with the non-negative magnitudes */
+          v = i % 97 == 5 ? (i % 2 ? 60.0 : -45.0) : i % 89 == 3 ? -0.0 : o_rng_normal (&rng);
+          break;
         case DIST_EQUAL:    v = -1.7; break;
         case DIST_TINY:     v = 1e-3 * o_rng_normal (&rng); break;
         default:            v = (i % 3) ? 0.0 : -0.0; break;
