@@ -223,18 +223,33 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
 
   if (st)
     {
-      /* stochastic, as the scalar floor(t) + (u < t − floor(t)) with u = (h >> 8)·2^−24:
-       * normal range: t's fraction is the 23 − M low bits f of a, and
-       * u < f·2^(M − 23) ⟺ (h >> 8) < f·2^(M + 1), both integers below 2^24; the
-       * carry of the increment runs into the exponent as the scalar's mag does.
-       * Subnormal range: t = a · 2^(M − emin) < 2^M is exact, and so are its
-       * truncation and fraction, compared with u in binary32 as the scalar does. */
-      vu hb = h >> 8, f = a & ((1u << (23 - M)) - 1);
-      vf t = (vf) a * vsplat (ldexpf (1.0f, M - emin));
-      vi ti = __builtin_convertvector (t, vi);
-      vf ur = __builtin_convertvector ((vi) hb, vf) * vsplat (0x1p-24f);
-      cn = (vi) ((a - ((uint32_t) (127 - bias) << 23)) >> (23 - M)) - (vi) ((vi) hb < (vi) (f << (M + 1)));
-      cs = ti - (vi) (ur < t - __builtin_convertvector (ti, vf));
+      /* stochastic, as the scalar floor(t) + (u < t − floor(t)) with u = (h >> 8)·2^−24,
+       * in integers: each range gives a base b and a fraction r·2^−32 (r's low 8 bits
+       * 0), and the code is b + (u < r·2^−32) ⟺ b + ((h >> 8) < (r >> 8)).
+       * Normal range: b is a's exponent and top M bits rebiased, r its 23 − M low bits
+       * f at the top (f·2^(M − 23) = r·2^−32); the carry of the increment runs into the
+       * exponent as the scalar's mag does.
+       * Subnormal range: T = t·2^24 = a·2^(M − emin + 24) < 2^27 is exact; with
+       * C = ceil(T), b = C >> 24 and r = C << 8: (h >> 8) < t's fraction·2^24 ⟺
+       * (h >> 8) < its ceiling, and where that ceiling is 2^24 (T just below a
+       * multiple of it) C carries into b with r = 0, the same code. */
+      vi base_n = (vi) ((a - ((uint32_t) (127 - bias) << 23)) >> (23 - M)), c;
+      vu frac_n = a << (9 + M), frac, up;
+      vf T = (vf) a * vsplat (ldexpf (1.0f, M - emin + 24));
+#ifdef PIQ_VEC_CEIL_I
+      c = PIQ_VEC_CEIL_I (T);
+#else
+      c = __builtin_convertvector (T, vi);                 /* T ≥ 0: floor */
+      c -= (vi) (__builtin_convertvector (c, vf) < T);
+#endif
+      code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, c >> 24, base_n);
+      frac = (vu) fsel_ltu (a, (uint32_t) (127 + emin) << 23, (vi) ((vu) c << 8), (vi) frac_n);
+#ifdef PIQ_VEC_CVTU_EXACT   /* h's low 8 bits are 0 (vmix32_tail), unsigned compares native */
+      up = (vu) (h < frac);
+#else
+      up = (vu) ((vi) (h >> 8) < (vi) (frac >> 8));
+#endif
+      code -= (vi) up;
     }
   else
     {
@@ -242,8 +257,8 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
       vu r = a + (((1u << (22 - M)) - 1) - ((uint32_t) (127 - bias) << 23)) + ((a >> (23 - M)) & 1u);
       cn = (vi) (r >> (23 - M));
       cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
+      code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
     }
-  code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
   vi s = (vi) ((u >> (32 - width)) & (1u << (width - 1))), nan;   /* the sign bit, in place */
 
   if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */

@@ -16,6 +16,7 @@
  *                              (the ISA's widening instruction: the compiler does not
  *                              find it from generic code)
  *   PIQ_VEC_FLOOR_I(v)         (optional) vf -> vi rounding toward −∞ (in range, no NaN)
+ *   PIQ_VEC_CEIL_I(v)          (optional) vf -> vi rounding toward +∞ (in range, no NaN)
  *   PIQ_VEC_FLOOR(v)           (optional) vf -> vf floor (no NaN)
  *   PIQ_VEC_CVTU_EXACT         (optional, defined) unsigned 32-bit -> float is one instruction
  *   PIQ_VEC_INC_IF_LT(i, a, b) (optional) i + (a < b), per lane (vi, vf, vf -> vi)
