@@ -1265,13 +1265,18 @@ gencode (vf x, vf id, int code, int fin, int st, vu h)
   if (st)
     {
       /* stochastic, as ggml_quantize_block: piq_round_u of v (Q8_0, NaN 0) or of
-       * v + 8 (Q4_0, NaN 8), then the integer bounds, which commute with it */
+       * v + 8 (Q4_0, NaN 8), then the integer bounds, which commute with it (both
+       * kept with fin: the draw can take |v| just above 127 or 8 one step out) */
       if (code == PIQ_C_Q8_0)
-        v = (vf) ((vi) v & (v == v));
+        {
+          if (!fin)
+            v = (vf) ((vi) v & (v == v));
+        }
       else
         {
           v = v + vsplat (8.0f);
-          v = vsel (v == v, v, vsplat (8.0f));
+          if (!fin)
+            v = vsel (v == v, v, vsplat (8.0f));
         }
       v = code == PIQ_C_Q8_0 ? vmin (vmax (v, vsplat (-127.0f)), vsplat (127.0f))
                              : vmin (vmax (v, vsplat (0.0f)), vsplat (15.0f));
@@ -1535,7 +1540,9 @@ ggroup_quantize (const float *x, uint8_t *out, int code, int st, uint32_t hkey, 
       uint16_t dh = (uint16_t) hbuf[j];
       memcpy (out + j * bb, &dh, 2);
     }
-  if (st)                                 /* the stochastic codes bound every lane */
+  if (st && fin)                          /* the stochastic codes bound every lane */
+    ggroup_codes (x, ibuf, out, code, 1, 1, hkey, ix);
+  else if (st)
     ggroup_codes (x, ibuf, out, code, 0, 1, hkey, ix);
   else if (fin)
     ggroup_codes (x, ibuf, out, code, 1, 0, 0, 0);
