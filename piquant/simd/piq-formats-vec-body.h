@@ -234,7 +234,7 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
        * (h >> 8) < its ceiling, and where that ceiling is 2^24 (T just below a
        * multiple of it) C carries into b with r = 0, the same code. */
       vi base_n = (vi) ((a - ((uint32_t) (127 - bias) << 23)) >> (23 - M)), c;
-      vu frac_n = a << (9 + M), frac, up;
+      vu frac_n = a << (9 + M), frac;
       vf T = (vf) a * vsplat (ldexpf (1.0f, M - emin + 24));
 #ifdef PIQ_VEC_CEIL_I
       c = PIQ_VEC_CEIL_I (T);
@@ -244,12 +244,12 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
 #endif
       code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, c >> 24, base_n);
       frac = (vu) fsel_ltu (a, (uint32_t) (127 + emin) << 23, (vi) ((vu) c << 8), (vi) frac_n);
-#ifdef PIQ_VEC_CVTU_EXACT   /* h's low 8 bits are 0 (vmix32_tail), unsigned compares native */
-      up = (vu) (h < frac);
+#if defined PIQ_VEC_CVTU_EXACT && defined PIQ_VEC_INC_IF_LTU
+      /* h's low 8 bits are 0 (vmix32_tail), and unsigned compares are native */
+      code = PIQ_VEC_INC_IF_LTU (code, h, frac);
 #else
-      up = (vu) ((vi) (h >> 8) < (vi) (frac >> 8));
+      code -= (vi) ((vi) (h >> 8) < (vi) (frac >> 8));
 #endif
-      code -= (vi) up;
     }
   else
     {

@@ -36,6 +36,7 @@
 /* ternary-logic truth table of (A ^ B) & C: (0xf0 ^ 0xcc) & 0xaa */
 #define PIQ_VEC_XOR_AND(a, b, m)  _mm512_ternarylogic_epi32 ((__m512i) (a), (__m512i) (b), _mm512_set1_epi32 ((int) (m)), 0x28)
 #define PIQ_VEC_INC_IF_LT(i, a, b) ((vi) _mm512_mask_sub_epi32 ((__m512i) (i), _mm512_cmp_ps_mask ((__m512) (a), (__m512) (b), _CMP_LT_OQ), (__m512i) (i), _mm512_set1_epi32 (-1)))
+#define PIQ_VEC_INC_IF_LTU(i, a, b) ((vi) _mm512_mask_sub_epi32 ((__m512i) (i), _mm512_cmplt_epu32_mask ((__m512i) (a), (__m512i) (b)), (__m512i) (i), _mm512_set1_epi32 (-1)))
 #define PIQ_VEC_PACKS_DW(a, b)    _mm512_packs_epi32 ((__m512i) (a), (__m512i) (b))
 #define PIQ_VEC_PACKS_WB(a, b)    _mm512_packs_epi16 ((__m512i) (a), (__m512i) (b))
 #define PIQ_VEC_PACKUS_WB(a, b)   _mm512_packus_epi16 ((__m512i) (a), (__m512i) (b))
