@@ -223,18 +223,33 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
 
   if (st)
     {
-      /* stochastic, as the scalar floor(t) + (u < t − floor(t)) with u = (h >> 8)·2^−24:
-       * normal range: t's fraction is the 23 − M low bits f of a, and
-       * u < f·2^(M − 23) ⟺ (h >> 8) < f·2^(M + 1), both integers below 2^24; the
-       * carry of the increment runs into the exponent as the scalar's mag does.
-       * Subnormal range: t = a · 2^(M − emin) < 2^M is exact, and so are its
-       * truncation and fraction, compared with u in binary32 as the scalar does. */
-      vu hb = h >> 8, f = a & ((1u << (23 - M)) - 1);
-      vf t = (vf) a * vsplat (ldexpf (1.0f, M - emin));
-      vi ti = __builtin_convertvector (t, vi);
-      vf ur = __builtin_convertvector ((vi) hb, vf) * vsplat (0x1p-24f);
-      cn = (vi) ((a - ((uint32_t) (127 - bias) << 23)) >> (23 - M)) - (vi) ((vi) hb < (vi) (f << (M + 1)));
-      cs = ti - (vi) (ur < t - __builtin_convertvector (ti, vf));
+      /* stochastic, as the scalar floor(t) + (u < t − floor(t)) with u = (h >> 8)·2^−24,
+       * in integers: each range gives a base b and a fraction r·2^−32 (r's low 8 bits
+       * 0), and the code is b + (u < r·2^−32) ⟺ b + ((h >> 8) < (r >> 8)).
+       * Normal range: b is a's exponent and top M bits rebiased, r its 23 − M low bits
+       * f at the top (f·2^(M − 23) = r·2^−32); the carry of the increment runs into the
+       * exponent as the scalar's mag does.
+       * Subnormal range: T = t·2^24 = a·2^(M − emin + 24) < 2^27 is exact; with
+       * C = ceil(T), b = C >> 24 and r = C << 8: (h >> 8) < t's fraction·2^24 ⟺
+       * (h >> 8) < its ceiling, and where that ceiling is 2^24 (T just below a
+       * multiple of it) C carries into b with r = 0, the same code. */
+      vi base_n = (vi) ((a - ((uint32_t) (127 - bias) << 23)) >> (23 - M)), c;
+      vu frac_n = a << (9 + M), frac;
+      vf T = (vf) a * vsplat (ldexpf (1.0f, M - emin + 24));
+#ifdef PIQ_VEC_CEIL_I
+      c = PIQ_VEC_CEIL_I (T);
+#else
+      c = __builtin_convertvector (T, vi);                 /* T ≥ 0: floor */
+      c -= (vi) (__builtin_convertvector (c, vf) < T);
+#endif
+      code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, c >> 24, base_n);
+      frac = (vu) fsel_ltu (a, (uint32_t) (127 + emin) << 23, (vi) ((vu) c << 8), (vi) frac_n);
+#if defined PIQ_VEC_CVTU_EXACT && defined PIQ_VEC_INC_IF_LTU
+      /* h's low 8 bits are 0 (vmix32_tail), and unsigned compares are native */
+      code = PIQ_VEC_INC_IF_LTU (code, h, frac);
+#else
+      code -= (vi) ((vi) (h >> 8) < (vi) (frac >> 8));
+#endif
     }
   else
     {
@@ -242,8 +257,8 @@ mf_encode (vf v, int M, int bias, int maxc, int ovf, int nanc, int width, int fi
       vu r = a + (((1u << (22 - M)) - 1) - ((uint32_t) (127 - bias) << 23)) + ((a >> (23 - M)) & 1u);
       cn = (vi) (r >> (23 - M));
       cs = frint ((vf) a * vsplat (ldexpf (1.0f, M - emin)));
+      code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
     }
-  code = fsel_ltu (a, (uint32_t) (127 + emin) << 23, cs, cn);
   vi s = (vi) ((u >> (32 - width)) & (1u << (width - 1))), nan;   /* the sign bit, in place */
 
   if (ovf == maxc)                         /* saturation: codes are ≥ 0 and monotonic */
@@ -1250,13 +1265,18 @@ gencode (vf x, vf id, int code, int fin, int st, vu h)
   if (st)
     {
       /* stochastic, as ggml_quantize_block: piq_round_u of v (Q8_0, NaN 0) or of
-       * v + 8 (Q4_0, NaN 8), then the integer bounds, which commute with it */
+       * v + 8 (Q4_0, NaN 8), then the integer bounds, which commute with it (both
+       * kept with fin: the draw can take |v| just above 127 or 8 one step out) */
       if (code == PIQ_C_Q8_0)
-        v = (vf) ((vi) v & (v == v));
+        {
+          if (!fin)
+            v = (vf) ((vi) v & (v == v));
+        }
       else
         {
           v = v + vsplat (8.0f);
-          v = vsel (v == v, v, vsplat (8.0f));
+          if (!fin)
+            v = vsel (v == v, v, vsplat (8.0f));
         }
       v = code == PIQ_C_Q8_0 ? vmin (vmax (v, vsplat (-127.0f)), vsplat (127.0f))
                              : vmin (vmax (v, vsplat (0.0f)), vsplat (15.0f));
@@ -1520,7 +1540,9 @@ ggroup_quantize (const float *x, uint8_t *out, int code, int st, uint32_t hkey, 
       uint16_t dh = (uint16_t) hbuf[j];
       memcpy (out + j * bb, &dh, 2);
     }
-  if (st)                                 /* the stochastic codes bound every lane */
+  if (st && fin)                          /* the stochastic codes bound every lane */
+    ggroup_codes (x, ibuf, out, code, 1, 1, hkey, ix);
+  else if (st)
     ggroup_codes (x, ibuf, out, code, 0, 1, hkey, ix);
   else if (fin)
     ggroup_codes (x, ibuf, out, code, 1, 0, 0, 0);

@@ -31,10 +31,12 @@
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm512_cvtepi8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_F16_BITS(v)       ((vh) _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))
 #define PIQ_VEC_FLOOR_I(v)        ((vi) _mm512_cvt_roundps_epi32 ((__m512) (v), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC))
+#define PIQ_VEC_CEIL_I(v)         ((vi) _mm512_cvt_roundps_epi32 ((__m512) (v), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC))
 #define PIQ_VEC_CVTU_EXACT        1
 /* ternary-logic truth table of (A ^ B) & C: (0xf0 ^ 0xcc) & 0xaa */
 #define PIQ_VEC_XOR_AND(a, b, m)  _mm512_ternarylogic_epi32 ((__m512i) (a), (__m512i) (b), _mm512_set1_epi32 ((int) (m)), 0x28)
 #define PIQ_VEC_INC_IF_LT(i, a, b) ((vi) _mm512_mask_sub_epi32 ((__m512i) (i), _mm512_cmp_ps_mask ((__m512) (a), (__m512) (b), _CMP_LT_OQ), (__m512i) (i), _mm512_set1_epi32 (-1)))
+#define PIQ_VEC_INC_IF_LTU(i, a, b) ((vi) _mm512_mask_sub_epi32 ((__m512i) (i), _mm512_cmplt_epu32_mask ((__m512i) (a), (__m512i) (b)), (__m512i) (i), _mm512_set1_epi32 (-1)))
 #define PIQ_VEC_PACKS_DW(a, b)    _mm512_packs_epi32 ((__m512i) (a), (__m512i) (b))
 #define PIQ_VEC_PACKS_WB(a, b)    _mm512_packs_epi16 ((__m512i) (a), (__m512i) (b))
 #define PIQ_VEC_PACKUS_WB(a, b)   _mm512_packus_epi16 ((__m512i) (a), (__m512i) (b))

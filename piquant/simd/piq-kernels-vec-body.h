@@ -16,9 +16,11 @@
  *                              (the ISA's widening instruction: the compiler does not
  *                              find it from generic code)
  *   PIQ_VEC_FLOOR_I(v)         (optional) vf -> vi rounding toward −∞ (in range, no NaN)
+ *   PIQ_VEC_CEIL_I(v)          (optional) vf -> vi rounding toward +∞ (in range, no NaN)
  *   PIQ_VEC_FLOOR(v)           (optional) vf -> vf floor (no NaN)
  *   PIQ_VEC_CVTU_EXACT         (optional, defined) unsigned 32-bit -> float is one instruction
  *   PIQ_VEC_INC_IF_LT(i, a, b) (optional) i + (a < b), per lane (vi, vf, vf -> vi)
+ *   PIQ_VEC_INC_IF_LTU(i, a, b) (optional) i + (a < b), per lane (vi, vu, vu -> vi; unsigned)
  *   PIQ_VEC_XOR_AND(a, b, m)   (optional) (a ^ b) & m on vu in one instruction
  *   PIQ_VEC_ANY(m)             (optional) nonzero if any lane of the vi m is nonzero
  *   PIQ_VEC_MIN_I32(a, b)      (optional) signed 32-bit min (vi)
