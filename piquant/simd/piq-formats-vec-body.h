@@ -334,6 +334,28 @@ fnf4_cell (vf v, int fin)
     t = vmax (t, vsplat (0.0f));            /* below −1, and NaN */
   return __builtin_convertvector (vmin (t, vsplat (31.0f)), vi);   /* truncation */
 }
+
+/* From the 32-cell tables above: base[k], plus one where cell k's own entry t[k] is
+ * below v (le: at or below) */
+VINLINE vi
+fnf4_count (const int32_t *base, const float *t, vi k, vf v, int le)
+{
+  vi b0, b1;
+  vf t0, t1, tk;
+
+  memcpy (&b0, base, sizeof b0);
+  memcpy (&b1, base + 16, sizeof b1);
+  memcpy (&t0, t, sizeof t0);
+  memcpy (&t1, t + 16, sizeof t1);
+  tk = fperm2_f (t0, t1, k);
+  if (le)
+    return fperm2_i (b0, b1, k) - (vi) (tk <= v);
+# ifdef PIQ_VEC_INC_IF_LT
+  return PIQ_VEC_INC_IF_LT (fperm2_i (b0, b1, k), tk, v);
+# else
+  return fperm2_i (b0, b1, k) - (vi) (tk < v);
+# endif
+}
 #endif
 
 /* An integer block's zero point and bounds: lo ≤ x · inv ≤ hi before the zero
@@ -437,13 +459,7 @@ fencode_h (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int 
          * of a cell's edge (it is one), and v on either side of it finds the right
          * count: v < 0 rounds into cell 15 or to the edge of 16, where level 0 is
          * not ≤ v; v ≥ 0 is in cell 16 or above. */
-        vi k = fnf4_cell (v, fin), b0, b1;
-        vf l0, l1;
-        memcpy (&b0, fnf4_lbase, sizeof b0);
-        memcpy (&b1, fnf4_lbase + 16, sizeof b1);
-        memcpy (&l0, fnf4_level, sizeof l0);
-        memcpy (&l1, fnf4_level + 16, sizeof l1);
-        c = fperm2_i (b0, b1, k) - (vi) (fperm2_f (l0, l1, k) <= v);
+        c = fnf4_count (fnf4_lbase, fnf4_level, fnf4_cell (v, fin), v, 1);
       }
 # else
 #  pragma GCC unroll 4
@@ -485,18 +501,7 @@ fencode_h (vf x, vf inv, const FInt *q, int code, int sat, int fin, int sg, int 
        * apart) and none lies within 0.0016 of a cell's edge, so the rounding of
        * (v + 1) · 16 cannot put v on the wrong side of a threshold. The code is the
        * number of thresholds below the cell plus one if v is above the cell's. */
-      vi k = fnf4_cell (v, fin), base0, base1;
-      vf thr0, thr1;
-      memcpy (&base0, fnf4_base, sizeof base0);
-      memcpy (&base1, fnf4_base + 16, sizeof base1);
-      memcpy (&thr0, fnf4_thr, sizeof thr0);
-      memcpy (&thr1, fnf4_thr + 16, sizeof thr1);
-      c = fperm2_i (base0, base1, k);
-# ifdef PIQ_VEC_INC_IF_LT
-      c = PIQ_VEC_INC_IF_LT (c, fperm2_f (thr0, thr1, k), v);
-# else
-      c -= (vi) (fperm2_f (thr0, thr1, k) < v);
-# endif
+      c = fnf4_count (fnf4_base, fnf4_thr, fnf4_cell (v, fin), v, 0);
 #else
       /* 8 lanes: the number of thresholds below v (ties go to the lower code), found
        * by a binary search over the sorted thresholds: 4 lookups, not 15 compares */
