@@ -401,12 +401,6 @@ check_config (PiqObserver  *self,
                    "observers only", self->axis);
       return FALSE;
     }
-  if (HAS_HISTOGRAM (self) && self->granularity != PIQ_GRANULARITY_TENSOR)
-    {
-      g_set_error (error, PIQ_ERROR, PIQ_ERROR_UNSUPPORTED, "histogram and percentile observers "
-                   "are per tensor");
-      return FALSE;
-    }
   return TRUE;
 }
 
@@ -848,10 +842,11 @@ hist_spread (double      *dst,
     }
 }
 
-/* A batch into the histogram (torch's forward), into new state that the caller
- * commits. */
+/* A batch (or one channel's part of it) into channel @c's histogram (torch's
+ * forward), into new state that the caller commits. */
 static gboolean
 hist_observe (PiqObserver          *self,
+              guint64               c,
               const PiqEngineView  *v,
               guint64               n,
               float                 lo,
@@ -865,7 +860,7 @@ hist_observe (PiqObserver          *self,
   float mn, mx, cmin, cmax, hbw, span, ratio, e;
   double down_d, start_d;
 
-  if (self->n_channels == 0 || self->min[0] == self->max[0])
+  if (self->n_channels == 0 || self->min[c] == self->max[c])
     {
       /* a first batch, or a histogram of one value: start over from this batch */
       if (!histc (v, n, trunc (lo), trunc (hi), lo, hi, bins, h, error))
@@ -874,8 +869,8 @@ hist_observe (PiqObserver          *self,
       *new_max = hi;
       return TRUE;
     }
-  mn = (float) self->min[0];
-  mx = (float) self->max[0];
+  mn = (float) self->min[c];
+  mx = (float) self->max[c];
   cmin = MIN (lo, mn);
   cmax = MAX (hi, mx);
   /* _adjust_min_max: a grid of the old bin width / up that the combined range
@@ -897,9 +892,9 @@ hist_observe (PiqObserver          *self,
     return FALSE;
   if (cmin == mn && cmax == mx)
     for (guint b = 0; b < bins; b++)
-      h[b] = h[b] + self->hist[b];
+      h[b] = h[b] + self->hist[c * bins + b];
   else
-    combine_histograms (h, self->hist, self->upsample_rate, (guint64) down_d,
+    combine_histograms (h, self->hist + c * bins, self->upsample_rate, (guint64) down_d,
                         start_d > 0 ? (guint64) start_d : 0, bins);
   *new_min = cmin;
   *new_max = cmax;
@@ -933,12 +928,14 @@ floor_divide (float a,
  * order that depends on its SIMD build). */
 static double
 quantization_error (const PiqObserver *self,
+                    guint64            c,
                     gint64             ns,
                     gint64             ne,
                     double             dst_nbins)
 {
   guint bins = self->n_bins;
-  double bin_width = (self->max[0] - self->min[0]) / bins;
+  const float *hist = self->hist + c * bins;
+  double bin_width = (self->max[c] - self->min[c]) / bins;
   double dbw = bin_width * (double) (ne - ns + 1) / dst_nbins, sum = 0.0;
   float bwf, dbwf, half, nhalf, top, mid;
 
@@ -957,7 +954,7 @@ quantization_error (const PiqObserver *self,
       float dob = CLAMP (floor_divide (sbb, dbwf), 0.0f, top);
       float doe = CLAMP (floor_divide (sbe, dbwf), 0.0f, top);
       float dobc = (dob + 0.5f) * dbwf;
-      float density = self->hist[i] / bwf;
+      float density = hist[i] / bwf;
       float db = sbb - dobc;
       float norm = density * ((half * half * half - db * db * db) / 3.0f);
       float doec, de;
@@ -971,16 +968,18 @@ quantization_error (const PiqObserver *self,
   return (float) sum;
 }
 
-/* torch's _non_linear_param_search: moves the range's ends inwards by quantiles of
- * 1e-5 while the quantization error decreases. */
+/* torch's _non_linear_param_search on channel @c: moves the range's ends inwards by
+ * quantiles of 1e-5 while the quantization error decreases. */
 static void
 hist_search (const PiqObserver *self,
+             guint64            c,
              double             dst_nbins,
              float             *new_min,
              float             *new_max)
 {
   guint bins = self->n_bins;
-  float min_val = (float) self->min[0], max_val = (float) self->max[0];
+  const float *hist = self->hist + c * bins;
+  float min_val = (float) self->min[c], max_val = (float) self->max[c];
   float bwf = (max_val - min_val) / (float) bins;
   g_autofree float *csum = g_new (float, bins);
   double acc = 0.0, total, alpha = 0.0, beta = 1.0, norm_min = INFINITY;
@@ -989,7 +988,7 @@ hist_search (const PiqObserver *self,
 
   for (guint b = 0; b < bins; b++)
     {
-      acc += self->hist[b];      /* torch's cumsum accumulates in binary64 */
+      acc += hist[b];            /* torch's cumsum accumulates in binary64 */
       csum[b] = (float) acc;
     }
   total = (float) acc;
@@ -1015,7 +1014,7 @@ hist_search (const PiqObserver *self,
         }
       if (ns == start && ne == end)
         continue;
-      norm = quantization_error (self, ns, ne, dst_nbins);
+      norm = quantization_error (self, c, ns, ne, dst_nbins);
       if (norm > norm_min)
         break;
       norm_min = norm;
@@ -1026,26 +1025,28 @@ hist_search (const PiqObserver *self,
   *new_max = min_val + bwf * (float) (end + 1);
 }
 
-/* The percentile rule: the cumulative counts (binary64, in bin order) against
+/* The percentile rule, on channel @c: the cumulative counts (binary64, in bin order) against
  * fractions of the total; the range is the lower edge of the first bin whose
  * cumulative count exceeds (1 − p)·total and the upper edge of the first whose
  * cumulative count reaches p·total, edges min + k·(max − min)/bins in binary64,
  * rounded to binary32. */
 static void
 percentile_range (const PiqObserver *self,
+                  guint64            c,
                   float             *lo,
                   float             *hi)
 {
   guint bins = self->n_bins, k_lo = 0, k_hi = bins - 1;
+  const float *hist = self->hist + c * bins;
   double total = 0.0, acc = 0.0, p = self->percentile / 100.0;
-  double width = (self->max[0] - self->min[0]) / bins;
+  double width = (self->max[c] - self->min[c]) / bins;
   gboolean have_lo = FALSE;
 
   for (guint b = 0; b < bins; b++)
-    total += self->hist[b];
+    total += hist[b];
   for (guint b = 0; b < bins; b++)
     {
-      acc += self->hist[b];
+      acc += hist[b];
       if (!have_lo && acc > (1.0 - p) * total)
         {
           k_lo = b;
@@ -1057,8 +1058,8 @@ percentile_range (const PiqObserver *self,
           break;
         }
     }
-  *lo = (float) (self->min[0] + width * k_lo);
-  *hi = (float) (self->min[0] + width * (k_hi + 1));
+  *lo = (float) (self->min[c] + width * k_lo);
+  *hi = (float) (self->min[c] + width * (k_hi + 1));
   if (*hi < *lo)
     *hi = *lo;
 }
@@ -1526,6 +1527,112 @@ mag_union (PiqObserver   *self,
   return TRUE;
 }
 
+/* Channel @c of a batch along @axis as a view the histogram can read: the
+ * channel's elements in flat order are `outer` runs of `inner` elements, one in
+ * every n_ch. One run (axis 0) is a view of the batch itself (its rows, strided or
+ * not); several are gathered into @x as binary32, the values the histogram reads. */
+static void
+channel_view (const PiqEngineView *v,
+              guint64              n,
+              int                  axis,
+              guint64              n_ch,
+              guint64              c,
+              float               *x,
+              PiqEngineView       *cv)
+{
+  const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
+  gsize esize = si->bits / 8;
+  guint64 cols = v->shape[v->n_dims - 1], inner = 1, outer, m = 0;
+  gsize stride = v->row_stride ? v->row_stride : (gsize) cols * esize;
+
+  for (guint d = (guint) axis + 1; d < v->n_dims; d++)
+    inner *= v->shape[d];
+  outer = n / (n_ch * inner);
+  if (outer == 1)
+    {
+      /* axis 0: whole rows (inner is a multiple of cols), or the last axis of a vector */
+      *cv = *v;
+      if (inner % cols == 0)
+        {
+          cv->data = (const guint8 *) v->data + c * (inner / cols) * stride;
+          cv->n_dims = 2;
+          cv->shape[0] = inner / cols;
+          cv->shape[1] = cols;
+          return;
+        }
+    }
+  for (guint64 o = 0; o < outer; o++)
+    for (guint64 i = (o * n_ch + c) * inner, end = i + inner; i < end; )
+      {
+        guint64 col = i % cols, len = MIN (end - i, cols - col);
+        const guint8 *row = (const guint8 *) v->data + (i / cols) * stride;
+        for (guint64 j = col; j < col + len; j++)
+          x[m++] = load_f32 (row, j, si->kernel_index);
+        i += len;
+      }
+  *cv = (PiqEngineView) { .dtype = PIQ_DTYPE_F32, .n_dims = 1, .shape = { m },
+                          .data = x, .size = m * sizeof (float) };
+}
+
+/* A batch into the histograms: each channel's part of it into that channel's
+ * histogram, as a per-tensor observer of that channel alone would (a per-tensor
+ * observer has one channel, the whole batch). Commits only when every channel
+ * succeeded. */
+static gboolean
+hist_update (PiqObserver          *self,
+             const PiqEngineView  *v,
+             guint64               n,
+             int                  axis,
+             guint64              n_ch,
+             double              *lo,
+             double              *hi,
+             GError              **error)
+{
+  guint bins = self->n_bins;
+  g_autofree float *h = NULL, *x = NULL;
+  g_autofree double *nmin = NULL, *nmax = NULL;
+
+  if (n_ch > G_MAXSIZE / bins / sizeof (float))
+    {
+      g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%" G_GUINT64_FORMAT " channels of "
+                   "%u bins do not fit in memory", n_ch, bins);
+      return FALSE;
+    }
+  h = try_alloc_n (n_ch * bins, sizeof *h, "histogram counts", error);
+  if (h == NULL)
+    return FALSE;
+  if (self->n_channels == 0 &&
+      ((nmin = try_alloc_n (n_ch, sizeof *nmin, "channel minima", error)) == NULL ||
+       (nmax = try_alloc_n (n_ch, sizeof *nmax, "channel maxima", error)) == NULL))
+    return FALSE;
+  if (axis >= 0 && (x = try_alloc_n (n / n_ch, sizeof *x, "a channel's values", error)) == NULL)
+    return FALSE;
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      PiqEngineView cv;
+      float new_min, new_max;
+      if (axis >= 0)
+        channel_view (v, n, axis, n_ch, c, x, &cv);
+      if (!hist_observe (self, c, axis >= 0 ? &cv : v, n / n_ch, (float) lo[c], (float) hi[c],
+                         h + c * bins, &new_min, &new_max, error))
+        return FALSE;
+      lo[c] = new_min + 0.0;
+      hi[c] = new_max + 0.0;
+    }
+  g_free (self->hist);
+  self->hist = g_steal_pointer (&h);
+  if (self->n_channels == 0)
+    {
+      self->min = g_steal_pointer (&nmin);
+      self->max = g_steal_pointer (&nmax);
+      self->n_channels = n_ch;
+    }
+  memcpy (self->min, lo, n_ch * sizeof *lo);
+  memcpy (self->max, hi, n_ch * sizeof *hi);
+  self->n_batches++;
+  return TRUE;
+}
+
 /**
  * piq_observer_observe:
  * @self: an observer
@@ -1602,26 +1709,7 @@ piq_observer_observe (PiqObserver  *self,
   if (hi == NULL || !reduce_batch (&v, n, axis, n_ch, lo, hi, error))
     return FALSE;
   if (HAS_HISTOGRAM (self))
-    {
-      g_autofree float *h = g_new (float, self->n_bins);
-      float new_min, new_max;
-      if (!hist_observe (self, &v, n, (float) lo[0], (float) hi[0], h, &new_min, &new_max, error))
-        return FALSE;
-      g_free (self->hist);
-      self->hist = g_steal_pointer (&h);
-      lo[0] = new_min;
-      hi[0] = new_max;
-      if (self->n_channels == 0)
-        {
-          self->min = g_new (double, 1);
-          self->max = g_new (double, 1);
-          self->n_channels = 1;
-        }
-      self->min[0] = lo[0] + 0.0;
-      self->max[0] = hi[0] + 0.0;
-      self->n_batches++;
-      return TRUE;
-    }
+    return hist_update (self, &v, n, axis, n_ch, lo, hi, error);
   if (HAS_MAGNITUDES (self))
     {
       g_autofree double *h = NULL, *nlo = NULL, *nhi = NULL;
@@ -1672,6 +1760,63 @@ same_config (PiqObserver  *self,
   return TRUE;
 }
 
+/* @other's histograms into @self's, channel by channel: over the same range the
+ * counts add (for self == other too); over different ranges both spread onto the
+ * union (hist_spread); an observer that has seen nothing takes @other's state. */
+static gboolean
+hist_merge (PiqObserver  *self,
+            PiqObserver  *other,
+            GError      **error)
+{
+  guint bins = self->n_bins;
+  guint64 n_ch = other->n_channels;
+  g_autofree double *acc = NULL;
+
+  if (self->n_channels == 0)
+    {
+      g_autofree double *lo = try_alloc_n (n_ch, sizeof *lo, "channel minima", error);
+      g_autofree double *hi = lo != NULL ? try_alloc_n (n_ch, sizeof *hi, "channel maxima", error) : NULL;
+      g_autofree float *h = hi != NULL ? try_alloc_n (n_ch * bins, sizeof *h, "histogram counts", error) : NULL;
+      if (h == NULL)
+        return FALSE;
+      memcpy (lo, other->min, n_ch * sizeof *lo);
+      memcpy (hi, other->max, n_ch * sizeof *hi);
+      memcpy (h, other->hist, n_ch * bins * sizeof *h);
+      self->min = g_steal_pointer (&lo);
+      self->max = g_steal_pointer (&hi);
+      self->hist = g_steal_pointer (&h);
+      self->n_channels = n_ch;
+      self->n_batches = other->n_batches;
+      return TRUE;
+    }
+  acc = try_alloc_n (bins, sizeof *acc, "histogram counts", error);
+  if (acc == NULL)
+    return FALSE;
+  for (guint64 c = 0; c < n_ch; c++)
+    {
+      float *h = self->hist + c * bins;
+      const float *oh = other->hist + c * bins;
+      if (self->min[c] == other->min[c] && self->max[c] == other->max[c])
+        {
+          for (guint b = 0; b < bins; b++)
+            h[b] = h[b] + oh[b];
+          continue;
+        }
+      /* different ranges: both histograms spread onto the union (docs/observers.md);
+       * @other is not @self here, whose ranges are its own */
+      double lo = MIN (self->min[c], other->min[c]), hi = MAX (self->max[c], other->max[c]);
+      memset (acc, 0, bins * sizeof *acc);
+      hist_spread (acc, bins, lo, hi, h, self->min[c], self->max[c]);
+      hist_spread (acc, bins, lo, hi, oh, other->min[c], other->max[c]);
+      for (guint b = 0; b < bins; b++)
+        h[b] = (float) acc[b];
+      self->min[c] = lo;
+      self->max[c] = hi;
+    }
+  self->n_batches += other->n_batches;
+  return TRUE;
+}
+
 /**
  * piq_observer_merge:
  * @self: an observer
@@ -1685,8 +1830,8 @@ same_config (PiqObserver  *self,
  * of its batches, so merging defines one: @other's running minimum and
  * maximum count as one more batch of @self (averaged in with
  * [property@Piq.Observer:averaging-constant]); an observer that has seen
- * nothing takes @other's state as it is. Histograms over the same range
- * add bin by bin; over different ranges both are spread onto the union
+ * nothing takes @other's state as it is. Histograms (channel by channel)
+ * over the same range add bin by bin; over different ranges both are spread onto the union
  * range, each bin's count uniformly over its interval (an approximation:
  * PyTorch defines no merge). The magnitude histograms of MSE and entropy
  * observers re-bin exactly onto the common range and add, so the result is
@@ -1715,39 +1860,7 @@ piq_observer_merge (PiqObserver  *self,
   if (other->n_channels == 0)
     return TRUE;
   if (HAS_HISTOGRAM (self))
-    {
-      if (self->n_channels != 0 && (self->min[0] != other->min[0] || self->max[0] != other->max[0]))
-        {
-          /* Different ranges: both histograms spread onto the union (docs/observers.md). */
-          double lo = MIN (self->min[0], other->min[0]), hi = MAX (self->max[0], other->max[0]);
-          g_autofree double *acc = try_alloc_n (self->n_bins, sizeof *acc, "histogram counts", error);
-          if (acc == NULL)
-            return FALSE;
-          hist_spread (acc, self->n_bins, lo, hi, self->hist, self->min[0], self->max[0]);
-          hist_spread (acc, self->n_bins, lo, hi, other->hist, other->min[0], other->max[0]);
-          for (guint b = 0; b < self->n_bins; b++)
-            self->hist[b] = (float) acc[b];
-          self->min[0] = lo;
-          self->max[0] = hi;
-          self->n_batches += other->n_batches;
-          return TRUE;
-        }
-      if (self->n_channels == 0)
-        {
-          self->min = g_memdup2 (other->min, sizeof (double));
-          self->max = g_memdup2 (other->max, sizeof (double));
-          self->hist = g_memdup2 (other->hist, other->n_bins * sizeof (float));
-          self->n_channels = 1;
-        }
-      else
-        {
-          /* the same bins: counts add (for self == other too) */
-          for (guint b = 0; b < self->n_bins; b++)
-            self->hist[b] = self->hist[b] + other->hist[b];
-        }
-      self->n_batches += other->n_batches;
-      return TRUE;
-    }
+    return hist_merge (self, other, error);
   if (HAS_MAGNITUDES (self))
     {
       guint64 n_ch = other->n_channels;
@@ -1852,9 +1965,9 @@ piq_observer_get_percentile (PiqObserver *self)
  * piq_observer_get_histogram:
  * @self: an observer
  *
- * A histogram or percentile observer's histogram:
- * [property@Piq.Observer:n-bins] doubles
- * in host byte order, each a binary32 value, over the range from
+ * A histogram or percentile observer's histograms:
+ * [property@Piq.Observer:n-bins] doubles per channel, channel after channel,
+ * in host byte order, each a binary32 value, each channel's over its range from
  * [method@Piq.Observer.get_min] to [method@Piq.Observer.get_max]. For an
  * MSE or entropy observer, each channel's two magnitude histograms, channel
  * after channel: [property@Piq.Observer:n-bins] counts of −x for the
@@ -1876,7 +1989,7 @@ piq_observer_get_histogram (PiqObserver *self)
   g_return_val_if_fail (PIQ_IS_OBSERVER (self), NULL);
   if (self->mag != NULL)
     return g_bytes_new (self->mag, self->n_channels * 2 * self->n_bins * sizeof (double));
-  n = self->hist != NULL ? self->n_bins : 0;
+  n = self->hist != NULL ? self->n_channels * self->n_bins : 0;
   h = g_new (double, MAX (n, 1));
   for (gsize i = 0; i < n; i++)
     h[i] = self->hist[i];
@@ -2321,14 +2434,14 @@ piq_observer_compute_recipe (PiqObserver  *self,
   if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
     {
       float lo, hi;
-      hist_search (self, ldexp (1.0, (int) info->bits), &lo, &hi);
+      hist_search (self, 0, ldexp (1.0, (int) info->bits), &lo, &hi);
       if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
         return NULL;
     }
   else if (self->kind == PIQ_OBSERVER_KIND_PERCENTILE)
     {
       float lo, hi;
-      percentile_range (self, &lo, &hi);
+      percentile_range (self, 0, &lo, &hi);
       if (!channel_params (info, symmetric, lo, hi, &scale, &zp, error))
         return NULL;
     }
@@ -2409,8 +2522,16 @@ piq_observer_compute_channel_params (PiqObserver  *self,
     }
   else
     for (guint64 c = 0; c < self->n_channels; c++)
-      if (!channel_params (info, symmetric, self->min[c], self->max[c], &s[c], &z[c], error))
-        return FALSE;
+      {
+        /* the histogram rules search each channel's own histogram */
+        float lo = (float) self->min[c], hi = (float) self->max[c];
+        if (self->kind == PIQ_OBSERVER_KIND_HISTOGRAM)
+          hist_search (self, c, ldexp (1.0, (int) info->bits), &lo, &hi);
+        else if (self->kind == PIQ_OBSERVER_KIND_PERCENTILE)
+          percentile_range (self, c, &lo, &hi);
+        if (!channel_params (info, symmetric, lo, hi, &s[c], &z[c], error))
+          return FALSE;
+      }
   if (scales != NULL)
     *scales = g_bytes_new_take (g_steal_pointer (&s), self->n_channels * sizeof (double));
   if (zero_points != NULL)
@@ -2479,7 +2600,7 @@ piq_observer_serialize (PiqObserver *self)
                                                       sizeof (double)));
   else
     {
-      gsize n = self->hist != NULL ? self->n_bins : 0;
+      gsize n = self->hist != NULL ? self->n_channels * self->n_bins : 0;
       g_autofree double *h = g_new (double, MAX (n, 1));
       for (gsize i = 0; i < n; i++)
         h[i] = self->hist[i];
@@ -2669,29 +2790,42 @@ piq_observer_new_deserialize (GVariant  *state,
     }
   else
     {
-      if (n_hist != (HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0))
+      /* n-bins counts per channel */
+      gsize per = HAS_HISTOGRAM (self) ? self->n_bins : 0;
+      if (n_lo > G_MAXSIZE / MAX (per, 1) / sizeof (double) || n_hist != n_lo * per)
         {
-          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has a "
-                       "histogram of %" G_GSIZE_FORMAT " bins, not %u", n_hist,
-                       HAS_HISTOGRAM (self) && n_lo > 0 ? self->n_bins : 0);
+          g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state has %"
+                       G_GSIZE_FORMAT " histogram counts for %" G_GSIZE_FORMAT " channels of "
+                       "%" G_GSIZE_FORMAT " bins", n_hist, n_lo, per);
           return NULL;
         }
       /* Re-binning (torch's _combine_histograms) takes differences of a rounded
        * cumulative sum, so a bin may hold a tiny negative value, as torch's do:
-       * at most half an ulp of the histogram's total, far below 2⁻²² of it. */
-      double total = 0.0;
-      for (gsize i = 0; i < n_hist; i++)
-        total += fabs (hist[i]);
-      for (gsize i = 0; i < n_hist; i++)
-        if (!binary32 (hist[i]) || !(hist[i] >= -ldexp (total, -22)))
-          {
-            g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
-                         "histogram bin %" G_GSIZE_FORMAT " holds %g", i, hist[i]);
-            return NULL;
-          }
+       * at most half an ulp of the channel's total, far below 2⁻²² of it. */
+      for (gsize c = 0; c < n_lo && per > 0; c++)
+        {
+          const double *ch = hist + c * per;
+          double total = 0.0;
+          for (gsize i = 0; i < per; i++)
+            total += fabs (ch[i]);
+          for (gsize i = 0; i < per; i++)
+            if (!binary32 (ch[i]) || !(ch[i] >= -ldexp (total, -22)))
+              {
+                g_set_error (error, PIQ_ERROR, PIQ_ERROR_INVALID_VALUE, "the observer state's "
+                             "histogram bin %" G_GSIZE_FORMAT " of channel %" G_GSIZE_FORMAT
+                             " holds %g", i, c, ch[i]);
+                return NULL;
+              }
+        }
       if (n_hist > 0)
         {
-          self->hist = g_new (float, n_hist);
+          self->hist = g_try_new (float, n_hist);
+          if (self->hist == NULL)
+            {
+              g_set_error (error, PIQ_ERROR, PIQ_ERROR_NO_MEMORY, "%" G_GSIZE_FORMAT
+                           " histogram counts do not fit in memory", n_hist);
+              return NULL;
+            }
           for (gsize i = 0; i < n_hist; i++)
             self->hist[i] = (float) hist[i] + 0.0f;
         }

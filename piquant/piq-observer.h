@@ -27,10 +27,11 @@ G_BEGIN_DECLS
  *   `MovingAveragePerChannelMinMaxObserver`)
  * @PIQ_OBSERVER_KIND_HISTOGRAM: a histogram of [property@Piq.Observer:n-bins]
  *   bins over the running range, and the L2-optimal clipping range searched on
- *   it (PyTorch's `HistogramObserver`; per tensor only)
+ *   it (PyTorch's `HistogramObserver`; per tensor, or per channel: each
+ *   channel's histogram is that of a `HistogramObserver` fed the channel alone)
  * @PIQ_OBSERVER_KIND_PERCENTILE: the same histogram; the range keeps the
  *   central [property@Piq.Observer:percentile] percent of the counts (per
- *   tensor only)
+ *   tensor and per channel)
  * @PIQ_OBSERVER_KIND_MSE: a histogram of the magnitudes of the negative and
  *   of the non-negative values over a power-of-two range, and the symmetric
  *   clip of the grid t · max|x|, t = 1/100 … 1, whose quantization error on

@@ -6,9 +6,11 @@
 # For the same batches (f32, f64, bf16 and f16; packed and strided rows), the
 # running min/max and the scale and zero point of Piq.Observer must equal those of
 # torch.ao.quantization's MinMaxObserver, MovingAverageMinMaxObserver,
-# PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver and (per tensor)
+# PerChannelMinMaxObserver, MovingAveragePerChannelMinMaxObserver and
 # HistogramObserver, for qint8 and quint8, affine and symmetric, bit for bit; the
-# histogram observer's histogram and range too. TAP, the plan comes last; the whole
+# histogram observer's histogram and range too. torch has no per-channel histogram
+# observer: a per-channel Piq.Observer's channel c must equal a HistogramObserver fed
+# channel c of every batch (x.select(axis, c)). TAP, the plan comes last; the whole
 # script is skipped when PyGObject or torch is missing.
 #
 # Environment (tests/Makefile.am sets it): GI_TYPELIB_PATH, LD_LIBRARY_PATH.
@@ -196,6 +198,48 @@ def check_histogram(dname, shape, pad, seed, small):
     return compared
 
 
+def check_histogram_channels(dname, shape, pad, seed, axis):
+    """Per channel: each channel's histogram, range and qparams against a
+    HistogramObserver of that channel alone."""
+    pdtype, tdtype = DTYPES[dname]
+    obs = Piq.Observer(kind=Piq.ObserverKind.HISTOGRAM, granularity=Piq.Granularity.CHANNEL,
+                       axis=axis)
+    xs = batches(shape, tdtype, seed, n=2 + seed % 2)
+    n_ch = shape[axis]
+    tos = {}
+    for c in range(n_ch):
+        for name, _, tq in TARGETS:
+            for sym in (False, True):
+                qs = torch.per_tensor_symmetric if sym else torch.per_tensor_affine
+                tos[(c, name, sym)] = tobs.HistogramObserver(dtype=tq, qscheme=qs)
+    for x in xs:
+        obs.observe(to_piq(x, pdtype, pad))
+        for (c, _, _), t in tos.items():
+            t(x.select(axis, c).float())
+    lo, hi, h = doubles(obs.get_min()), doubles(obs.get_max()), doubles(obs.get_histogram())
+    bins = obs.get_n_bins()
+    assert len(lo) == n_ch and len(h) == n_ch * bins
+    compared = 0
+    for c in range(n_ch):
+        ref = tos[(c, "qint8", False)]
+        assert lo[c] == float(ref.min_val) + 0.0, (c, lo[c], float(ref.min_val))
+        assert hi[c] == float(ref.max_val) + 0.0, (c, hi[c], float(ref.max_val))
+        assert h[c * bins:(c + 1) * bins] == ref.histogram.double().tolist(), c
+    for name, pq, _ in TARGETS:
+        for sym in (False, True):
+            fmt = Piq.Format(dtype=pq, symmetric=sym, granularity=Piq.Granularity.CHANNEL,
+                             axis=axis)
+            ok, s, z = obs.compute_channel_params(fmt)
+            assert ok
+            s, z = doubles(s), int64s(z)
+            for c in range(n_ch):
+                ts, tz = tos[(c, name, sym)].calculate_qparams()
+                assert s[c] == float(ts), (name, sym, c, s[c], float(ts))
+                assert z[c] == int(tz), (name, sym, c, z[c], int(tz))
+                compared += 1
+    return compared
+
+
 def main():
     cases = []
     for moving in (False, True):
@@ -210,6 +254,10 @@ def main():
             for pad in (0, 3):
                 for small in (False, True):
                     cases.append(("histogram", dname, shape, small, pad, 0))
+    for dname in DTYPES:
+        for shape, axis in (((6, 33), 0), ((6, 33), 1), ((3, 4, 170), 1)):
+            for pad in (0, 3):
+                cases.append(("histogram-channels", dname, shape, axis, pad, 0))
     failed = 0
     total = 0
     for i, (moving, dname, shape, axis, pad, c) in enumerate(cases, 1):
@@ -217,6 +265,9 @@ def main():
             name = "histogram/%s/%s/%s/%s" % (dname, "x".join(map(str, shape)),
                                               "small" if axis else "wide",
                                               "strided" if pad else "packed")
+        elif moving == "histogram-channels":
+            name = "histogram/%s/%s/axis%d/%s" % (dname, "x".join(map(str, shape)), axis,
+                                                 "strided" if pad else "packed")
         else:
             name = "%s/c=%g/%s/%s/%s/%s" % ("moving-average" if moving else "min-max", c, dname,
                                             "x".join(map(str, shape)),
@@ -225,6 +276,8 @@ def main():
         try:
             if moving == "histogram":
                 total += check_histogram(dname, shape, pad, i, axis)
+            elif moving == "histogram-channels":
+                total += check_histogram_channels(dname, shape, pad, i, axis)
             else:
                 total += check_case(moving, dname, shape, axis, pad, c)
             print("ok %d - %s" % (i, name))

@@ -1203,6 +1203,7 @@ test_histogram_bad (void)
   g_autoptr(PiqObserver) per_c = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_HISTOGRAM, 0);
   g_autoptr(PiqTensor) ta = values_tensor (PIQ_DTYPE_F32, a, 4, 0, NULL);
   g_autoptr(PiqTensor) tb = values_tensor (PIQ_DTYPE_F32, b, 4, 0, NULL);
+  g_autoptr(PiqTensor) t3 = values_tensor (PIQ_DTYPE_F32, b, 3, 0, NULL);
   g_autoptr(PiqFormat) u8_c = piq_format_new_per_channel (PIQ_DTYPE_UINT8, 0);
   g_autoptr(GVariant) before = NULL, after = NULL, other_before = NULL, other_after = NULL;
   g_autoptr(GError) error = NULL;
@@ -1210,7 +1211,10 @@ test_histogram_bad (void)
   static const int codes[2] = { PIQ_ERROR_UNSUPPORTED, PIQ_ERROR_INVALID_VALUE };
   PiqObserver *from[2];
 
-  assert_fails_unchanged (per_c, ta, PIQ_ERROR_UNSUPPORTED);
+  /* a per-channel histogram keeps its channel count */
+  g_assert_true (piq_observer_observe (per_c, ta, &error));
+  g_assert_no_error (error);
+  assert_fails_unchanged (per_c, t3, PIQ_ERROR_SIZE);
   g_assert_true (piq_observer_observe (obs, ta, &error));
   g_assert_true (piq_observer_observe (other, tb, &error));
   g_assert_true (piq_observer_observe (fewer, ta, &error));
@@ -1271,6 +1275,151 @@ test_histogram_bad (void)
   }
 }
 
+/* The doubles of @b from index @first on, @n of them, against @ref's all. */
+static void
+assert_slice (GBytes *b, gsize first, GBytes *ref, gsize n)
+{
+  gsize size, ref_size;
+  const double *p = g_bytes_get_data (b, &size), *r = g_bytes_get_data (ref, &ref_size);
+
+  g_assert_cmpuint (ref_size, ==, n * sizeof (double));
+  g_assert_cmpuint (size, >=, (first + n) * sizeof (double));
+  for (gsize i = 0; i < n; i++)
+    g_assert_cmphex (o_f64_bits (p[first + i]), ==, o_f64_bits (r[i]));
+}
+
+/* A per-channel histogram or percentile observer keeps, for each channel, the
+ * state of a per-tensor observer fed that channel's values alone (per-tensor
+ * observers are compared with torch's HistogramObserver by observer-torch.py,
+ * per channel too), along any axis, for every float type, packed or strided:
+ * ranges, histograms (re-binned as batches widen them), merged states and each
+ * channel's searched scale and zero point. */
+static void
+test_histogram_channels (void)
+{
+  static const struct { Layout l; int axis; } cases[] = {
+    { { PIQ_DTYPE_F32, 2, { 7, 33 }, 0 }, 0 },
+    { { PIQ_DTYPE_F32, 2, { 7, 33 }, 8 }, 0 },
+    { { PIQ_DTYPE_BF16, 2, { 7, 33 }, 0 }, 1 },
+    { { PIQ_DTYPE_F64, 2, { 7, 33 }, 16 }, -1 },
+    { { PIQ_DTYPE_F16, 3, { 3, 4, 17 }, 0 }, 1 },
+    { { PIQ_DTYPE_F32, 3, { 3, 4, 17 }, 4 }, 0 },
+    { { PIQ_DTYPE_F32, 3, { 3, 4, 17 }, 4 }, 1 },
+    { { PIQ_DTYPE_F32, 3, { 3, 4, 17 }, 0 }, 2 },
+    { { PIQ_DTYPE_F32, 1, { 50 }, 0 }, 0 },
+  };
+  static const PiqObserverKind kinds[] = { PIQ_OBSERVER_KIND_HISTOGRAM, PIQ_OBSERVER_KIND_PERCENTILE };
+  static const PiqDtype targets[] = { PIQ_DTYPE_UINT8, PIQ_DTYPE_INT8 };
+
+  for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
+    for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
+      {
+        const Layout *l = &cases[i].l;
+        int axis = cases[i].axis, a = axis < 0 ? axis + (int) l->n_dims : axis;
+        guint64 n_ch = l->shape[a];
+        /* obs sees every batch; part sees batches 0 and 1, rest batch 2, then merges */
+        PiqObserver *obs = g_object_new (PIQ_TYPE_OBSERVER, "kind", kinds[k], "n-bins", 96,
+                                         "granularity", PIQ_GRANULARITY_CHANNEL, "axis", axis,
+                                         "percentile", 95.0, NULL);
+        PiqObserver *part = g_object_new (PIQ_TYPE_OBSERVER, "kind", kinds[k], "n-bins", 96,
+                                          "granularity", PIQ_GRANULARITY_CHANNEL, "axis", axis,
+                                          "percentile", 95.0, NULL);
+        PiqObserver *rest = g_object_new (PIQ_TYPE_OBSERVER, "kind", kinds[k], "n-bins", 96,
+                                          "granularity", PIQ_GRANULARITY_CHANNEL, "axis", axis,
+                                          "percentile", 95.0, NULL);
+        g_autoptr(GPtrArray) refs = g_ptr_array_new_with_free_func (g_object_unref);
+        g_autoptr(GPtrArray) ref_parts = g_ptr_array_new_with_free_func (g_object_unref);
+        g_autoptr(GPtrArray) ref_rests = g_ptr_array_new_with_free_func (g_object_unref);
+        g_autoptr(GError) error = NULL;
+
+        for (guint64 c = 0; c < n_ch; c++)
+          for (int r = 0; r < 3; r++)
+            g_ptr_array_add (r == 0 ? refs : r == 1 ? ref_parts : ref_rests,
+                             g_object_new (PIQ_TYPE_OBSERVER, "kind", kinds[k], "n-bins", 96,
+                                           "percentile", 95.0, NULL));
+        for (guint j = 0; j < 3; j++)
+          {
+            Batch b = make_batch (l, 700 + 10 * i + j);
+            g_autofree double *v = g_new (double, b.n);
+            g_assert_true (piq_observer_observe (obs, b.tensor, &error));
+            g_assert_true (piq_observer_observe (j < 2 ? part : rest, b.tensor, &error));
+            g_assert_no_error (error);
+            for (guint64 c = 0; c < n_ch; c++)
+              {
+                g_autoptr(PiqTensor) t = NULL;
+                gsize m = 0;
+                for (guint64 e = 0; e < b.n; e++)
+                  if (o_channel_of (l, axis, e) == c)
+                    v[m++] = b.values[e];
+                t = values_tensor (l->dtype, v, m, 0, NULL);
+                g_assert_true (piq_observer_observe (refs->pdata[c], t, &error));
+                g_assert_true (piq_observer_observe ((j < 2 ? ref_parts : ref_rests)->pdata[c], t,
+                                                     &error));
+                g_assert_no_error (error);
+              }
+            batch_clear (&b);
+          }
+        g_assert_true (piq_observer_merge (part, rest, &error));
+        g_assert_no_error (error);
+        for (guint64 c = 0; c < n_ch; c++)
+          {
+            g_assert_true (piq_observer_merge (ref_parts->pdata[c], ref_rests->pdata[c], &error));
+            g_assert_no_error (error);
+          }
+        for (int m = 0; m < 2; m++)
+          {
+            PiqObserver *o = m == 0 ? obs : part;
+            GPtrArray *rs = m == 0 ? refs : ref_parts;
+            g_autoptr(GBytes) lo = piq_observer_get_min (o), hi = piq_observer_get_max (o);
+            g_autoptr(GBytes) h = piq_observer_get_histogram (o);
+            g_autoptr(GVariant) state = piq_observer_serialize (o);
+            g_autoptr(PiqObserver) back = piq_observer_new_deserialize (state, &error);
+
+            g_assert_no_error (error);
+            assert_same_state (o, back);
+            g_assert_cmpuint (piq_observer_get_n_channels (o), ==, n_ch);
+            for (guint64 c = 0; c < n_ch; c++)
+              {
+                g_autoptr(GBytes) rlo = piq_observer_get_min (rs->pdata[c]);
+                g_autoptr(GBytes) rhi = piq_observer_get_max (rs->pdata[c]);
+                g_autoptr(GBytes) rh = piq_observer_get_histogram (rs->pdata[c]);
+                assert_slice (lo, c, rlo, 1);
+                assert_slice (hi, c, rhi, 1);
+                assert_slice (h, c * 96, rh, 96);
+              }
+            for (gsize d = 0; d < G_N_ELEMENTS (targets); d++)
+              for (int sym = 0; sym < 2; sym++)
+                {
+                  g_autoptr(PiqFormat) fc = g_object_new (PIQ_TYPE_FORMAT, "dtype", targets[d],
+                                                          "symmetric", sym, "granularity",
+                                                          PIQ_GRANULARITY_CHANNEL, "axis", axis,
+                                                          NULL);
+                  g_autoptr(PiqFormat) ft = g_object_new (PIQ_TYPE_FORMAT, "dtype", targets[d],
+                                                          "symmetric", sym, NULL);
+                  g_autoptr(GBytes) sb = NULL, zb = NULL;
+                  const double *sc;
+                  const gint64 *zp;
+
+                  g_assert_true (piq_observer_compute_channel_params (o, fc, &sb, &zb, &error));
+                  g_assert_no_error (error);
+                  sc = g_bytes_get_data (sb, NULL);
+                  zp = g_bytes_get_data (zb, NULL);
+                  for (guint64 c = 0; c < n_ch; c++)
+                    {
+                      g_autoptr(PiqRecipe) r = piq_observer_compute_recipe (rs->pdata[c], ft, &error);
+                      g_assert_no_error (error);
+                      g_assert_cmphex (o_f64_bits (sc[c]), ==, o_f64_bits (piq_recipe_get_scale (r)));
+                      if (!sym)
+                        g_assert_cmpint (zp[c], ==, piq_recipe_get_zero_point (r));
+                    }
+                }
+          }
+        g_object_unref (obs);
+        g_object_unref (part);
+        g_object_unref (rest);
+      }
+}
+
 /* The thread count never changes a state: one thread and every thread give the
  * same statistics, histograms included. */
 static void
@@ -1285,7 +1434,8 @@ test_threads (void)
   Layout l = { PIQ_DTYPE_F32, 2, { 7, 50001 }, 0 }, ls = { PIQ_DTYPE_BF16, 2, { 7, 50001 }, 10 };
 
   for (gsize k = 0; k < G_N_ELEMENTS (kinds); k++)
-    for (int channel = 0; channel < (kinds[k] >= PIQ_OBSERVER_KIND_HISTOGRAM ? 1 : 3); channel++)
+    /* histograms per channel along axis 0 (7 channels), not the last (50001) */
+    for (int channel = 0; channel < (kinds[k] >= PIQ_OBSERVER_KIND_HISTOGRAM ? 2 : 3); channel++)
       {
         g_autoptr(PiqObserver) one = NULL, all = NULL;
         g_autoptr(GError) error = NULL;
@@ -2232,6 +2382,7 @@ main (int argc, char **argv)
   g_test_add_func ("/observer/histogram/rebin", test_histogram_rebin);
   g_test_add_func ("/observer/histogram/bad", test_histogram_bad);
   g_test_add_func ("/observer/percentile", test_percentile);
+  g_test_add_func ("/observer/histogram/channels", test_histogram_channels);
   g_test_add_func ("/observer/threads", test_threads);
   g_test_add_func ("/observer/search/entropy", test_search_entropy);
   g_test_add_func ("/observer/search/mse", test_search_mse);
