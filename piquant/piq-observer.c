@@ -706,11 +706,14 @@ hist_range (void     *data,
     }
 }
 
-/* torch.histc (x, bins, min=L, max=R) as float counts. L == R takes the batch's own
- * range, widened by 1 each way when it is a single value. Counts are exact integers
- * (torch accumulates in binary32, which loses counts past 2^24 in one bin). */
+/* torch.histc (x, bins, min=L, max=R) as float counts, on @threads threads (0: every
+ * core). L == R takes the batch's own range, widened by 1 each way when it is a
+ * single value. Counts are exact integers (torch accumulates in binary32, which
+ * loses counts past 2^24 in one bin), so the chunking, which follows the thread
+ * count, changes nothing. */
 static gboolean
 histc (const PiqEngineView *v,
+       unsigned             threads,
        guint64              n,
        double               L,
        double               R,
@@ -746,7 +749,7 @@ histc (const PiqEngineView *v,
   job.stride = stride == row_bytes ? n * esize : stride;
   /* chunks of at least 64 Ki elements (below 2^32: the counts are 32-bit), at most 4
    * per thread, at most 8 Mi counts */
-  n_chunks = MIN ((n + 65535) / 65536, 4 * (guint64) piq_parallel_max_threads ());
+  n_chunks = MIN ((n + 65535) / 65536, 4 * (guint64) (threads ? threads : piq_parallel_max_threads ()));
   n_chunks = MAX (1, MIN (n_chunks, (8u << 20) / (2 * (bins + 1))));
   job.chunk = MIN ((n + n_chunks - 1) / n_chunks, (guint64) G_MAXUINT32);
   n_chunks = (n + job.chunk - 1) / job.chunk;
@@ -755,7 +758,7 @@ histc (const PiqEngineView *v,
   if (counts == NULL)
     return FALSE;
   job.counts = counts;
-  piq_parallel_run (observer_threads (), n_chunks, 1, 2, hist_range, &job);
+  piq_parallel_run (threads, n_chunks, 1, 2, hist_range, &job);
   for (guint b = 0; b < bins; b++)
     {
       guint64 total = 0;
@@ -847,6 +850,7 @@ hist_spread (double      *dst,
 static gboolean
 hist_observe (PiqObserver          *self,
               guint64               c,
+              unsigned              threads,
               const PiqEngineView  *v,
               guint64               n,
               float                 lo,
@@ -863,7 +867,7 @@ hist_observe (PiqObserver          *self,
   if (self->n_channels == 0 || self->min[c] == self->max[c])
     {
       /* a first batch, or a histogram of one value: start over from this batch */
-      if (!histc (v, n, trunc (lo), trunc (hi), lo, hi, bins, h, error))
+      if (!histc (v, threads, n, trunc (lo), trunc (hi), lo, hi, bins, h, error))
         return FALSE;
       *new_min = lo;
       *new_max = hi;
@@ -888,7 +892,7 @@ hist_observe (PiqObserver          *self,
   e = (float) down_d * span - (cmax - cmin);
   cmax = cmax + e;
   start_d = nearbyintf ((mn - cmin) / hbw);
-  if (!histc (v, n, trunc (cmin), trunc (cmax), lo, hi, bins, h, error))
+  if (!histc (v, threads, n, trunc (cmin), trunc (cmax), lo, hi, bins, h, error))
     return FALSE;
   if (cmin == mn && cmax == mx)
     for (guint b = 0; b < bins; b++)
@@ -1574,10 +1578,53 @@ channel_view (const PiqEngineView *v,
                           .data = x, .size = m * sizeof (float) };
 }
 
+/* Channels [start, start + n) of a batch into their histograms, one thread each
+ * (the channels run on the team), each with a buffer of its own for gathers. A
+ * channel that fails keeps its error; the caller reports the first. */
+typedef struct {
+  PiqObserver          *self;
+  const PiqEngineView  *v;
+  guint64               n, n_ch;
+  int                   axis;     /* -1: the batch is the one channel */
+  unsigned              threads;  /* for each histc: 1 inside the team, else the default */
+  double               *lo, *hi;  /* in: the batch's ranges; out: the histograms' */
+  float                *h;
+  GError              **errors;   /* one per channel */
+} HistChannelsJob;
+
+static void
+hist_channels_range (void     *data,
+                     uint64_t  start,
+                     uint64_t  n)
+{
+  HistChannelsJob *job = data;
+  g_autofree float *x = NULL;
+
+  if (job->axis >= 0 &&
+      (x = try_alloc_n (job->n / job->n_ch, sizeof *x, "a channel's values",
+                        &job->errors[start])) == NULL)
+    return;
+  for (guint64 c = start; c < start + n; c++)
+    {
+      PiqEngineView cv;
+      float new_min, new_max;
+      if (job->axis >= 0)
+        channel_view (job->v, job->n, job->axis, job->n_ch, c, x, &cv);
+      if (!hist_observe (job->self, c, job->threads, job->axis >= 0 ? &cv : job->v,
+                         job->n / job->n_ch, (float) job->lo[c], (float) job->hi[c],
+                         job->h + c * job->self->n_bins, &new_min, &new_max, &job->errors[c]))
+        continue;
+      job->lo[c] = new_min + 0.0;
+      job->hi[c] = new_max + 0.0;
+    }
+}
+
 /* A batch into the histograms: each channel's part of it into that channel's
  * histogram, as a per-tensor observer of that channel alone would (a per-tensor
- * observer has one channel, the whole batch). Commits only when every channel
- * succeeded. */
+ * observer has one channel, the whole batch). Several channels run on the default
+ * quantizer's threads, a channel each; a single channel spreads its binning over
+ * them. The counts are exact, so the state does not depend on the thread count.
+ * Commits only when every channel succeeded. */
 static gboolean
 hist_update (PiqObserver          *self,
              const PiqEngineView  *v,
@@ -1589,8 +1636,13 @@ hist_update (PiqObserver          *self,
              GError              **error)
 {
   guint bins = self->n_bins;
-  g_autofree float *h = NULL, *x = NULL;
+  g_autofree float *h = NULL;
   g_autofree double *nmin = NULL, *nmax = NULL;
+  g_autofree GError **errors = NULL;
+  HistChannelsJob job = { .self = self, .v = v, .n = n, .n_ch = n_ch,
+                          .axis = n_ch > 1 ? axis : -1,
+                          .threads = n_ch > 1 ? 1 : observer_threads (), .lo = lo, .hi = hi };
+  gboolean ok = TRUE;
 
   if (n_ch > G_MAXSIZE / bins / sizeof (float))
     {
@@ -1599,26 +1651,29 @@ hist_update (PiqObserver          *self,
       return FALSE;
     }
   h = try_alloc_n (n_ch * bins, sizeof *h, "histogram counts", error);
-  if (h == NULL)
+  if (h == NULL || (errors = try_alloc_n (n_ch, sizeof *errors, "channel errors", error)) == NULL)
     return FALSE;
+  memset (errors, 0, n_ch * sizeof *errors);
   if (self->n_channels == 0 &&
       ((nmin = try_alloc_n (n_ch, sizeof *nmin, "channel minima", error)) == NULL ||
        (nmax = try_alloc_n (n_ch, sizeof *nmax, "channel maxima", error)) == NULL))
     return FALSE;
-  if (axis >= 0 && (x = try_alloc_n (n / n_ch, sizeof *x, "a channel's values", error)) == NULL)
-    return FALSE;
+  job.h = h;
+  job.errors = errors;
+  piq_parallel_run (observer_threads (), n_ch, 1,
+                    MAX (1, PIQ_PARALLEL_MIN_ELEMENTS / MAX (n / n_ch, 1)),
+                    hist_channels_range, &job);
   for (guint64 c = 0; c < n_ch; c++)
-    {
-      PiqEngineView cv;
-      float new_min, new_max;
-      if (axis >= 0)
-        channel_view (v, n, axis, n_ch, c, x, &cv);
-      if (!hist_observe (self, c, axis >= 0 ? &cv : v, n / n_ch, (float) lo[c], (float) hi[c],
-                         h + c * bins, &new_min, &new_max, error))
-        return FALSE;
-      lo[c] = new_min + 0.0;
-      hi[c] = new_max + 0.0;
-    }
+    if (errors[c] != NULL)
+      {
+        if (ok)
+          g_propagate_error (error, errors[c]);
+        else
+          g_error_free (errors[c]);
+        ok = FALSE;
+      }
+  if (!ok)
+    return FALSE;
   g_free (self->hist);
   self->hist = g_steal_pointer (&h);
   if (self->n_channels == 0)

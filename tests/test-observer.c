@@ -1215,6 +1215,18 @@ test_histogram_bad (void)
   g_assert_true (piq_observer_observe (per_c, ta, &error));
   g_assert_no_error (error);
   assert_fails_unchanged (per_c, t3, PIQ_ERROR_SIZE);
+  /* a batch 2^40 times wider than a histogram's range cannot be re-binned: one channel
+   * of three fails, and every channel stays as it was (the other two were binned) */
+  {
+    static const guint64 shape[2] = { 3, 2 };
+    static const double narrow[6] = { 1, 1.5, 2, 2.5, 3, 3.5 }, wide[6] = { 1, 1.5, 2, 1e15, 3, 3.5 };
+    g_autoptr(PiqObserver) three = piq_observer_new_per_channel (PIQ_OBSERVER_KIND_HISTOGRAM, 0);
+    g_autoptr(PiqTensor) tn = values_tensor (PIQ_DTYPE_F32, narrow, 6, 2, shape);
+    g_autoptr(PiqTensor) tw = values_tensor (PIQ_DTYPE_F32, wide, 6, 2, shape);
+    g_assert_true (piq_observer_observe (three, tn, &error));
+    g_assert_no_error (error);
+    assert_fails_unchanged (three, tw, PIQ_ERROR_INVALID_VALUE);
+  }
   g_assert_true (piq_observer_observe (obs, ta, &error));
   g_assert_true (piq_observer_observe (other, tb, &error));
   g_assert_true (piq_observer_observe (fewer, ta, &error));
