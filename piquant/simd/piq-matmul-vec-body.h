@@ -325,11 +325,11 @@ static const float dd_fp4_e2m1[16] = {
 };
 
 /* Lane l of the 16 (vector l / PIQ_W) = bit l of the two bytes at c (element 0 in bit 0
- * of c[0]) ? pos : neg: binary's decode (bit 1 is +scale, bit 0 −scale). AVX-512 loads
- * the bytes straight into a mask register (kmovw from memory is a load; from a general
- * register it takes port 5, which the blend and the FMAs need) and blends once per 16
- * weights (tested lane by lane, the decode took four instructions); AVX2 shifts bit l
- * into lane l's sign for vblendvps; other units test each lane's bit. */
+ * of c[0]) ? pos : neg: binary's decode (bit 1 is +scale, bit 0 −scale). AVX-512 takes
+ * the bytes as a mask register and blends once per 16 weights (tested lane by lane,
+ * the decode took four instructions; GCC 12 still moves the mask through a general
+ * register, docs/performance.md); AVX2 shifts bit l into lane l's sign for vblendvps;
+ * other units test each lane's bit. */
 VINLINE void
 dd_signs16 (const uint8_t *c, vf pos, vf neg, vf wv[MM_V])
 {
