@@ -144,12 +144,38 @@ typedef struct {
   PiqEngineError error;
 } BinJob;
 
+/* The outputs of @rows weight rows from their popcounts (@counts [rows][nb]): each
+ * output's terms in block order, as the definition adds them, but the rows' binary64
+ * chains side by side, block by block (inlined with rows = PANEL, the sums stay in
+ * registers). Summed one row after another, each output was a chain of nb dependent
+ * adds, which bounded the GEMV. */
+static inline __attribute__ ((always_inline)) void
+bin_sums (const uint64_t *counts, const float *xs, const float *ws, uint64_t nb, uint64_t B,
+          uint64_t k, const uint64_t rows, float *out)
+{
+  double acc[PANEL];
+
+  for (uint64_t j = 0; j < rows; j++)
+    acc[j] = 0.0;
+  for (uint64_t b = 0; b < nb; b++)
+    {
+      const int64_t len = (int64_t) MIN (B, k - b * B);
+      const double sx = (double) xs[b];
+#pragma GCC unroll 8
+      for (uint64_t j = 0; j < rows; j++)
+        acc[j] += sx * (double) ws[j * nb + b] * (double) (len - 2 * (int64_t) counts[j * nb + b]);
+    }
+  for (uint64_t j = 0; j < rows; j++)
+    out[j] = acc[j] == acc[j] ? (float) acc[j] : NAN;   /* the default quiet NaN on every CPU */
+}
+
 static void
 bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
 {
   const PiqEnginePacked *w = job->w;
   const uint64_t nb = w->bnb, words = w->bwords, B = w->bblock, k = w->k;
   const uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0), row_words = nb * words;
+  const float *ws = w->bscales + r0 * nb;
   PiqXnorCountsFn xnor = job->eng->kernels->xnor_counts;
   float out[PANEL];
 
@@ -160,18 +186,10 @@ bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
 
       for (uint64_t j = 0; j < rows; j++)
         xnor (xb, w->bits + (r0 + j) * row_words, (size_t) nb, (size_t) words, counts + j * nb);
-      for (uint64_t j = 0; j < rows; j++)
-        {
-          const float *ws = w->bscales + (r0 + j) * nb;
-          const uint64_t *c = counts + j * nb;
-          double acc = 0.0;
-          for (uint64_t b = 0; b < nb; b++)
-            {
-              int64_t len = (int64_t) MIN (B, k - b * B);
-              acc += (double) xs[b] * (double) ws[b] * (double) (len - 2 * (int64_t) c[b]);
-            }
-          out[j] = acc == acc ? (float) acc : NAN;   /* the default quiet NaN on every CPU */
-        }
+      if (rows == PANEL)
+        bin_sums (counts, xs, ws, nb, B, k, PANEL, out);
+      else
+        bin_sums (counts, xs, ws, nb, B, k, rows, out);
       for (uint64_t j = 0; j < rows; j++)
         store_float (job->y + m * job->ldy, r0 + j,
                      job->bias != NULL ? out[j] + job->bias[r0 + j] : out[j], job->y_dtype,

@@ -769,7 +769,8 @@ piq_engine_fused_rows (const PiqEngineQuant *w, uint64_t rows, uint64_t cols, Pi
     {
       if (g.info->kind == PIQ_KIND_INT ? g.info->bits != 4 && g.info->bits != 8
           : g.a.code != PIQ_C_NF4 && g.a.code != PIQ_C_FP4_BNB && g.a.code != PIQ_C_FP4_E2M1 &&
-            g.a.code != PIQ_C_FP8_E4M3 && g.a.code != PIQ_C_FP8_E5M2)
+            g.a.code != PIQ_C_FP8_E4M3 && g.a.code != PIQ_C_FP8_E5M2 &&
+            g.a.code != PIQ_C_BINARY)
         return 0;
       if (cols * g.info->bits % 8 != 0)
         return 0;     /* rows that start inside a byte */

@@ -1551,6 +1551,10 @@ static const DdFmt dd_fmts[] = {
   { "mxfp8_e4m3",  PIQ_C_FP8_E4M3, 8,    0,   0, PIQ_SCALE_E8M0, 0, 0, 0 },
   { "fp8_e5m2/f32", PIQ_C_FP8_E5M2, 8,   0,   0, PIQ_SCALE_F32,  0, 0, 0 },
   { "fp8_e4m3/tensor", PIQ_C_FP8_E4M3, 8, 0,  0, PIQ_SCALE_F32,  0, 0, 1 },
+  { "binary/f32",  PIQ_C_BINARY,   1,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },
+  { "binary/f16",  PIQ_C_BINARY,   1,    0,   0, PIQ_SCALE_F16,  0, 0, 0 },
+  { "binary/e8m0", PIQ_C_BINARY,   1,    0,   0, PIQ_SCALE_E8M0, 0, 0, 0 },
+  { "binary/tensor", PIQ_C_BINARY, 1,    0,   0, PIQ_SCALE_F32,  0, 0, 1 },
   { "nf8",         PIQ_C_NF8,      8,    0,   0, PIQ_SCALE_F32,  0, 0, 0 },   /* not taken */
 };
 

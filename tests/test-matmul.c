@@ -3277,6 +3277,9 @@ main (int argc, char **argv)
     add_case ("uint4-block32-symmetric", f, TRUE);
     add_case ("uint16-tensor", piq_format_new (PIQ_DTYPE_UINT16), FALSE);
     add_case ("int16-block32", piq_format_new_per_block (PIQ_DTYPE_INT16, 32, PIQ_DTYPE_F32), FALSE);
+    /* binary per row and per block of f16 scales (the preset: blocks of 128, f32) */
+    add_case ("binary-channel0", piq_format_new_per_channel (PIQ_DTYPE_BINARY, 0), FALSE);
+    add_case ("binary-block32-f16", piq_format_new_per_block (PIQ_DTYPE_BINARY, 32, PIQ_DTYPE_F16), FALSE);
   }
 
   for (guint i = 0; i < cases->len; i++)
@@ -3292,7 +3295,8 @@ main (int argc, char **argv)
           g_str_equal (c->name, "mxfp4") || g_str_equal (c->name, "fp4_bnb") ||
           g_str_equal (c->name, "mxfp8_e4m3") || g_str_equal (c->name, "fp8_e5m2") ||
           g_str_equal (c->name, "int4_block") || g_str_equal (c->name, "int8_block") ||
-          g_str_equal (c->name, "mxint8") || g_str_has_suffix (c->name, "-channel0") ||
+          g_str_equal (c->name, "mxint8") || g_str_equal (c->name, "binary") ||
+          g_str_has_suffix (c->name, "-channel0") ||
           (g_str_has_suffix (c->name, "-tensor") && !g_str_has_prefix (c->name, "uint16")) ||
           g_str_has_suffix (c->name, "-block32-f16") || g_str_has_prefix (c->name, "uint4-block"))
         {

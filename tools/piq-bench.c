@@ -1937,7 +1937,7 @@ mm_time (const Bench *b, MmRun *r, unsigned threads, const uint8_t *bytes, size_
  * instruction), a fifth of the peak on Sapphire Rapids. */
 #define PEAK_ACC(X) X (0) X (1) X (2) X (3) X (4) X (5) X (6) X (7) X (8) X (9) X (10) X (11)
 
-__attribute__ ((target ("avx512f"))) static float
+__attribute__ ((target ("avx512f"))) static double
 fma_loop_avx512 (unsigned iters)
 {
   const __m512 x = _mm512_set1_ps (0.999999f), y = _mm512_set1_ps (1e-7f);
@@ -1956,7 +1956,7 @@ fma_loop_avx512 (unsigned iters)
 #undef SUM_
   return _mm512_reduce_add_ps (s);
 }
-__attribute__ ((target ("avx2,fma"))) static float
+__attribute__ ((target ("avx2,fma"))) static double
 fma_loop_avx2 (unsigned iters)
 {
   const __m256 x = _mm256_set1_ps (0.999999f), y = _mm256_set1_ps (1e-7f);
@@ -1979,45 +1979,60 @@ fma_loop_avx2 (unsigned iters)
 }
 #endif
 
-typedef struct { unsigned width; double sink; } PeakJob;
+#if BENCH_X86
+/* Every peak is one of these loops: @iters iterations of twelve independent
+ * register-resident steps; what it returns only keeps the work alive. */
+typedef double (*PeakLoopFn) (unsigned iters);
+
+typedef struct { PeakLoopFn loop; uint64_t sink; } PeakJob;
 
 static void
 peak_range (void *data, uint64_t start, uint64_t n)
 {
   PeakJob *p = data;
-  float s = 0.0f;
+  double s = 0.0;
+  uint64_t bits;
 
   for (uint64_t i = start; i < start + n; i++)
-    {
-#if BENCH_X86
-      s += p->width == 16 ? fma_loop_avx512 (PEAK_ITERS) : fma_loop_avx2 (PEAK_ITERS);
-#endif
-    }
-  __atomic_store_n ((uint32_t *) &p->sink, (uint32_t) s, __ATOMIC_RELAXED);
+    s += p->loop (PEAK_ITERS);
+  memcpy (&bits, &s, sizeof bits);
+  __atomic_fetch_xor (&p->sink, bits, __ATOMIC_RELAXED);
 }
 
+/* The best of five runs of @loop on @threads threads (one loop each), in billions of
+ * operations a second for @ops operations per step. */
 static double
-fma_peak_gflops (unsigned threads, const char **label)
+peak_rate (unsigned threads, PeakLoopFn loop, double ops)
 {
-  PeakJob p = { 0, 0 };
+  PeakJob p = { loop, 0 };
   double best = 0.0;
 
-#if BENCH_X86
-  __builtin_cpu_init ();
-  p.width = __builtin_cpu_supports ("avx512f") ? 16 : __builtin_cpu_supports ("fma") ? 8 : 0;
-#endif
-  *label = p.width == 16 ? "avx512 fma" : p.width == 8 ? "avx2 fma" : "none";
-  if (p.width == 0)
-    return 0.0;
   for (int run = 0; run < 5; run++)
     {
       double t0 = now_s ();
       piq_parallel_run (threads, threads, 1, 2, peak_range, &p);
       double t = now_s () - t0;
-      double g = (double) threads * PEAK_ITERS * 12.0 * p.width * 2.0 / t / 1e9;
+      double g = (double) threads * PEAK_ITERS * 12.0 * ops / t / 1e9;
       best = g > best ? g : best;
     }
   return best;
+}
+#endif
+
+static double
+fma_peak_gflops (unsigned threads, const char **label)
+{
+#if BENCH_X86
+  unsigned width;
+
+  __builtin_cpu_init ();
+  width = __builtin_cpu_supports ("avx512f") ? 16 : __builtin_cpu_supports ("fma") ? 8 : 0;
+  *label = width == 16 ? "avx512 fma" : width == 8 ? "avx2 fma" : "none";
+  if (width != 0)
+    return peak_rate (threads, width == 16 ? fma_loop_avx512 : fma_loop_avx2, width * 2.0);
+#endif
+  *label = "none";
+  return 0.0;
 }
 
 static int
@@ -2144,10 +2159,9 @@ mm_gemv (Bench *b)
 }
 
 /* Peak int8 multiply-adds (GOPS, 2 per multiply-add) on @threads threads: a
- * register-resident loop of VPDPBUSD (AVX-512 VNNI) where the CPU has it, else of
- * VPMADDUBSW + VPMADDWD (AVX2), the instructions the kernels use. */
+ * register-resident loop of VPDPBUSD (AVX-512 VNNI) where the CPU has it. */
 #if BENCH_X86
-__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static int
+__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static double
 vnni_loop (unsigned iters)
 {
   const __m512i x = _mm512_set1_epi8 (3), y = _mm512_set1_epi8 (-2);
@@ -2168,47 +2182,87 @@ vnni_loop (unsigned iters)
 }
 #endif
 
-typedef struct { int sink; } VnniJob;
-
-static void
-vnni_range (void *data, uint64_t start, uint64_t n)
-{
-  VnniJob *v = data;
-  int s = 0;
-  for (uint64_t i = start; i < start + n; i++)
-    {
-#if BENCH_X86
-      s += vnni_loop (PEAK_ITERS);
-#endif
-    }
-  __atomic_store_n (&v->sink, s, __ATOMIC_RELAXED);
-}
-
 static double
 int8_peak_gops (unsigned threads, const char **label)
 {
-  VnniJob v = { 0 };
-  double best = 0.0;
-
 #if BENCH_X86
   __builtin_cpu_init ();
-  if (!__builtin_cpu_supports ("avx512vnni"))
-#endif
+  if (__builtin_cpu_supports ("avx512vnni"))
     {
-      *label = "no VNNI";
-      return 0.0;
-    }
-  *label = "avx512 vnni";
-  for (int run = 0; run < 5; run++)
-    {
-      double t0 = now_s ();
-      piq_parallel_run (threads, threads, 1, 2, vnni_range, &v);
-      double t = now_s () - t0;
+      *label = "avx512 vnni";
       /* 64 byte products per instruction, 2 ops each */
-      double g = (double) threads * PEAK_ITERS * 12.0 * 64 * 2.0 / t / 1e9;
-      best = g > best ? g : best;
+      return peak_rate (threads, vnni_loop, 64 * 2.0);
     }
-  return best;
+#endif
+  *label = "no VNNI";
+  return 0.0;
+}
+
+/* Peak XNOR-popcount rate (billions of bit operations a second, 2 per bit: the
+ * multiply-add a bit stands for, as the binary GEMM counts 2·M·N·K) on @threads
+ * threads: a register-resident loop of a ^= y, a += popcount (a) - the XOR, popcount
+ * and add the binary kernels spend on each word - in the instruction they count with:
+ * VPOPCNTQ on 512 bits where the CPU has AVX-512 VPOPCNTDQ, else POPCNT on 64. */
+#if BENCH_X86
+__attribute__ ((target ("avx512f,avx512vpopcntdq"))) static double
+xnor_loop_avx512 (unsigned iters)
+{
+  const __m512i y = _mm512_set1_epi64 ((long long) 0x9e3779b97f4a7c15ull);
+#define DECL_(i) __m512i a##i = _mm512_set1_epi64 (i);
+#define STEP_(i) a##i = _mm512_add_epi64 (a##i, _mm512_popcnt_epi64 (_mm512_xor_si512 (a##i, y)));
+#define SUM_(i) s = _mm512_add_epi64 (s, a##i);
+  PEAK_ACC (DECL_)
+  __m512i s = _mm512_setzero_si512 ();
+  for (unsigned it = 0; it < iters; it++)
+    {
+      PEAK_ACC (STEP_)
+    }
+  PEAK_ACC (SUM_)
+#undef DECL_
+#undef STEP_
+#undef SUM_
+  return (double) _mm512_reduce_add_epi64 (s);
+}
+
+__attribute__ ((target ("popcnt"))) static double
+xnor_loop_popcnt (unsigned iters)
+{
+  const uint64_t y = 0x9e3779b97f4a7c15ull;
+#define DECL_(i) uint64_t a##i = i;
+#define STEP_(i) a##i += (uint64_t) __builtin_popcountll (a##i ^ y);
+#define SUM_(i) s += a##i;
+  PEAK_ACC (DECL_)
+  uint64_t s = 0;
+  for (unsigned it = 0; it < iters; it++)
+    {
+      PEAK_ACC (STEP_)
+    }
+  PEAK_ACC (SUM_)
+#undef DECL_
+#undef STEP_
+#undef SUM_
+  return (double) s;
+}
+#endif
+
+static double
+xnor_peak_gops (unsigned threads, const char **label)
+{
+#if BENCH_X86
+  __builtin_cpu_init ();
+  if (__builtin_cpu_supports ("avx512vpopcntdq"))
+    {
+      *label = "avx512 vpopcntq";
+      return peak_rate (threads, xnor_loop_avx512, 512 * 2.0);
+    }
+  if (__builtin_cpu_supports ("popcnt"))
+    {
+      *label = "popcnt";
+      return peak_rate (threads, xnor_loop_popcnt, 64 * 2.0);
+    }
+#endif
+  *label = "no popcount";
+  return 0.0;
 }
 
 /* The int8 GEMM on quantized operands: A uint8 per tensor [256, 4096] × W int8 per
@@ -2279,8 +2333,9 @@ static void
 mm_gemm (Bench *b)
 {
   fprintf (b->out, "\nGEMM: Y [%u, %u] = X [%u, %u] · Wᵀ; GFLOP/s = 2·M·N·K / median time; "
-           "peak = a register-resident FMA loop on the same threads\n", MM_GEMM_M, MM_GEMM_NK,
-           MM_GEMM_M, MM_GEMM_NK);
+           "peak = a register-resident FMA loop on the same threads (binary binary: 2·M·N·K "
+           "bit operations a second, against a register-resident XOR + popcount + add loop "
+           "counted 2 per bit)\n", MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
   fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GFLOP/s", "peak",
            "ratio", "target");
   for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
@@ -2328,13 +2383,9 @@ mm_gemm (Bench *b)
               break;
             tmed = median (ts, reps);
             gf = 2.0 * MM_GEMM_M * MM_GEMM_NK * MM_GEMM_NK / tmed / 1e9;
-            peak = fma_peak_gflops (b->threads[t], &label);
-            if (pol == 2)
-              {
-                /* 2·M·N·K bit operations: no f32 peak to compare with */
-                peak = 0.0;
-                label = "XNOR-popcount bit operations, no peak";
-              }
+            /* binary activations: 2·M·N·K bit operations against the XNOR loop's */
+            peak = pol == 2 ? xnor_peak_gops (b->threads[t], &label)
+                            : fma_peak_gflops (b->threads[t], &label);
             fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s60%% (%s)\n", name,
                      b->threads[t], tmed * 1e3, gf, peak, peak > 0 ? 100.0 * gf / peak : 0.0,
                      peak > 0 && 100.0 * gf / peak < 60 ? "*" : " ", label);

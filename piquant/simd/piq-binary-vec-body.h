@@ -48,30 +48,84 @@ xnor_hsum (vq v)
 }
 #endif
 
+#ifdef PIQ_XNOR_VECTOR
+/* The even and the odd 64-bit lanes of a, then b: the two words of each pair in order */
+# if XQ == 8
+#  define XNOR_EVEN_(a, b) PIQ_SHUF2 ((a), (b), vq, 0, 2, 4, 6, 8, 10, 12, 14)
+#  define XNOR_ODD_(a, b)  PIQ_SHUF2 ((a), (b), vq, 1, 3, 5, 7, 9, 11, 13, 15)
+# elif XQ == 4
+#  define XNOR_EVEN_(a, b) PIQ_SHUF2 ((a), (b), vq, 0, 2, 4, 6)
+#  define XNOR_ODD_(a, b)  PIQ_SHUF2 ((a), (b), vq, 1, 3, 5, 7)
+# else
+#  define XNOR_EVEN_(a, b) PIQ_SHUF2 ((a), (b), vq, 0, 2)
+#  define XNOR_ODD_(a, b)  PIQ_SHUF2 ((a), (b), vq, 1, 3)
+# endif
+
+/* XQ blocks of @words words (a constant power of two ≤ XQ) at a time: the words'
+ * popcounts, then adjacent lanes (a block's words) added by even/odd shuffles, halving
+ * the vectors each round, so the XQ block counts end in one vector in block order and
+ * leave by one store. Summed lane by lane through memory, the small blocks (binary's
+ * default 128 elements: 2 words) cost more than their popcounts. Returns the blocks done. */
+VINLINE size_t
+xnor_small (const uint64_t *x, const uint64_t *w, size_t nb, const size_t words, uint64_t *out)
+{
+  size_t b = 0;
+
+  for (; b + XQ <= nb; b += XQ)
+    {
+      vq c[XQ];
+#pragma GCC unroll 8
+      for (size_t v = 0; v < words; v++)
+        {
+          vq xv, wv;
+          memcpy (&xv, x + b * words + v * XQ, sizeof xv);
+          memcpy (&wv, w + b * words + v * XQ, sizeof wv);
+          c[v] = xnor_popcnt (xv ^ wv);
+        }
+#pragma GCC unroll 8
+      for (size_t n = words; n > 1; n /= 2)
+#pragma GCC unroll 8
+        for (size_t v = 0; v < n / 2; v++)
+          c[v] = XNOR_EVEN_ (c[2 * v], c[2 * v + 1]) + XNOR_ODD_ (c[2 * v], c[2 * v + 1]);
+      memcpy (out + b, &c[0], sizeof c[0]);
+    }
+  return b;
+}
+#endif
+
 static void
 xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, uint64_t *out)
 {
   size_t b = 0;
 
 #ifdef PIQ_XNOR_VECTOR
-  if (words < XQ && XQ % words == 0)
+  if (words == 1)
+    b = xnor_small (x, w, nb, 1, out);
+  else if (words == 2)
+    b = xnor_small (x, w, nb, 2, out);
+# if XQ >= 4
+  else if (words == 4)
+    b = xnor_small (x, w, nb, 4, out);
+# endif
+# if XQ >= 8
+  else if (words == 8)
+    b = xnor_small (x, w, nb, 8, out);
+# endif
+#else
+  if (words == 2)
     {
-      /* small blocks (binary's default 128 elements: 2 words): XQ / words per vector */
-      const size_t per = XQ / words;
-      for (; b + per <= nb; b += per)
+      /* binary's default blocks (128 elements): both words at once, no inner loop */
+      for (; b < nb; b++)
         {
-          vq xv, wv, c;
-          memcpy (&xv, x + b * words, sizeof xv);
-          memcpy (&wv, w + b * words, sizeof wv);
-          c = xnor_popcnt (xv ^ wv);
-          for (size_t j = 0; j < per; j++)
-            {
-              uint64_t s = 0;
-              for (size_t l = 0; l < words; l++)
-                s += c[j * words + l];
-              out[b + j] = s;
-            }
+          uint64_t x0, x1, w0, w1;
+          memcpy (&x0, x + 2 * b, 8);
+          memcpy (&x1, x + 2 * b + 1, 8);
+          memcpy (&w0, w + 2 * b, 8);
+          memcpy (&w1, w + 2 * b + 1, 8);
+          out[b] = (uint64_t) __builtin_popcountll (x0 ^ w0) +
+                   (uint64_t) __builtin_popcountll (x1 ^ w1);
         }
+      return;
     }
 #endif
   for (; b < nb; b++)
@@ -102,4 +156,6 @@ xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, 
 }
 
 #undef XQ
+#undef XNOR_EVEN_
+#undef XNOR_ODD_
 #define PIQ_BINARY_SLOTS .xnor_counts = xnor_counts_u64,

@@ -272,7 +272,8 @@ mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, 
  * the scalar reference's bytes, with nothing written to memory but Y. */
 
 /* What the body takes: ggml Q4_0 and Q8_0, 4- and 8-bit integers, the 4-bit table
- * formats and FP8, whose blocks hold whole 16-element chunks (or one block a row). */
+ * formats, FP8 and binary, whose blocks hold whole 16-element chunks (or one block a
+ * row). */
 VINLINE int
 dd_takes (const PiqBlockArgs *a, size_t n)
 {
@@ -285,7 +286,7 @@ dd_takes (const PiqBlockArgs *a, size_t n)
   switch (a->code)
     {
     case PIQ_C_NF4: case PIQ_C_FP4_BNB: case PIQ_C_FP4_E2M1:
-    case PIQ_C_FP8_E4M3: case PIQ_C_FP8_E5M2:
+    case PIQ_C_FP8_E4M3: case PIQ_C_FP8_E5M2: case PIQ_C_BINARY:
       return 1;
     default:
       return 0;
@@ -323,11 +324,50 @@ static const float dd_fp4_e2m1[16] = {
   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f,
 };
 
+/* Lane l of the 16 (vector l / PIQ_W) = bit l of the two bytes at c (element 0 in bit 0
+ * of c[0]) ? pos : neg: binary's decode (bit 1 is +scale, bit 0 −scale). AVX-512 takes
+ * the bytes as a mask register and blends once per 16 weights (tested lane by lane,
+ * the decode took four instructions; GCC 12 still moves the mask through a general
+ * register, docs/performance.md); AVX2 shifts bit l into lane l's sign for vblendvps;
+ * other units test each lane's bit. */
+VINLINE void
+dd_signs16 (const uint8_t *c, vf pos, vf neg, vf wv[MM_V])
+{
+#if PIQ_W == 16 && defined __AVX512F__
+  __mmask16 m = _load_mask16 ((__mmask16 *) (uintptr_t) c);
+  wv[0] = (vf) _mm512_mask_blend_ps (m, (__m512) neg, (__m512) pos);
+#else
+  uint16_t m;
+  memcpy (&m, c, 2);
+# if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  m = __builtin_bswap16 (m);
+# endif
+  const vu bits = (vu) { 0 } + m;
+# pragma GCC unroll 4
+  for (int v = 0; v < MM_V; v++)
+    {
+# if PIQ_W == 8 && defined __AVX2__
+      vu sh = bits << ((vu) { 0 } + (uint32_t) (31 - v * PIQ_W) - viota (0));
+      wv[v] = (vf) _mm256_blendv_ps ((__m256) neg, (__m256) pos, (__m256) sh);
+# else
+      vu on = bits & ((vu) { 0 } + 1u) << viota ((uint32_t) (v * PIQ_W));
+      wv[v] = vsel ((vi) (on != 0u), pos, neg);
+# endif
+    }
+#endif
+}
+
 /* Elements k … k + 15 (k a multiple of 16, inside one block) of a row of codes. */
 VINLINE void
 dd_decode16 (const uint8_t *row, size_t k, const PiqBlockP *p, float d, const int code,
              const int bits, const int hf, const int sg, vf wv[MM_V])
 {
+  if (bits == 1)
+    {
+      /* ±scale exactly as decoding gives it (the scale as loaded, NaN or not) */
+      dd_signs16 (row + k / 8, vsplat (p->scale), vsplat (-p->scale), wv);
+      return;
+    }
   if (bits == 0)
     {
       const uint8_t *blk = row + k / 32 * (code == PIQ_C_Q8_0 ? 34 : 18) + 2;
@@ -382,6 +422,10 @@ dd_f16 (const uint8_t *p)
 # define DD_PREFETCH 1024
 #endif
 
+/* Weight rows a dd_block may take: 8 for binary's GEMV on AVX-512 (four one-vector
+ * accumulators leave the FMAs waiting on their latency), else 4. */
+#define DD_NR_MAX 8
+
 /* acc[i][j] += x[i] (16 elements at x + i·ldx) · wv[j], lane for lane */
 #define DD_FMA_(mr, nr, x, ldx, wv, acc) \
   do { \
@@ -391,7 +435,7 @@ dd_f16 (const uint8_t *p)
       _Pragma ("GCC unroll 4") \
       for (int v_ = 0; v_ < MM_V; v_++) \
         xv_[i_][v_] = fload ((x) + i_ * (ldx) + v_ * PIQ_W); \
-    _Pragma ("GCC unroll 4") \
+    _Pragma ("GCC unroll 8") \
     for (int j_ = 0; j_ < (nr); j_++) \
       _Pragma ("GCC unroll 4") \
       for (int i_ = 0; i_ < (mr); i_++) \
@@ -413,13 +457,13 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
   const PiqBlockArgs *a = w->a;
   const size_t bs = bits == 0 ? 32 : a->fixed ? n : a->block;
   const size_t bb = code == PIQ_C_Q8_0 ? 34 : 18;
-  vf acc[4][4][MM_V];
-  const uint8_t *row[4];
-  PiqBlockP p[4];
-  float d[4] = { 0 };
+  vf acc[4][DD_NR_MAX][MM_V];
+  const uint8_t *row[DD_NR_MAX];
+  PiqBlockP p[DD_NR_MAX];
+  float d[DD_NR_MAX] = { 0 };
   size_t k0 = 0;
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int j = 0; j < nr; j++)
     {
       row[j] = w->codes + (j0 + (size_t) j) * w->code_stride;
@@ -432,9 +476,9 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
   if (bits == 0)
     for (; k0 + 32 <= n; k0 += 32)
       {
-        vf wv[4][MM_V];
+        vf wv[DD_NR_MAX][MM_V];
         const float *xk = x + k0;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < nr; j++)
           {
             __builtin_prefetch (row[j] + k0 / 32 * bb + DD_PREFETCH);
@@ -442,7 +486,7 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
             dd_decode16 (row[j], k0, &p[j], d[j], code, bits, hf, sg, wv[j]);
           }
         DD_FMA_ (mr, nr, xk, ldx, wv, acc);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int j = 0; j < nr; j++)
           dd_decode16 (row[j], k0 + 16, &p[j], d[j], code, bits, hf, sg, wv[j]);
         DD_FMA_ (mr, nr, xk + 16, ldx, wv, acc);
@@ -451,7 +495,7 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
     {
       size_t end = n - k0 > bs ? k0 + bs : n, k = k0;
 
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int j = 0; j < nr; j++)
         if (bits == 0)
           d[j] = dd_f16 (row[j] + k0 / 32 * bb);
@@ -461,11 +505,11 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
                                  (a->fixed || bs >= n ? 0 : k0 / a->block), &p[j]);
       for (; k + 16 <= end; k += 16)
         {
-          vf wv[4][MM_V];
-#pragma GCC unroll 4
+          vf wv[DD_NR_MAX][MM_V];
+#pragma GCC unroll 8
           for (int j = 0; j < nr; j++)
             {
-              if (bits == 8 || k % 32 == 0)
+              if (bits == 8 || k % (bits == 1 ? 512 : 32) == 0)   /* a line per 64 bytes */
                 __builtin_prefetch (row[j] + k * bits / 8 + DD_PREFETCH);
               dd_decode16 (row[j], k, &p[j], d[j], code, bits, hf, sg, wv[j]);
             }
@@ -475,7 +519,7 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
         {
           size_t rem = end - k;
           float xt[4][16] = { { 0 } };
-          vf wv[4][MM_V];
+          vf wv[DD_NR_MAX][MM_V];
           for (int i = 0; i < mr; i++)
             memcpy (xt[i], x + i * ldx + k, rem * sizeof (float));
           for (int j = 0; j < nr; j++)
@@ -785,8 +829,9 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
 }
 #endif
 
-/* Sub-tiles: MM_MR rows of x by MM_NR weight rows, and single rows of x (GEMV) by 4:
- * four rows of codes stream side by side and x is loaded once for them. */
+/* Sub-tiles: MM_MR rows of x by MM_NR weight rows, and single rows of x (GEMV) by 4
+ * (binary on AVX-512: by 8): the rows of codes stream side by side and x is loaded
+ * once for them. */
 VINLINE void
 dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr, size_t nr,
          float *out, size_t ldo, const int code, const int bits, const int hf, const int sg)
@@ -833,7 +878,11 @@ dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
           continue;
         }
 #endif
-      for (j = 0; j + 4 <= nr; j += 4)
+      j = 0;
+      if (bits == 1 && PIQ_W == 16)
+        for (; j + 8 <= nr; j += 8)
+          dd_block (w, x + i * ldx, ldx, n, 1, 8, j, out + i * ldo + j, ldo, code, bits, hf, sg);
+      for (; j + 4 <= nr; j += 4)
         dd_block (w, x + i * ldx, ldx, n, 1, 4, j, out + i * ldo + j, ldo, code, bits, hf, sg);
       for (; j < nr; j++)
         dd_block (w, x + i * ldx, ldx, n, 1, 1, j, out + i * ldo + j, ldo, code, bits, hf, sg);
@@ -848,7 +897,8 @@ dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
   X (nf4, PIQ_C_NF4, 4, 0, 0) X (nf4h, PIQ_C_NF4, 4, 1, 0) \
   X (fp4, PIQ_C_FP4_E2M1, 4, 0, 0) X (fp4h, PIQ_C_FP4_E2M1, 4, 1, 0) \
   X (bnb4, PIQ_C_FP4_BNB, 4, 0, 0) X (bnb4h, PIQ_C_FP4_BNB, 4, 1, 0) \
-  X (e4m3, PIQ_C_FP8_E4M3, 8, 0, 0) X (e5m2, PIQ_C_FP8_E5M2, 8, 0, 0)
+  X (e4m3, PIQ_C_FP8_E4M3, 8, 0, 0) X (e5m2, PIQ_C_FP8_E5M2, 8, 0, 0) \
+  X (bin, PIQ_C_BINARY, 1, 0, 0)
 
 #define DD_DEF_(name, c, b, h, s) \
   static void \
