@@ -300,6 +300,33 @@ mf_decode (vi c, int M, int bias, int width, int code)
   return (vf) ((vi) v | ((c >> (width - 1)) & 1) << 31);
 }
 
+/* The dequantize bodies' form of piq_minifloat_decode, from codes at the tops of
+ * the lanes (the sign at bit 31; bits below a code are ignored): the magnitude's
+ * fields moved to binary32's, a, with the exponent rebased (n = a + K): that is
+ * the element for e ≥ 1. For e = 0, s = the bits with exponent 1 − bias (a + K + 2^23)
+ * less 2^(1 − bias) is m·2^(1 − bias − M) exactly; for e ≥ 1 the same s is
+ * 2n − 2^(1 − bias) ≥ n (n ≥ 2^(1 − bias)), and for e = 0 it is below n, so the
+ * element is min(n, s). No operand is a binary32 subnormal (multiplying those takes
+ * a microcode assist: perf showed MXFP6 twice as slow with a·2^(127 − bias)). The
+ * specials are the scalar's (NaN or ±Inf, then the sign). */
+VINLINE vf
+mf_elem (vu top, int M, int bias, int width, int code)
+{
+  const uint32_t mf = ((1u << (width - 1)) - 1) << (23 - M);
+  const uint32_t k = (uint32_t) (127 - bias) << 23;
+  vu a = (top >> (9 + M - width)) & mf;
+  vf n = (vf) (a + k), v = vmin (n, (vf) (a + (k + (1u << 23))) - vsplat (piq_pow2f (1 - bias)));
+
+  if (code == PIQ_C_FP8_E4M3)             /* S.1111.111 */
+    v = vsel ((vi) (a == mf), vsplat (NAN), v);
+  if (code == PIQ_C_FP8_E5M2)             /* S.11111.00 is ±Inf, S.11111.mm NaN */
+    {
+      v = vsel ((vi) (a == 0x0f800000u), vsplat (INFINITY), v);
+      v = vsel ((vi) a > 0x0f800000, vsplat (NAN), v);
+    }
+  return (vf) ((vu) v | (top & 0x80000000u));
+}
+
 /* NF4 by cells of 1/16 over [-1, 1] (fencode, 16 lanes): the number of thresholds
  * below cell k, and the threshold inside it (+Inf if none), as constants built from
  * bnb's thresholds by the preprocessor. */
@@ -626,6 +653,28 @@ fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
         b = (b ^ 8) - 8;
     }
   return is_signed ? PIQ_VEC_S8_TO_I32 (b) : PIQ_VEC_U8_TO_I32 (b);
+}
+
+/* PIQ_W minifloat codes at src, each at the top of its lane (for mf_bits) */
+VINLINE vu
+fload_top (const uint8_t *src, int bits, int high_first)
+{
+  if (bits == 6)
+    return f6_load_top (src);
+  if (bits == 8)
+    return (vu) PIQ_VEC_U8_TO_I32 (bytes16 (src, PIQ_W)) << 24;
+#if PIQ_W == 8
+  {
+    /* the four bytes in every lane, each lane's nibble moved to the top by a shift
+     * of its own (AVX2's per-lane shift), in place of splitting and widening bytes */
+    const vu lo = { 28, 24, 20, 16, 12, 8, 4, 0 }, hi = { 24, 28, 16, 20, 8, 12, 0, 4 };
+    uint32_t x;
+    memcpy (&x, src, 4);
+    return ((vu) { 0 } + x) << (high_first ? hi : lo);
+  }
+#else
+  return (vu) fload_codes (src, 4, 0, high_first) << 28;
+#endif
 }
 
 /* ---- quantize ----
@@ -1156,6 +1205,21 @@ fput (float *y, vf v, int add, int stream)
   (void) stream;
 }
 
+/* The minifloats (FP8, FP6, FP4 E2M1) in one block of step elements with a
+ * non-NaN scale: the element (mf_elem) times the scale, as the scalar's. */
+VINLINE void
+mf_dequant_span (const uint8_t *src, size_t step, float scale, float *y, int add, int stream,
+                 int code, int bits, int hf)
+{
+  const PiqMinifloat *f = &piq_minifloats[code];
+
+  for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)
+    {
+      vf v = mf_elem (fload_top (src, bits, hf), f->mbits, f->bias, 1 + f->ebits + f->mbits, code);
+      fput (y + i, v * vsplat (scale), add, stream);
+    }
+}
+
 /* add and stream (SET to vector-aligned y, past the caches) are constants here */
 VINLINE void
 fdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *scales,
@@ -1177,6 +1241,12 @@ fdequantize_run (const PiqBlockArgs *a, const uint8_t *codes, const uint8_t *sca
         {
           piq_block_dequantize (a, codes, scales, zero_points, first + b0, step, PIQ_F_F32,
                                 y + b0, add);
+          continue;
+        }
+      if (code >= 0 && code < PIQ_N_CODE && piq_minifloats[code].ebits != 0 && !p.nan_scale &&
+          p.scale == p.scale)
+        {
+          mf_dequant_span (src, step, p.scale, y + b0, add, stream, code, bits, hf);
           continue;
         }
       for (size_t i = 0; i < step; i += PIQ_W, src += PIQ_W * bits / 8)

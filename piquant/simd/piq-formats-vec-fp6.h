@@ -73,6 +73,34 @@ f6_load (const uint8_t *src)
   return PIQ_VEC_U8_TO_I32 (PIQ_SHUF2 (c0, c1, vb16, F6_EVEN_));
 }
 
+/* PIQ_W codes each at the top of its lane, bits 26…31, the bits below it whatever
+ * lay there (mf_bits drops them), for the dequantize bodies: f6_load's windows and
+ * multiplies (which leave the code at bits 10…15 of its word) without its shift
+ * and byte narrowing; the words go to the high halves of the lanes. */
+VINLINE vu
+f6_load_top (const uint8_t *src)
+{
+  const vh8 mul = { 1024, 16, 64, 256, 1024, 16, 64, 256 };
+  vb16 b = f6_bytes (src);
+  vh8 w0 = (vh8) PIQ_SHUF1 (b, vb16, F6_WIN_ (0), F6_WIN_ (1)) * mul;
+#if PIQ_W == 16
+  vh8 w1 = (vh8) PIQ_SHUF1 (b, vb16, F6_WIN_ (2), F6_WIN_ (3)) * mul;
+  vh w;
+  memcpy (&w, &w0, 16);
+  memcpy ((uint8_t *) &w + 16, &w1, 16);
+#elif PIQ_W == 8
+  vh w = w0;
+#else
+  vh w;
+  memcpy (&w, &w0, sizeof w);
+#endif
+#ifdef PIQ_VEC_U16_TO_I32
+  return (vu) PIQ_VEC_U16_TO_I32 (w) << 16;      /* one widening (GCC split it in two) */
+#else
+  return __builtin_convertvector (w, vu) << 16;
+#endif
+}
+
 /* The groups' words G from 4·PIQ_W / 4 dwords that hold four code bytes each
  * (b0 | b1 << 8 | b2 << 16 | b3 << 24, every b < 64): each code's bits moved down
  * to its place (bytes never overlap: bits 6 and 7 of a code byte are 0). */

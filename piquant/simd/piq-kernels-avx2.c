@@ -32,6 +32,7 @@
 #define PIQ_VEC_LOAD_BF16(p)      ((vf) _mm256_slli_epi32 (_mm256_cvtepu16_epi32 (_mm_loadu_si128 ((const __m128i *) (p))), 16))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm256_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm256_cvtepi8_epi32 ((__m128i) (c)))
+#define PIQ_VEC_U16_TO_I32(h)     ((vi) _mm256_cvtepu16_epi32 ((__m128i) (h)))
 #define PIQ_VEC_F16_BITS(v)       ((vh) _mm256_cvtps_ph ((__m256) (v), _MM_FROUND_TO_NEAREST_INT))
 #define PIQ_VEC_FLOOR(v)          ((vf) _mm256_floor_ps ((__m256) (v)))
 #define PIQ_VEC_PACKS_DW(a, b)    _mm256_packs_epi32 ((__m256i) (a), (__m256i) (b))

@@ -29,6 +29,7 @@
 #define PIQ_VEC_LOAD_BF16(p)      ((vf) _mm512_slli_epi32 (_mm512_cvtepu16_epi32 (_mm256_loadu_si256 ((const __m256i *) (p))), 16))
 #define PIQ_VEC_U8_TO_I32(c)      ((vi) _mm512_cvtepu8_epi32 ((__m128i) (c)))
 #define PIQ_VEC_S8_TO_I32(c)      ((vi) _mm512_cvtepi8_epi32 ((__m128i) (c)))
+#define PIQ_VEC_U16_TO_I32(h)     ((vi) _mm512_cvtepu16_epi32 ((__m256i) (h)))
 #define PIQ_VEC_F16_BITS(v)       ((vh) _mm512_cvtps_ph ((__m512) (v), _MM_FROUND_TO_NEAREST_INT))
 #define PIQ_VEC_FLOOR_I(v)        ((vi) _mm512_cvt_roundps_epi32 ((__m512) (v), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC))
 #define PIQ_VEC_CEIL_I(v)         ((vi) _mm512_cvt_roundps_epi32 ((__m512) (v), _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC))
