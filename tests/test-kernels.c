@@ -890,14 +890,14 @@ check_nf8_edges (const PiqKernelTable *t)
   return 1;
 }
 
-/* NF8's vector count (nf8_count, piq_nf8_poly): its quartic decides alone except
- * within PIQ_NF8_POLY_DELTA of a step, where it compares with the table. Around each
- * threshold and each level (the stochastic steps), values 2^j ulps away, j = 0 … 20,
- * on both sides: they cross the edge of that margin (a few thousand ulps near 0,
- * tens far from 0), where a wrong fit or margin would first show; then an even
- * grid over [−1, 1]. Per tensor and in blocks of 64 with max |x| 1, both roundings. */
+/* NF8's vector count (nf8_count, piq_nf8_cells): the count below v's cell of 1/256
+ * plus one compare with the cell's own threshold. Around each threshold and each
+ * level (the stochastic steps), values 2^j ulps away, j = 0 … 20, on both sides: they
+ * cross the cell edges near the thresholds, where a wrong table would first show;
+ * then an even grid over [−1, 1]. Per tensor and in blocks of 64 with max |x| 1,
+ * both roundings. (Every binary32 pattern was checked once, per tensor.) */
 static int
-check_nf8_poly (const PiqKernelTable *t)
+check_nf8_count (const PiqKernelTable *t)
 {
   enum { N = 64 * 128 };
   static float x[N];
@@ -1217,7 +1217,7 @@ run_block (const PiqKernelTable *t, const char *op, const char *skip)
   report (skip != NULL || check_nf4_edges (t), t->name, "block/f32/nf4-edges", skip);
   report (skip != NULL || check_fp6_edges (t), t->name, "block/f32/fp6-edges", skip);
   report (skip != NULL || check_nf8_edges (t), t->name, "block/f32/nf8-edges", skip);
-  report (skip != NULL || check_nf8_poly (t), t->name, "block/f32/nf8-poly", skip);
+  report (skip != NULL || check_nf8_count (t), t->name, "block/f32/nf8-count", skip);
   report (skip != NULL || check_bfp_edges (t), t->name, "block/f32/bfp-edges", skip);
   report (skip != NULL || check_ggml (t, PIQ_C_Q8_0), t->name, "block/f32/q8_0", skip);
   report (skip != NULL || check_ggml (t, PIQ_C_Q4_0), t->name, "block/f32/q4_0", skip);

@@ -89,74 +89,43 @@ for i in range(0, 256, 4):
 out.write("};\n")
 
 
-# The vector bodies count thresholds without a table search: a piecewise quartic G,
-# one piece per sixteenth of [-1, 1], rises through i + 1 at threshold i (the count
-# steps from i to i + 1 there), so away from whole numbers floor(G(v)) is the count.
-# Where G(v) lies within PIQ_NF8_POLY_DELTA of a whole number r the bodies compare v
-# with threshold r - 1 itself. The pieces are least-squares fits to the thresholds
-# (those of the piece and of its neighbours' nearest quarter, never across 0, where
-# the levels' spacing has a kink); the binary32 evaluation below is the vector
-# bodies', and the fit must stay within a quarter of the margin at every threshold.
-# A lane count that breaks the margin elsewhere fails test-kernels' nf8 checks.
-SEGS, DEG, DELTA = 16, 4, 2.0 ** -11
+# The vector bodies count thresholds by cells: v in [-1, 1] falls in cell
+# k = min(trunc(fl32(v + 1) * 256), 511), computed in binary32 exactly as below. k is
+# nondecreasing in v, so a threshold in a cell below v's is below v and one in a cell
+# above is above it: the count is the number of thresholds in the cells below k plus
+# one if the threshold in cell k (2, above every v, where none) is below v. That needs
+# at most one threshold per cell, which is asserted here for both tables (the
+# thresholds are at least 0.0049 apart, a cell is 1/256 wide); no other property of
+# the rounding is assumed.
+CELLS = 512
 
 
-def solve(a, b):                 # Gauss-Jordan with partial pivoting, binary64
-    n = len(b)
-    m = [row[:] + [v] for row, v in zip(a, b)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda r: abs(m[r][c]))
-        m[c], m[p] = m[p], m[c]
-        for r in range(n):
-            if r != c:
-                k = m[r][c] / m[c][c]
-                for j in range(c, n + 1):
-                    m[r][j] -= k * m[c][j]
-    return [m[i][n] / m[i][i] for i in range(n)]
+def cell(v):                     # the vector bodies' nf8_count, in binary32
+    return min(int(f32(f32(v + 1.0) * 256.0)), CELLS - 1)
 
 
-def poly_eval(coef, v):          # the vector bodies' nf8_count, in binary32
-    v = min(max(v, -1.0), 1.0)
-    u = f32(f32(v + 1.0) * 8.0)
-    s = min(int(u), SEGS - 1)
-    w = f32(u - (s + 0.5))
-    g = coef[DEG][s]
-    for k in range(DEG - 1, -1, -1):
-        g = f32(f32(g * w) + coef[k][s])
-    return g
+def cell_table(th):
+    inner, base = [2.0] * CELLS, [0] * CELLS
+    for t in th:
+        assert -1.0 <= t <= 1.0 and inner[cell(t)] == 2.0, t
+        inner[cell(t)] = t
+    for k in range(CELLS):
+        base[k] = sum(1 for t in th if cell(t) < k)
+    return list(zip(inner, base))
 
 
-def poly_fit(th):
-    pieces = []
-    for s in range(SEGS):
-        lo = -1 + s / 8
-        a, b = lo - 1 / 32, lo + 1 / 8 + 1 / 32
-        if s < SEGS // 2:
-            b = min(b, 0.0)
-        else:
-            a = max(a, 0.0)
-        pts = [((t + 1) * 8 - (s + 0.5), i + 1) for i, t in enumerate(th) if a <= t <= b]
-        n = DEG + 1
-        pieces.append(solve([[sum(w ** (i + j) for w, _ in pts) for j in range(n)] for i in range(n)],
-                            [sum(y * w ** i for w, y in pts) for i in range(n)]))
-    coef = [[f32(pieces[s][k]) for s in range(SEGS)] for k in range(DEG + 1)]
-    err = max(abs(poly_eval(coef, t) - (i + 1)) for i, t in enumerate(th))
-    assert err < DELTA / 4, err
-    return coef
-
-
-out.write("\n/* The vector bodies' count of the thresholds below v (gen-nf8.py says how):\n"
-          " * coefficients k = 0 … 4 of the quartic of each sixteenth of [-1, 1], in\n"
-          " * w = 8 (v + 1) - (s + 1/2) for piece s. [0]: piq_nf8_midpoints (nearest);\n"
-          " * [1]: levels 1 … 255, counted where at or below v (stochastic). */\n"
-          "#define PIQ_NF8_POLY_DELTA %.9ef\n" % DELTA)
-out.write("static const float piq_nf8_poly[2][%d][%d] = {\n" % (DEG + 1, SEGS))
+out.write("\n/* The vector bodies' count of the thresholds below v (le: at or below), v in\n"
+          " * [-1, 1]: cell k = min(trunc(fl32(v + 1) * 256), %d) holds at most one threshold,\n"
+          " * t (2 where none), and n thresholds lie in the cells below it, so the count is\n"
+          " * n plus one if t is below v (gen-nf8.py says why). [0]: piq_nf8_midpoints\n"
+          " * (nearest: below v); [1]: levels 1 ... 255 (stochastic: at or below v). */\n"
+          "#define PIQ_NF8_CELLS %d\n"
+          "typedef struct { float t; int32_t n; } PiqNf8Cell;\n"
+          "static const PiqNf8Cell piq_nf8_cells[2][PIQ_NF8_CELLS] = {\n" % (CELLS - 1, CELLS))
 for th in (mids, values[1:]):
+    tab = cell_table(th)
     out.write("  {\n")
-    for row in poly_fit(th):
-        out.write("    {\n")
-        for i in range(0, SEGS, 4):
-            out.write("      " + " ".join("%.9ef," % v for v in row[i:i + 4]) + "\n")
-        out.write("    },\n")
+    for i in range(0, CELLS, 4):
+        out.write("   " + "".join(" { %.9ef, %d }," % e for e in tab[i:i + 4]) + "\n")
     out.write("  },\n")
 out.write("};\n")

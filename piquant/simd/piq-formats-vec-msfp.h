@@ -17,10 +17,9 @@
  *   x − lo ≤ hi − x still picks the lower level, so counting them is that rule
  *   (tests/test-kernels.c checks each threshold). Stochastic counts the levels at or
  *   below x · inv, as the scalar's binary search finds lo, and draws between lo and
- *   hi with the scalar's binary32 (x − lo) / (hi − lo). Both counts come from a
- *   piecewise quartic of v (nf8_count), with a compare against the table entry
- *   where the quartic lies too close to a step; the 256-entry lookups (levels, and
- *   that entry) are permutes on AVX-512, not gathers.
+ *   hi with the scalar's binary32 (x − lo) / (hi − lo). Both counts come from v's
+ *   cell of 1/256 (nf8_count: one lookup and one compare); the levels lo and hi
+ *   are permutes on AVX-512, not gathers.
  * - BFP: the box exponent E = the biased exponent of max |x| + 1, + 1 more where
  *   the m-bit rounding of max |x| carries (the scalar's nearbyintf test, as an add
  *   at the mantissa's bit 23 − m), clamped to 254; elements are x · 2^(127 + m − E),
@@ -76,40 +75,55 @@ mlut (const float *t, vi k)
 #endif
 }
 
-/* The number of 255 increasing thresholds below v (le: at or below v), v in
- * [−1, 1]: poly the table's piecewise quartic G (piq_nf8_poly, tools/gen-nf8.py),
- * which crosses i + 1 at threshold i, so floor (G (v)) is the count wherever G (v)
- * is farther than PIQ_NF8_POLY_DELTA from a whole number r; within it the count is
- * r − 1 or r, and threshold r − 1 (entry r − 1 + off of th) decides. The binary32
- * steps are the generator's, which checks the fit; the margin is 16 times its
- * error, and rare enough (about 1 lane in 1000) that the lookup seldom runs. */
-VINLINE vi
-nf8_count (vf v, const float (*poly)[16], const float *th, int off, int le)
-{
-  const vf u = (v + vsplat (1.0f)) * vsplat (8.0f);
-  vi s = __builtin_convertvector (u, vi), r, c, amb;
-  vf w, g, d;
+/* Lane j: cells[k[j]] of a table of PiqNf8Cell, threshold t and count n. AVX-512
+ * and AVX2: one 64-bit gather per cell ({t, n} together: half the loads of two
+ * 32-bit gathers, which took most of f32->nf8's time on Zen 3), then a shuffle of
+ * the halves (the cells are 512: permutes would take 32 of each); lane by lane
+ * elsewhere. */
+_Static_assert (sizeof (PiqNf8Cell) == 8, "mcell gathers a cell as one 64-bit element");
 
-  s = (vi) vsel ((vi) (s > 15), (vf) fsplat_i (15), (vf) s);   /* v = 1 */
-  w = u - (__builtin_convertvector (s, vf) + vsplat (0.5f));
-  g = flut16 (poly[4], s);
-#pragma GCC unroll 4
-  for (int k = 3; k >= 0; k--)
-    g = g * w + flut16 (poly[k], s);
-  r = frint (g);
-  d = g - __builtin_convertvector (r, vf);
-  c = r + (vi) (d < vsplat (0.0f));
-  amb = (vi) (d < vsplat (PIQ_NF8_POLY_DELTA)) & (vi) (d > vsplat (-PIQ_NF8_POLY_DELTA));
-  if (fany (amb))
+VINLINE void
+mcell (const PiqNf8Cell *cells, vi k, vf *t, vi *n)
+{
+#if PIQ_W == 16 && defined __AVX512F__
+  const __m512i q0 = _mm512_i32gather_epi64 (_mm512_castsi512_si256 ((__m512i) k), cells, 8);
+  const __m512i q1 = _mm512_i32gather_epi64 (_mm512_extracti64x4_epi64 ((__m512i) k, 1), cells, 8);
+  const __m512i even = _mm512_setr_epi32 (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  *t = (vf) _mm512_permutex2var_epi32 (q0, even, q1);
+  *n = (vi) _mm512_permutex2var_epi32 (q0, _mm512_add_epi32 (even, _mm512_set1_epi32 (1)), q1);
+#elif PIQ_W == 8 && defined __AVX2__
+  /* cells of lanes 0, 1, 4, 5 and of 2, 3, 6, 7: the in-lane shuffles then give
+   * lanes 0 … 7 in order */
+  const __m256i kk = _mm256_permutevar8x32_epi32 ((__m256i) k,
+                                                  _mm256_setr_epi32 (0, 1, 4, 5, 2, 3, 6, 7));
+  const __m256 q0 = (__m256) _mm256_i32gather_epi64 ((const long long *) cells,
+                                                     _mm256_castsi256_si128 (kk), 8);
+  const __m256 q1 = (__m256) _mm256_i32gather_epi64 ((const long long *) cells,
+                                                     _mm256_extracti128_si256 (kk, 1), 8);
+  *t = (vf) _mm256_shuffle_ps (q0, q1, 0x88);
+  *n = (vi) _mm256_shuffle_ps (q0, q1, 0xdd);
+#else
+  for (int j = 0; j < PIQ_W; j++)
     {
-      vi rr = (vi) vsel ((vi) (r < 1), (vf) fsplat_i (1), (vf) r);
-      vf t;
-      rr = (vi) vsel ((vi) (rr > 255), (vf) fsplat_i (255), (vf) rr);
-      t = mlut (th, rr - 1 + off);
-      rr = rr + (le ? (vi) (t > v) : (vi) (t >= v));      /* r − 1 unless v passes */
-      c = (vi) vsel (amb, (vf) rr, (vf) c);
+      (*t)[j] = cells[k[j]].t;
+      (*n)[j] = cells[k[j]].n;
     }
-  return c;
+#endif
+}
+
+/* The number of a table's thresholds below v (le: at or below), v in [−1, 1]: by
+ * v's cell of 1/256 (piq_nf8_cells, tools/gen-nf8.py), which holds at most one
+ * of them, the count below the cell plus one if v passes the cell's own. The cell
+ * is the generator's binary32 fl (v + 1) · 256, truncated (the product is exact). */
+VINLINE vi
+nf8_count (vf v, const PiqNf8Cell *cells, int le)
+{
+  vi k = __builtin_convertvector ((v + vsplat (1.0f)) * vsplat (256.0f), vi), n;
+  vf t;
+
+  k = (vi) vsel ((vi) (k > PIQ_NF8_CELLS - 1), (vf) fsplat_i (PIQ_NF8_CELLS - 1), (vf) k);
+  mcell (cells, k, &t, &n);
+  return n - (le ? (vi) (t <= v) : (vi) (t < v));
 }
 
 /* piq_nf8_encode of v = x · inv. fin: no lane is NaN (a NaN lane is taken as 0,
@@ -131,7 +145,7 @@ nf8_encode (vf v, int fin, int st, vu h)
        * as the scalar's code 0; v = lo gives 0 too */
       vi ci;
       vf lo, hi;
-      c = nf8_count (v, piq_nf8_poly[1], piq_nf8_values, 1, 1);
+      c = nf8_count (v, piq_nf8_cells[1], 1);
       ci = c + (vi) (c > 254);
       lo = mlut (piq_nf8_values, ci);
       hi = mlut (piq_nf8_values, ci + 1);
@@ -139,7 +153,7 @@ nf8_encode (vf v, int fin, int st, vu h)
       c = (vi) vsel ((vi) (v >= vsplat (1.0f)), (vf) fsplat_i (255), (vf) c);
     }
   else
-    c = nf8_count (v, piq_nf8_poly[0], piq_nf8_midpoints, 0, 0);
+    c = nf8_count (v, piq_nf8_cells[0], 0);
   return c;
 }
 
@@ -251,6 +265,7 @@ mgroup (const PiqBlockArgs *a, const float *x, uint64_t first, size_t at, uint8_
         int stream, uint32_t key, uint32_t ix)
 {
   const size_t K = a->block / PIQ_W, step = PIQ_W * bits / 8;
+  const int ksh = (K & (K - 1)) == 0 ? __builtin_ctzl (K) : -1;
   const uint64_t b_first = (first + at) / a->block;
   const float *xs = x + at;
   uint8_t *dst = codes + (first + at) * bits / 8;
@@ -295,21 +310,25 @@ mgroup (const PiqBlockArgs *a, const float *x, uint64_t first, size_t at, uint8_
           memcpy (scales + b_first, &eb, sizeof eb);
         }
       memcpy (mbuf, &mul, sizeof mbuf);
-      /* whole vectors of the group, four at a time, each with its block's multiplier */
-      for (size_t i = 0; i < PIQ_W * a->block; i += 4 * PIQ_W, dst += 4 * step)
+      /* whole vectors of the group, four at a time, each with its block's multiplier
+       * (vector v's block by a shift where K is a power of two: a 64-bit division per
+       * vector cost NF8 and MSFP more than their codes' arithmetic) */
+      for (size_t i = 0; i < PIQ_W * K * PIQ_W; i += 4 * PIQ_W, dst += 4 * step)
         {
           uint32_t p = ix + (uint32_t) (at + i);
           size_t v = i / PIQ_W;
-          fprefetch4 (xs + i + PIQ_W * a->block + PIQ_PREFETCH);   /* each of the four lines */
+#define MBLK_(d) mbuf[ksh >= 0 ? (v + (d)) >> ksh : (v + (d)) / K]
+          fprefetch4 (xs + i + PIQ_W * K * PIQ_W + PIQ_PREFETCH);   /* each of the four lines */
           mstore4 (dst,
-                   mencode (fload (xs + i), vsplat (mbuf[v / K]), code, mb, 1, st, key, p),
-                   mencode (fload (xs + i + PIQ_W), vsplat (mbuf[(v + 1) / K]), code, mb, 1, st,
-                            key, p + PIQ_W),
-                   mencode (fload (xs + i + 2 * PIQ_W), vsplat (mbuf[(v + 2) / K]), code, mb, 1,
-                            st, key, p + 2 * PIQ_W),
-                   mencode (fload (xs + i + 3 * PIQ_W), vsplat (mbuf[(v + 3) / K]), code, mb, 1,
-                            st, key, p + 3 * PIQ_W),
+                   mencode (fload (xs + i), vsplat (MBLK_ (0)), code, mb, 1, st, key, p),
+                   mencode (fload (xs + i + PIQ_W), vsplat (MBLK_ (1)), code, mb, 1, st, key,
+                            p + PIQ_W),
+                   mencode (fload (xs + i + 2 * PIQ_W), vsplat (MBLK_ (2)), code, mb, 1, st, key,
+                            p + 2 * PIQ_W),
+                   mencode (fload (xs + i + 3 * PIQ_W), vsplat (MBLK_ (3)), code, mb, 1, st, key,
+                            p + 3 * PIQ_W),
                    bits, hf, stream);
+#undef MBLK_
         }
       return;
     }
