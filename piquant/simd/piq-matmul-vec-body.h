@@ -333,12 +333,11 @@ static const float dd_fp4_e2m1[16] = {
 VINLINE void
 dd_signs16 (const uint8_t *c, vf pos, vf neg, vf wv[MM_V])
 {
-#if PIQ_W == 16 && defined __AVX512F__
-  __mmask16 m = _load_mask16 ((__mmask16 *) (uintptr_t) c);
-  wv[0] = (vf) _mm512_mask_blend_ps (m, (__m512) neg, (__m512) pos);
-#else
   uint16_t m;
-  memcpy (&m, c, 2);
+  memcpy (&m, c, 2);   /* c is odd when a row's codes are an odd number of bytes */
+#if PIQ_W == 16 && defined __AVX512F__
+  wv[0] = (vf) _mm512_mask_blend_ps ((__mmask16) m, (__m512) neg, (__m512) pos);
+#else
 # if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   m = __builtin_bswap16 (m);
 # endif
