@@ -1531,10 +1531,37 @@ mag_union (PiqObserver   *self,
   return TRUE;
 }
 
-/* Channel @c of a batch along @axis as a view the histogram can read: the
- * channel's elements in flat order are `outer` runs of `inner` elements, one in
- * every n_ch. One run (axis 0) is a view of the batch itself (its rows, strided or
- * not); several are gathered into @x as binary32, the values the histogram reads. */
+/* The elements of a channel along @axis, in flat order, are `outer` runs of
+ * `inner` elements, one run in every n_ch. */
+static guint64
+channel_inner (const PiqEngineView *v,
+               int                  axis)
+{
+  guint64 inner = 1;
+
+  for (guint d = (guint) axis + 1; d < v->n_dims; d++)
+    inner *= v->shape[d];
+  return inner;
+}
+
+/* Whether each channel is one run of whole rows of the batch, read in place:
+ * axis 0 of a matrix or more (the single elements that are a vector's channels
+ * are gathered). */
+static gboolean
+channel_is_rows (const PiqEngineView *v,
+                 guint64              n,
+                 int                  axis,
+                 guint64              n_ch)
+{
+  guint64 inner = channel_inner (v, axis);
+
+  return n / (n_ch * inner) == 1 && inner % v->shape[v->n_dims - 1] == 0;
+}
+
+/* Channel @c of a batch along @axis as a view the histogram can read: one run
+ * of whole rows (axis 0) is a view of the batch itself (its rows, strided or
+ * not); anything else is gathered into @x as binary32, the values the histogram
+ * reads (@x is unused, and may be NULL, where channel_is_rows). */
 static void
 channel_view (const PiqEngineView *v,
               guint64              n,
@@ -1546,24 +1573,18 @@ channel_view (const PiqEngineView *v,
 {
   const PiqDtypeInfo *si = piq_dtype_info (v->dtype);
   gsize esize = si->bits / 8;
-  guint64 cols = v->shape[v->n_dims - 1], inner = 1, outer, m = 0;
+  guint64 cols = v->shape[v->n_dims - 1], inner = channel_inner (v, axis), m = 0;
+  guint64 outer = n / (n_ch * inner);
   gsize stride = v->row_stride ? v->row_stride : (gsize) cols * esize;
 
-  for (guint d = (guint) axis + 1; d < v->n_dims; d++)
-    inner *= v->shape[d];
-  outer = n / (n_ch * inner);
-  if (outer == 1)
+  if (channel_is_rows (v, n, axis, n_ch))
     {
-      /* axis 0: whole rows (inner is a multiple of cols), or the last axis of a vector */
       *cv = *v;
-      if (inner % cols == 0)
-        {
-          cv->data = (const guint8 *) v->data + c * (inner / cols) * stride;
-          cv->n_dims = 2;
-          cv->shape[0] = inner / cols;
-          cv->shape[1] = cols;
-          return;
-        }
+      cv->data = (const guint8 *) v->data + c * (inner / cols) * stride;
+      cv->n_dims = 2;
+      cv->shape[0] = inner / cols;
+      cv->shape[1] = cols;
+      return;
     }
   for (guint64 o = 0; o < outer; o++)
     for (guint64 i = (o * n_ch + c) * inner, end = i + inner; i < end; )
@@ -1600,7 +1621,7 @@ hist_channels_range (void     *data,
   HistChannelsJob *job = data;
   g_autofree float *x = NULL;
 
-  if (job->axis >= 0 &&
+  if (job->axis >= 0 && !channel_is_rows (job->v, job->n, job->axis, job->n_ch) &&
       (x = try_alloc_n (job->n / job->n_ch, sizeof *x, "a channel's values",
                         &job->errors[start])) == NULL)
     return;
