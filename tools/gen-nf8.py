@@ -81,8 +81,8 @@ for a, b in zip(values, values[1:]):
 out.write("\n/* Nearest: the code of x (not NaN) is the number of these below x. Entry i is the\n"
           " * largest binary32 m in [level i, level i+1) with m - level i <= level i+1 - m\n"
           " * in binary32, the scalar codec's rule (ties to the lower code). Entry 255 (2,\n"
-          " * above every clamped v) is never counted: it pads the table to the 256 floats\n"
-          " * that the AVX-512 lookup (mlut) loads as sixteen vectors. */\n"
+          " * above every clamped v) is never counted. The vector bodies count through the\n"
+          " * cells below, built from these; test-kernels checks each entry. */\n"
           "static const float piq_nf8_midpoints[256] = {\n")
 for i in range(0, 256, 4):
     out.write("  " + " ".join("%.9ef," % v for v in (mids + [2.0])[i:i + 4]) + "\n")

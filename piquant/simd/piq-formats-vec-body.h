@@ -176,8 +176,7 @@ fperm1_f (vf a, vi k)
 }
 
 /* Lane j: t[c[j] & 15] of a table of 16 floats: one permute (16 lanes), two and a
- * blend (8), lane by lane (4). NF8's quartic pieces and the fused GEMV's block
- * tables. */
+ * blend (8), lane by lane (4). The fused GEMV's block tables. */
 VINLINE vf
 flut16 (const float *t, vi c)
 {
@@ -655,7 +654,7 @@ fload_codes (const uint8_t *src, int bits, int is_signed, int high_first)
   return is_signed ? PIQ_VEC_S8_TO_I32 (b) : PIQ_VEC_U8_TO_I32 (b);
 }
 
-/* PIQ_W minifloat codes at src, each at the top of its lane (for mf_bits) */
+/* PIQ_W minifloat codes at src, each at the top of its lane (for mf_elem) */
 VINLINE vu
 fload_top (const uint8_t *src, int bits, int high_first)
 {

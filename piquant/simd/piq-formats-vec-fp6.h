@@ -74,7 +74,7 @@ f6_load (const uint8_t *src)
 }
 
 /* PIQ_W codes each at the top of its lane, bits 26…31, the bits below it whatever
- * lay there (mf_bits drops them), for the dequantize bodies: f6_load's windows and
+ * lay there (mf_elem drops them), for the dequantize bodies: f6_load's windows and
  * multiplies (which leave the code at bits 10…15 of its word) without its shift
  * and byte narrowing; the words go to the high halves of the lanes. */
 VINLINE vu

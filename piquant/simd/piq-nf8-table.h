@@ -74,8 +74,8 @@ static const float piq_nf8_values[256] = {
 /* Nearest: the code of x (not NaN) is the number of these below x. Entry i is the
  * largest binary32 m in [level i, level i+1) with m - level i <= level i+1 - m
  * in binary32, the scalar codec's rule (ties to the lower code). Entry 255 (2,
- * above every clamped v) is never counted: it pads the table to the 256 floats
- * that the AVX-512 lookup (mlut) loads as sixteen vectors. */
+ * above every clamped v) is never counted. The vector bodies count through the
+ * cells below, built from these; test-kernels checks each entry. */
 static const float piq_nf8_midpoints[256] = {
   -9.868273735e-01f, -9.615443349e-01f, -9.382062554e-01f, -9.164966941e-01f,
   -8.961719275e-01f, -8.770400286e-01f, -8.589471579e-01f, -8.417676687e-01f,
