@@ -35,6 +35,10 @@
 
 #define DT_BINARY (32 + PIQ_C_BINARY)
 #define DT_E8M0   64
+/* From this many rows of X on, a work item takes the GEMM micro-kernel (xnor_gemm),
+ * BIN_GEMM_MC rows a call; a GEMV streams the rows of bits (xnor_counts). */
+#define BIN_GEMM_MIN_M 2
+#define BIN_GEMM_MC 64
 
 /* Bits bit0 … bit0 + len − 1 of @src (bit j of byte j / 8) into @words words of @dst
  * from bit 0, the rest of the words 0. */
@@ -111,6 +115,25 @@ piq_engine_binary_pack (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngin
     return 0;
   pack_rows (p, &w->f, w->codes, w->scales, w->scale, 0, p->n, p->bits, p->bscales);
   p->bytes = p->n * p->bnb * (p->bwords * sizeof (uint64_t) + sizeof (float));
+  {
+    /* the GEMM's interleaved copy (a GEMV streams the rows: bits stays) */
+    const uint64_t panels = (p->n + PANEL - 1) / PANEL, nb = p->bnb, words = p->bwords;
+    if ((p->bits_p = try_alloc (panels * PANEL * nb * words, sizeof (uint64_t),
+                                "the sign bits' panels", e)) == NULL ||
+        (p->bscales_p = try_alloc (panels * PANEL * nb, sizeof (float),
+                                   "the scales' panels", e)) == NULL)
+      return 0;
+    for (uint64_t r = 0; r < panels * PANEL; r++)
+      for (uint64_t b = 0; b < nb; b++)
+        {
+          uint64_t at = (r / PANEL * nb + b) * PANEL + r % PANEL;
+          for (uint64_t t = 0; t < words; t++)
+            p->bits_p[(r / PANEL * nb * words + b * words + t) * PANEL + r % PANEL] =
+              r < p->n ? p->bits[(r * nb + b) * words + t] : 0;
+          p->bscales_p[at] = r < p->n ? p->bscales[r * nb + b] : 0.0f;
+        }
+    p->bytes *= 2;
+  }
   /* the format stays (X is quantized to it); nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
   p->q.codes_size = p->q.scales_size = p->q.zero_points_size = 0;
@@ -169,6 +192,18 @@ bin_sums (const uint64_t *counts, const float *xs, const float *ws, uint64_t nb,
     out[j] = acc[j] == acc[j] ? (float) acc[j] : NAN;   /* the default quiet NaN on every CPU */
 }
 
+/* The outputs of one row of X and @rows weight rows from their binary64 sums. */
+static void
+bin_store (BinJob *job, uint64_t m, uint64_t r0, uint64_t rows, const double *acc)
+{
+  for (uint64_t j = 0; j < rows; j++)
+    {
+      float v = acc[j] == acc[j] ? (float) acc[j] : NAN;   /* the default quiet NaN */
+      store_float (job->y + m * job->ldy, r0 + j, job->bias != NULL ? v + job->bias[r0 + j] : v,
+                   job->y_dtype, job->add);
+    }
+}
+
 static void
 bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
 {
@@ -179,6 +214,22 @@ bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
   PiqXnorCountsFn xnor = job->eng->kernels->xnor_counts;
   float out[PANEL];
 
+  if (m1 - m0 >= BIN_GEMM_MIN_M)
+    {
+      /* the panel's interleaved copy against BIN_GEMM_MC rows of X at a time */
+      double acc[BIN_GEMM_MC * PANEL];
+      for (uint64_t m = m0; m < m1; m += BIN_GEMM_MC)
+        {
+          uint64_t mc = MIN ((uint64_t) BIN_GEMM_MC, m1 - m);
+          job->eng->kernels->xnor_gemm (job->xbits + m * row_words, (size_t) row_words,
+                                        job->xscales + m * nb, (size_t) nb, (size_t) mc,
+                                        w->bits_p + r0 * row_words, w->bscales_p + r0 * nb,
+                                        (size_t) nb, (size_t) words, (size_t) B, (size_t) k, acc);
+          for (uint64_t i = 0; i < mc; i++)
+            bin_store (job, m + i, r0, rows, acc + i * PANEL);
+        }
+      return;
+    }
   for (uint64_t m = m0; m < m1; m++)
     {
       const uint64_t *xb = job->xbits + m * row_words;

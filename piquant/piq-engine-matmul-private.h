@@ -26,17 +26,22 @@
 /* The float policy's GEMM, from FGEMM_MIN_M rows of X on (fused weights included: the
  * fused kernel decodes the weights again for every TILE_M rows): a work item decodes
  * FGEMM_NC weight rows once into binary32, laid out in blocks of FGEMM_KC of k, and the
- * kernels' mm_lanes multiplies them with FGEMM_MC rows of X at a time, block by block of
- * k, the 16 lanes of every output carried between blocks. 48 rows = 8 micro-panels of
- * 6 (AVX-512) or 16 of 3 (AVX2, NEON) and 6 decoded panels. Carrying costs a load and a
- * store of 16 lanes per output per block, so the block is long: with 512, carries were
- * a tenth of the time (docs/matmul.md); the tile's rows stream from L2 instead of L1.
+ * kernels' mm_lanes multiplies them with FGEMM_MC rows of X at a time, in blocks of
+ * FGEMM_KB of k, the 16 lanes of every output carried in scratch between blocks. 48
+ * rows = 8 micro-panels of 6 (AVX-512), 12 of 4 (AVX2) or 9 and a part of 5 (NEON), and
+ * 6 decoded panels. A block of 512 keeps a micro-panel of w (8–12 KiB) in L1 while the
+ * rows of X pass it; with 4096 both streamed from L2 and a work item on Zen 3 ran at
+ * 35 % of the FMA loop against 50–60 % (a micro-benchmark of mm_lanes; carrying costs a
+ * load and a store of 16 lanes per output per block).
  * FGEMM_LDW: floats between decoded rows, one cache line more than the block, so rows
  * of a power-of-two K do not share L1 sets (that cost 15 %). */
 #define FGEMM_MIN_M 8
 #define FGEMM_NC 48
 #define FGEMM_KC 4096
+#define FGEMM_KB 512            /* divides FGEMM_KC */
 #define FGEMM_MC 32
+/* floats between the rows of X copied to binary32: whole cache lines */
+#define XF_LD(k) (((uint64_t) (k) + 15) / 16 * 16)
 #define FGEMM_LDW(kc) (((uint64_t) (kc) + 15) / 16 * 16 + 16)
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
@@ -85,6 +90,11 @@ struct PiqEnginePacked {
   uint64_t *bits;
   float    *bscales;
   uint64_t  bblock, bnb, bwords;
+  /* the same, interleaved for the GEMM (xnor_gemm): panels of PANEL rows, each block's
+   * word t of the panel's rows side by side ([panel][bnb][bwords][PANEL]), the scales
+   * [panel][bnb][PANEL]; rows past n have zero bits and scales */
+  uint64_t *bits_p;
+  float    *bscales_p;
   /* the int8 GEMM's B (byte codes, one group per row: piq_engine_pack_gemm_b): the
    * stored codes as signed bytes (w, or c − 128 without signed_codes), in panels of 16
    * rows of gemm_kq quads of 4 k (PiqGemmU8S8Fn's layout), zero past n and k */

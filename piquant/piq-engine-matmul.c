@@ -33,7 +33,7 @@
  * allocates its own). */
 typedef struct {
   size_t  size;
-  uint8_t pad[56];
+  uint8_t pad[56];              /* data on the block's next cache line */
   uint8_t data[];
 } Scratch;
 
@@ -47,8 +47,15 @@ scratch_take (size_t bytes, PiqEngineError *e)
   if (s != NULL && s->size >= bytes)
     return s;
   free (s);
-  if ((s = try_alloc (1, sizeof *s + bytes, "the product's scratch", e)) != NULL)
-    s->size = bytes;
+  /* on a cache line, as data is then too: the tiles load the decoded weights and X from
+   * here a vector at a time, and a vector load across two lines takes two (every one
+   * of a 64-byte vector off the line) */
+  if (bytes > SIZE_MAX - sizeof *s || posix_memalign ((void **) &s, 64, sizeof *s + bytes) != 0)
+    {
+      failf (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of the product's scratch", bytes);
+      return NULL;
+    }
+  s->size = bytes;
   return s;
 }
 
@@ -445,6 +452,8 @@ piq_engine_packed_free (PiqEnginePacked *p)
   free (p->sums);
   free (p->bits);
   free (p->bscales);
+  free (p->bits_p);
+  free (p->bscales_p);
   free (p->gemm_b);
   free (p->gg);
   free (p);
@@ -524,7 +533,7 @@ gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1
   const uint64_t ldw = FGEMM_LDW (kc);
   float *wp = scratch, *tmp = wp + FGEMM_NC * nkb * ldw;
   float *lanes = tmp + PANEL * k;
-  float *out = lanes + (nkb > 1 ? FGEMM_MC * FGEMM_NC * 16 : 0);
+  float *out = lanes + FGEMM_MC * FGEMM_NC * 16;
 
   for (uint64_t p = 0; p < rows; p += PANEL)
     {
@@ -540,11 +549,13 @@ gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1
     {
       uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m);
       const float *x = job->x + m * job->ldx;
-      for (uint64_t b = 0; b < nkb; b++)
-        job->eng->kernels->mm_lanes (x + b * kc, job->ldx, wp + b * rows * ldw, (size_t) ldw,
-                                     (size_t) MIN (kc, k - b * kc), (size_t) mc, (size_t) rows,
-                                     nkb > 1 ? lanes : NULL, b == 0,
-                                     b + 1 == nkb ? out : NULL, FGEMM_NC);
+      for (uint64_t k0 = 0; k0 < k; k0 += FGEMM_KB)
+        {
+          uint64_t b = k0 / kc, kn = MIN ((uint64_t) FGEMM_KB, k - k0);
+          job->eng->kernels->mm_lanes (x + k0, job->ldx, wp + b * rows * ldw + (k0 - b * kc),
+                                       (size_t) ldw, (size_t) kn, (size_t) mc, (size_t) rows,
+                                       lanes, k0 == 0, k0 + kn == k ? out : NULL, FGEMM_NC);
+        }
       for (uint64_t i = 0; i < mc; i++)
         store_row (job, m + i, r0, out + i * FGEMM_NC, rows);
     }
@@ -785,7 +796,7 @@ gemm_scratch (uint64_t k)
   uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
 
   return (size_t) (FGEMM_NC * nkb * FGEMM_LDW (kc) + PANEL * k +
-                   (nkb > 1 ? FGEMM_MC * FGEMM_NC * 16 : 0) +
+                   FGEMM_MC * FGEMM_NC * 16 +
                    FGEMM_MC * FGEMM_NC) * sizeof (float);
 }
 
@@ -941,7 +952,12 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   /* X as binary32 rows: itself when it is f32 with rows on binary32 boundaries, else
    * widened (f64 rounded) once */
   x_ld = x->row_stride && m > 1 ? x->row_stride : (size_t) w->k * x_esize;
-  if (x->dtype == DT_F32 && x_ld % 4 == 0 && ((uintptr_t) x->data & 3) == 0)
+  job.gemm = w->activation == PIQ_ACT_FLOAT && m >= FGEMM_MIN_M;
+  /* the GEMM's tiles load X a vector at a time, once per 6 (AVX-512) or 4 weight rows:
+   * rows off a cache line would split those loads (malloc gives 16 bytes), so X is
+   * copied to rows on cache lines once unless its rows are there */
+  if (x->dtype == DT_F32 && x_ld % 4 == 0 && ((uintptr_t) x->data & 3) == 0 &&
+      !(job.gemm && (((uintptr_t) x->data & 63) != 0 || x_ld % 64 != 0)))
     {
       job.x = x->data;
       job.ldx = x_ld / 4;
@@ -952,7 +968,6 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   threads = eng->n_threads ? eng->n_threads : piq_parallel_max_threads ();
   if (m * w->n * w->k < PARALLEL_MIN_MACS)
     threads = 1;
-  job.gemm = w->activation == PIQ_ACT_FLOAT && m >= FGEMM_MIN_M;
   gg = w->activation == PIQ_ACT_DYNAMIC_INT8 && w->gg != NULL;
   job.prows = job.gemm ? FGEMM_NC : gg ? GG_NC : PANEL;
   job.panels = (w->n + job.prows - 1) / job.prows;
@@ -979,7 +994,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     const int dyn = w->activation == PIQ_ACT_DYNAMIC_INT8;
     size_t parts[9] = {
       job.slots * job.scratch_bytes,                                    /* per slot */
-      job.x == NULL ? (size_t) (m * w->k * sizeof (float)) : 0,         /* X as f32 */
+      job.x == NULL ? (size_t) (m * XF_LD (w->k) * sizeof (float)) : 0, /* X as f32 */
       bias != NULL ? (size_t) w->n * sizeof (float) : 0,                /* bias as f32 */
       dyn ? (size_t) (m * ldq) : 0,                                     /* X's int8 codes */
       w->activation == PIQ_ACT_DYNAMIC_INT8 ? (size_t) (m * w->groups * sizeof (float)) : 0,
@@ -1015,9 +1030,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   if (job.x == NULL)
     {
       for (uint64_t r = 0; r < m; r++)
-        to_f32 ((const uint8_t *) x->data + r * x_ld, x->dtype, w->k, xf + r * w->k);
+        to_f32 ((const uint8_t *) x->data + r * x_ld, x->dtype, w->k, xf + r * XF_LD (w->k));
       job.x = xf;
-      job.ldx = (size_t) w->k;
+      job.ldx = (size_t) XF_LD (w->k);
     }
   if (bias != NULL)
     {

@@ -1425,10 +1425,11 @@ check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
 }
 
 /* ---- the GEMM's micro-kernels (mm_lanes) ----
- * mr across the register tiles' rows (4 on AVX-512, 2 elsewhere) and nr across their
- * widths (6 on AVX-512, 3 elsewhere) and every narrower tail (4, 2, 1), n across 16 and
- * the blocks of k,
- * the lanes carried through blocks of 16, 48 and 128 (and one block), unaligned x, w,
+ * mr across the register tiles' rows (4 on AVX-512 and NEON, 3 on AVX2) and their
+ * tails, nr across their widths (6 on AVX-512, 4 on AVX2, 5 on NEON) and every narrower
+ * tail (4, 2, 1), n across 16 and the blocks of k,
+ * the lanes carried through blocks of 16, 48 and 128 (and one block, with and without
+ * lanes to carry them in), unaligned x, w,
  * lanes and out, NaN, ±Inf, ±0 and subnormals: the blocked product against the scalar
  * kernel's unblocked one, byte for byte, and the carried lanes against the scalar
  * kernel's (a NaN lane may differ in payload: the outputs take the default NaN). With
@@ -1482,7 +1483,8 @@ check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
                 if (ref != NULL && !last)
                   ref (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr, l[0] + lo, k0 == 0,
                        NULL, ldo);
-                fn (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr, l[1] + lo, k0 == 0,
+                fn (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr,
+                    kbs[kbi] == 0 && ni % 2 ? NULL : l[1] + lo, k0 == 0,
                     last ? o[1] + oo : NULL, ldo);
                 if (ref != NULL && !last && !mm_lanes_equal (l[0] + lo, l[1] + lo, mr * nr * 16))
                   {
@@ -1847,6 +1849,117 @@ static void
 run_xnor_counts (const PiqKernelTable *t, const char *skip)
 {
   report (skip != NULL || check_xnor_counts (t), t->name, "xnor_counts/u64", skip);
+}
+
+/* xnor_gemm against the scalar table's and the definition computed here bit by bit:
+ * 1 … 9 rows of x (the register tiles of 8 and 4 and their tails), blocks of 1, 2, 3
+ * and 5 words with ragged last blocks (k not a multiple of the block), random bits
+ * and the all-agreeing and all-differing extremes, scales with ±0, ±Inf, NaN and
+ * subnormals among random ones, at unaligned addresses; the outputs bit for bit (NaN
+ * against NaN). */
+static int
+check_xnor_gemm (const PiqKernelTable *t)
+{
+  enum { MAXM = 9, MAXNB = 7, MAXW = 5, LDX = MAXNB * MAXW + 1, LDXS = MAXNB + 2 };
+  static const size_t words[] = { 1, 2, 3, 5 };
+  static const size_t nbs[] = { 1, 2, 3, 7 };
+  static uint64_t xbuf[MAXM * LDX + 1], wbuf[MAXNB * MAXW * 8 + 1];
+  static float xs[MAXM * LDXS], ws[MAXNB * 8 + 1];
+  static double o[3][MAXM * 8];
+  static const float specials[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3.5e-39f };
+
+  for (size_t wi = 0; wi < sizeof words / sizeof words[0]; wi++)
+    for (size_t bi = 0; bi < sizeof nbs / sizeof nbs[0]; bi++)
+      for (size_t m = 1; m <= MAXM; m++)
+        for (int kind = 0; kind < 4; kind++)
+          {
+            size_t wpb = words[wi], nb = nbs[bi], B = wpb * 64 - (wpb > 1 ? rnd () % 64 : 0);
+            size_t k = (nb - 1) * B + 1 + rnd () % B;           /* a ragged last block */
+            uint64_t *x = (uint64_t *) (void *) ((char *) xbuf + 4 * (rnd () % 2));
+            uint64_t *w = (uint64_t *) (void *) ((char *) wbuf + 4 * (rnd () % 2));
+            float *wsu = ws + rnd () % 2;
+
+            for (size_t i = 0; i < m; i++)
+              for (size_t b = 0; b < nb; b++)
+                {
+                  size_t len = B < k - b * B ? B : k - b * B;
+                  for (size_t q = 0; q < wpb; q++)
+                    {
+                      uint64_t a = ((uint64_t) rnd () << 32) ^ rnd ();
+                      size_t lo = q * 64;
+                      /* the bits past the block's length are 0 */
+                      if (lo >= len)
+                        a = 0;
+                      else if (len - lo < 64)
+                        a &= (UINT64_C (1) << (len - lo)) - 1;
+                      memcpy (x + i * LDX + b * wpb + q, &a, 8);
+                    }
+                  xs[i * LDXS + b] = kind == 3 && rnd () % 5 == 0
+                                     ? specials[rnd () % 7] : (float) (rnd () % 2001) / 1000 - 1;
+                }
+            for (size_t b = 0; b < nb; b++)
+              for (size_t r = 0; r < 8; r++)
+                {
+                  size_t len = B < k - b * B ? B : k - b * B;
+                  for (size_t q = 0; q < wpb; q++)
+                    {
+                      uint64_t xi, a = ((uint64_t) rnd () << 32) ^ rnd ();
+                      size_t lo = q * 64;
+                      memcpy (&xi, x + (r % m) * LDX + b * wpb + q, 8);
+                      a = kind == 1 ? xi : kind == 2 ? ~xi : a;   /* agree, differ, random */
+                      if (lo >= len)
+                        a = 0;
+                      else if (len - lo < 64)
+                        a &= (UINT64_C (1) << (len - lo)) - 1;
+                      memcpy (w + (b * wpb + q) * 8 + r, &a, 8);
+                    }
+                  wsu[b * 8 + r] = kind == 3 && rnd () % 5 == 0
+                                   ? specials[rnd () % 7] : (float) (rnd () % 2001) / 1000 - 1;
+                }
+            memset (o[2], 0xa5, sizeof o[2]);
+            for (size_t i = 0; i < m; i++)
+              for (size_t r = 0; r < 8; r++)
+                {
+                  double acc = 0.0;
+                  for (size_t b = 0; b < nb; b++)
+                    {
+                      int64_t len = (int64_t) (B < k - b * B ? B : k - b * B), c = len;
+                      for (size_t q = 0; q < wpb; q++)
+                        {
+                          uint64_t xi, wv;
+                          memcpy (&xi, x + i * LDX + b * wpb + q, 8);
+                          memcpy (&wv, w + (b * wpb + q) * 8 + r, 8);
+                          for (int bit = 0; bit < 64; bit++)
+                            c -= 2 * (((xi ^ wv) >> bit) & 1);
+                        }
+                      acc = acc + ((double) xs[i * LDXS + b] * (double) wsu[b * 8 + r]) *
+                                  (double) c;
+                    }
+                  o[2][i * 8 + r] = acc;
+                }
+            memset (o[0], 0xa5, sizeof o[0]);
+            memset (o[1], 0xa5, sizeof o[1]);
+            piq_kernels_scalar.xnor_gemm (x, LDX, xs, LDXS, m, w, wsu, nb, wpb, B, k, o[0]);
+            t->xnor_gemm (x, LDX, xs, LDXS, m, w, wsu, nb, wpb, B, k, o[1]);
+            for (size_t e = 0; e < MAXM * 8; e++)
+              for (int q = 0; q < 2; q++)
+                if (memcmp (&o[q][e], &o[2][e], 8) != 0 &&
+                    !(e < m * 8 && o[q][e] != o[q][e] && o[2][e] != o[2][e]))
+                  {
+                    snprintf (diag, sizeof diag, "%zu rows, %zu blocks of %zu words (B %zu, "
+                              "k %zu), kind %d: out[%zu] of the %s table is %a, expected %a",
+                              m, nb, wpb, B, k, kind, e, q ? t->name : "scalar", o[q][e],
+                              o[2][e]);
+                    return 0;
+                  }
+          }
+  return 1;
+}
+
+static void
+run_xnor_gemm (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_xnor_gemm (t), t->name, "xnor_gemm/u64", skip);
 }
 
 /* The int8 GEMM's packed micro-kernel against the scalar table's and an int64 sum:
@@ -2416,6 +2529,7 @@ run_hist_bins (const PiqKernelTable *t, const char *skip)
 #define RUN_dot_groups_i8(t, slot, f)    run_dot_groups_i8 (t, skip);
 #define RUN_dot_groups_q4(t, slot, f)    run_dot_groups_q4 (t, skip);
 #define RUN_xnor_counts(t, slot, f)      run_xnor_counts (t, skip);
+#define RUN_xnor_gemm(t, slot, f)        run_xnor_gemm (t, skip);
 #define RUN_gemm_u8s8(t, slot, f)        run_gemm_u8s8 (t, skip);
 #define RUN_gemm_groups(t, slot, f)      run_gemm_groups (t, skip);
 #define RUN_qat_forward(t, slot, f)      run_qat_forward (t, skip);
@@ -2464,6 +2578,7 @@ main (void)
   report (check_dot_groups (&piq_kernels_scalar, 1), "scalar", "dot_groups/i8/exact", NULL);
   report (check_dot_groups (&piq_kernels_scalar, 2), "scalar", "dot_groups/q4/exact", NULL);
   report (check_xnor_counts (&piq_kernels_scalar), "scalar", "xnor_counts/u64/exact", NULL);
+  report (check_xnor_gemm (&piq_kernels_scalar), "scalar", "xnor_gemm/u64/definition", NULL);
   report (check_gemm_u8s8 (&piq_kernels_scalar), "scalar", "gemm_u8s8/packed/exact", NULL);
   report (check_gemm_groups (&piq_kernels_scalar), "scalar", "gemm_groups/packed/contract", NULL);
   report (check_qat_order (), "scalar", "qat_backward/f32/order", NULL);

@@ -109,7 +109,7 @@ enum {
 /* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and its fused
  * decode-and-dot GEMV, the dynamic-int8 policy's exact integer dot products, the
  * int8 GEMM's packed micro-kernel (piq-engine-matmul-int.c) and the binary policy's
- * XNOR popcounts (piq-engine-matmul-binary.c). */
+ * XNOR popcounts and GEMM micro-kernel (piq-engine-matmul-binary.c). */
 #define PIQ_KL_MATMUL_(X) \
   X (mm_tile, mm_tile, f32) \
   X (mm_lanes, mm_lanes, f32) \
@@ -118,6 +118,7 @@ enum {
   X (dot_groups_i8, dot_groups_i8, i8) \
   X (dot_groups_q4, dot_groups_q4, q4) \
   X (xnor_counts, xnor_counts, u64) \
+  X (xnor_gemm, xnor_gemm, u64) \
   X (gemm_u8s8, gemm_u8s8, packed) \
   X (gemm_groups, gemm_groups, packed)
 
@@ -161,6 +162,7 @@ enum {
 #define PIQ_KNAME_dot_groups_i8(t)    dot_groups_##t
 #define PIQ_KNAME_dot_groups_q4(t)    dot_groups_##t
 #define PIQ_KNAME_xnor_counts(t)      xnor_counts_##t
+#define PIQ_KNAME_xnor_gemm(t)        xnor_gemm_##t
 #define PIQ_KNAME_gemm_u8s8(t)        gemm_u8s8_##t
 #define PIQ_KNAME_gemm_groups(t)      gemm_groups_##t
 #define PIQ_KNAME_qat_forward(f)      qat_forward_##f

@@ -130,6 +130,19 @@ typedef void (*PiqDotGroupsI8Fn) (const int8_t *w, const int8_t *x, size_t n, si
  * disagreeing bits; padding bits are 0 in both operands). Exact. */
 typedef void (*PiqXnorCountsFn) (const uint64_t *x, const uint64_t *w, size_t nb, size_t words,
                                  uint64_t *out);
+/* The binary policy's GEMM micro-kernel: @m rows of X's bits (@nb blocks of @words
+ * 64-bit words, rows @ldx words apart) and their binary32 block scales (rows @ldxs
+ * apart) against one panel of 8 weight rows interleaved (block b's word t of row r at
+ * wp[(b·words + t)·8 + r], its scale at ws[b·8 + r]). For i < m and r < 8, with s = +0
+ * in binary64, block by block in order
+ *   s = s + ((double) xs[i·ldxs + b] · (double) ws[b·8 + r]) · (double) c
+ *   c = min (B, k − b·B) − 2 · popcount (x_b XOR w_b)
+ * each operation rounded once (no contraction), then out[i·8 + r] = s. Padding bits are
+ * 0 in both operands, k < 2^51: the same binary64 bytes on every table (a NaN's payload
+ * may differ). No alignment is assumed. */
+typedef void (*PiqXnorGemmFn)   (const uint64_t *x, size_t ldx, const float *xs, size_t ldxs,
+                                 size_t m, const uint64_t *wp, const float *ws, size_t nb,
+                                 size_t words, size_t B, size_t k, double *out);
 /* The int8 GEMM's micro-kernel on packed B: for i < m and j < n,
  *   c[i·ldc + j] = (add ? c[i·ldc + j] : 0) + Σ_{q < kq} Σ_{t < 4} a[i·lda + 4q + t] · B(j, q, t)
  *   B(j, q, t) = b[(j / 16)·ldbp + 64·q + 4·(j mod 16) + t]
@@ -234,6 +247,7 @@ typedef struct {
   PiqDotGroupsI8Fn dot_groups_i8;
   PiqDotGroupsFn  dot_groups_q4;
   PiqXnorCountsFn xnor_counts;
+  PiqXnorGemmFn   xnor_gemm;
   PiqGemmU8S8Fn   gemm_u8s8;
   PiqGemmGroupsFn gemm_groups;
   PiqQatForwardFn  qat_forward;            /* f32, bf16, f16 (PiqQatArgs' types) */

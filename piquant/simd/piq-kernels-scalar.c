@@ -411,6 +411,33 @@ xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, 
     }
 }
 
+/* The binary GEMM's micro-kernel (PiqXnorGemmFn), one output at a time: the
+ * definition, term by term. */
+static void
+xnor_gemm_u64 (const uint64_t *x, size_t ldx, const float *xs, size_t ldxs, size_t m,
+               const uint64_t *wp, const float *ws, size_t nb, size_t words, size_t B,
+               size_t k, double *out)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t r = 0; r < 8; r++)
+      {
+        double acc = 0.0;
+        for (size_t b = 0; b < nb; b++)
+          {
+            int64_t len = (int64_t) (B < k - b * B ? B : k - b * B), c = 0;
+            for (size_t t = 0; t < words; t++)
+              {
+                uint64_t xi, wi;
+                memcpy (&xi, x + i * ldx + b * words + t, sizeof xi);
+                memcpy (&wi, wp + (b * words + t) * 8 + r, sizeof wi);
+                c += __builtin_popcountll (xi ^ wi);
+              }
+            acc += ((double) xs[i * ldxs + b] * (double) ws[b * 8 + r]) * (double) (len - 2 * c);
+          }
+        out[i * 8 + r] = acc;
+      }
+}
+
 /* The int8 GEMM on packed B (PiqGemmU8S8Fn), one output at a time. */
 static void
 gemm_u8s8_packed (const uint8_t *a, size_t lda, size_t m, const int8_t *b, size_t ldbp,
@@ -590,6 +617,7 @@ hist_bins_f32 (const void *x, size_t n, const PiqHistArgs *a, uint32_t *idx)
 #define DEF_dot_groups_i8(t)
 #define DEF_dot_groups_q4(t)
 #define DEF_xnor_counts(t)
+#define DEF_xnor_gemm(t)
 
 #define DEFINE_ENTRY(op, slot, ...) DEF_##op (__VA_ARGS__)
 PIQ_KERNEL_LIST (DEFINE_ENTRY)

@@ -123,93 +123,108 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 }
 
 /* ---- the GEMM's micro-kernels (mm_lanes): one block of k, lanes carried ----
- * A register tile of ML_MR rows of x by ML_NR rows of w keeps one 16-lane accumulator
- * per output, so per 16 k it loads ML_MR x vectors and streams ML_NR w vectors (one
- * register) into ML_MR · ML_NR multiply-adds: 4 × 6 on 32 zmm (24 accumulators + 4 x
- * + 1 w; 10 loads per 24 FMA; 6 + 4 row pointers fit the 16 GPRs, where 2 × 12 spilled
- * them in the loop); 2 × 3 with two ymm per accumulator (12 + 2 + 1 of 16 ymm) and
- * four q registers (24 + 2 + 1 of 32 NEON registers). Each MM_V part of the 16 lanes
- * runs as its own pass, so only ML_MR x registers are live. */
+ * An output's 16 lanes are MM_V vectors, and each vector v of them takes only the
+ * products k ≡ v·PIQ_W … v·PIQ_W + PIQ_W − 1 (mod 16): the parts never meet before the
+ * final sum, so the kernel runs one part at a time over the block, one register per
+ * output. A register tile of ML_MR rows of x by ML_NR rows of w then loads ML_MR x
+ * vectors and ML_NR w vectors (each into a register) per ML_MR · ML_NR multiply-adds:
+ * 4 × 6 on 32 zmm (24 accumulators + 4 x + 1 w; 10 loads per 24 FMA; 6 + 4 row pointers
+ * fit the 16 GPRs, where 2 × 12 spilled them in the loop); 3 × 4 on 16 ymm (12 + 3 + 1;
+ * 7 loads per 12 FMA, where keeping both halves live left room for 2 × 3 and 10 loads
+ * per 12: one work item on Zen 3 ran at 48–62 % of the FMA loop against 65–70 %);
+ * 4 × 5 on 32 q registers. */
 #if PIQ_W == 16
 # define ML_MR 4
 # define ML_NR 6
+#elif PIQ_W == 8
+# define ML_MR 3
+# define ML_NR 4
 #else
-# define ML_MR 2
-# define ML_NR 3
+# define ML_MR 4
+# define ML_NR 5
 #endif
 
+/* One part of one step of 16 k: x and w point at the part's first element. */
 VINLINE void
 ml_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, const int nr,
-         vf acc[ML_MR][ML_NR][MM_V])
+         vf acc[ML_MR][ML_NR])
 {
+  vf xv[ML_MR];
+
 #pragma GCC unroll 4
-  for (int v = 0; v < MM_V; v++)
-    {
-      vf xv[ML_MR];
-#pragma GCC unroll 4
-      for (int i = 0; i < mr; i++)
-        xv[i] = fload (x + i * ldx + v * PIQ_W);
+  for (int i = 0; i < mr; i++)
+    xv[i] = fload (x + i * ldx);
 #pragma GCC unroll 12
-      for (int j = 0; j < nr; j++)
-        {
-          vf wv = fload (w + j * ldw + v * PIQ_W);
-#if PIQ_W == 16 && (defined(__x86_64__) || defined(__i386__))
-          /* in a register: GCC folded the load into each FMA (ML_MR loads, not one) */
-          __asm__ ("" : "+v" (wv));
+  for (int j = 0; j < nr; j++)
+    {
+      vf wv = fload (w + j * ldw);
+#if defined(__x86_64__) || defined(__i386__)
+      /* in a register: GCC folded the load into each FMA (ML_MR loads, not one) */
+      __asm__ ("" : "+v" (wv));
 #endif
 #pragma GCC unroll 4
-          for (int i = 0; i < mr; i++)
-            acc[i][j][v] = PIQ_VEC_FMA (xv[i], wv, acc[i][j][v]);
-        }
+      for (int i = 0; i < mr; i++)
+        acc[i][j] = PIQ_VEC_FMA (xv[i], wv, acc[i][j]);
     }
 }
 
-/* One register tile (mr, nr constants): the lanes from +0 or memory, the block's k
- * (the last n mod 16 from zero-padded copies, as in mm_block), then the sums or the
- * lanes back; ldl: floats between rows of lanes (the call's nr · 16). */
+/* One register tile (mr, nr constants): each part's lanes from +0 or memory, the
+ * block's k (the last n mod 16 from zero-padded copies, as in mm_block), the lanes
+ * back to memory (@lanes, or the caller's @tmp when the call carries none), then the
+ * sums when @out; ldl: floats between rows of lanes (the call's nr · 16). */
 VINLINE void
 ml_block (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const int mr,
           const int nr, float *lanes, size_t ldl, int first, float *out, size_t ldo)
 {
-  vf acc[ML_MR][ML_NR][MM_V];
-  size_t k = 0;
+  float tmp[ML_MR * ML_NR * 16];
+  float xt[ML_MR][16], wt[ML_NR][16];
+  const size_t kt = n / 16 * 16;
 
-#pragma GCC unroll 4
-  for (int i = 0; i < mr; i++)
-#pragma GCC unroll 12
-    for (int j = 0; j < nr; j++)
-#pragma GCC unroll 4
-      for (int v = 0; v < MM_V; v++)
-        if (first)
-          acc[i][j][v] = (vf) { 0 };
-        else
-          acc[i][j][v] = fload (lanes + i * ldl + j * 16 + v * PIQ_W);
-  for (; k + 16 <= n; k += 16)
-    ml_step (x + k, ldx, w + k, ldw, mr, nr, acc);
-  if (k < n)
+  if (lanes == NULL)
     {
-      float xt[ML_MR][16] = { { 0 } }, wt[ML_NR][16] = { { 0 } };
-      for (int i = 0; i < mr; i++)
-        memcpy (xt[i], x + i * ldx + k, (n - k) * sizeof (float));
-      for (int j = 0; j < nr; j++)
-        memcpy (wt[j], w + j * ldw + k, (n - k) * sizeof (float));
-      ml_step (&xt[0][0], 16, &wt[0][0], 16, mr, nr, acc);
+      lanes = tmp;
+      ldl = (size_t) nr * 16;
     }
-  if (out == NULL)
+  if (kt < n)
     {
+      memset (xt, 0, sizeof xt);
+      memset (wt, 0, sizeof wt);
+      for (int i = 0; i < mr; i++)
+        memcpy (xt[i], x + i * ldx + kt, (n - kt) * sizeof (float));
+      for (int j = 0; j < nr; j++)
+        memcpy (wt[j], w + j * ldw + kt, (n - kt) * sizeof (float));
+    }
+#pragma GCC unroll 4
+  for (int v = 0; v < MM_V; v++)
+    {
+      vf acc[ML_MR][ML_NR];
+      const float *xv = x + v * PIQ_W, *wv = w + v * PIQ_W;
+
 #pragma GCC unroll 4
       for (int i = 0; i < mr; i++)
 #pragma GCC unroll 12
         for (int j = 0; j < nr; j++)
-          memcpy (lanes + i * ldl + j * 16, acc[i][j], 16 * sizeof (float));
-      return;
-    }
-  /* unrolled, as every loop over acc: one indexed by a variable would keep acc in memory */
+          acc[i][j] = first ? (vf) { 0 } : fload (lanes + i * ldl + j * 16 + v * PIQ_W);
+      for (size_t k = 0; k < kt; k += 16)
+        ml_step (xv + k, ldx, wv + k, ldw, mr, nr, acc);
+      if (kt < n)
+        ml_step (&xt[0][v * PIQ_W], 16, &wt[0][v * PIQ_W], 16, mr, nr, acc);
 #pragma GCC unroll 4
-  for (int i = 0; i < mr; i++)
+      for (int i = 0; i < mr; i++)
 #pragma GCC unroll 12
+        for (int j = 0; j < nr; j++)
+          memcpy (lanes + i * ldl + j * 16 + v * PIQ_W, &acc[i][j], sizeof (vf));
+    }
+  if (out == NULL)
+    return;
+  for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
-      out[i * ldo + j] = mm_sum16 (acc[i][j]);
+      {
+        vf l[MM_V];
+        for (int v = 0; v < MM_V; v++)
+          l[v] = fload (lanes + i * ldl + j * 16 + v * PIQ_W);
+        out[i * ldo + j] = mm_sum16 (l);
+      }
 }
 
 /* The tiles of rows i … i + mr − 1 (mr ≤ ML_MR, a constant) by one micro-panel of
@@ -229,9 +244,6 @@ ml_rows (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const
       j += (c); \
     }
   ML_COLS_ (ML_NR)
-#if ML_NR > 8
-  ML_COLS_ (8)
-#endif
 #if ML_NR > 4
   ML_COLS_ (4)
 #endif
@@ -248,7 +260,7 @@ mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, 
 {
   const size_t ldl = nr * 16;
 
-  /* a micro-panel of w stays in cache (L2 for the engine's blocks of 4096) while every
+  /* a micro-panel of w stays in L1 (the engine's blocks of k are short) while every
    * row of x passes it */
   for (size_t j = 0; j < nr; j += ML_NR)
     {
@@ -256,12 +268,16 @@ mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, 
       const float *wj = w + j * ldw;
       float *lj = lanes != NULL ? lanes + j * 16 : NULL;
 
-      for (; i + ML_MR <= mr; i += ML_MR)
-        ml_rows (x + i * ldx, ldx, wj, ldw, n, ML_MR, nb, lj != NULL ? lj + i * ldl : NULL,
+#define ML_ROWS_(r) \
+      for (; mr - i >= (r); i += (r)) \
+        ml_rows (x + i * ldx, ldx, wj, ldw, n, (r), nb, lj != NULL ? lj + i * ldl : NULL, \
                  ldl, first, out != NULL ? out + i * ldo + j : NULL, ldo);
-      for (; i < mr; i++)
-        ml_rows (x + i * ldx, ldx, wj, ldw, n, 1, nb, lj != NULL ? lj + i * ldl : NULL, ldl,
-                 first, out != NULL ? out + i * ldo + j : NULL, ldo);
+      ML_ROWS_ (ML_MR)
+#if ML_MR > 2
+      ML_ROWS_ (2)
+#endif
+      ML_ROWS_ (1)
+#undef ML_ROWS_
     }
 }
 
