@@ -1311,10 +1311,11 @@ test_long_rows (void)
 }
 
 /* ---- the float policy's GEMM: k in several cache blocks, outputs across panels ----
- * From 8 rows of X the float policy decodes 48 weight rows at a time and multiplies
- * them in blocks of 4096 of k with the lanes carried between blocks (docs/matmul.md):
- * K within one block (odd, not a multiple of 16) and past two (a last block of one
- * element), N across 48, M across the 32-row blocks, fused formats (q4_0, nf4, int4 per
+ * From 8 rows of X the float policy decodes 48 weight rows at a time (in blocks of
+ * 4096 of k) and multiplies them in blocks of 512 of k with the lanes carried between
+ * blocks (docs/matmul.md): K past one block of 512 by one element, within one decoded
+ * block (not a multiple of 16) and past two (a last block of one element), N across
+ * 48, M across the 32-row blocks, fused formats (q4_0, nf4, int4 per
  * block) and a panel one (uint8 per tensor); the oracle's bytes for 1, 2 and 3 threads
  * at every SIMD level. */
 static void
