@@ -13,9 +13,12 @@
  *   c_b = len_b − 2 · popcount (x_b XOR w_b)      (= agreeing − disagreeing bits)
  *
  * accumulated in binary64 from +0 and rounded once to binary32; + bias in binary32,
- * then stored or added as the other policies do. The popcounts are exact integers
- * (the kernel list's xnor_counts), and the binary64 sum runs here, compiled once
- * without contraction: Y's bytes are the same for every thread count and SIMD table.
+ * then stored or added as the other policies do. The popcounts are exact integers;
+ * a GEMV takes them from the kernel list's xnor_counts and sums here, a GEMM's work
+ * item (2 rows of X or more) takes the sums from xnor_gemm, which computes the same
+ * terms in the same order. This file and the kernel units are compiled without
+ * contraction (-ffp-contract=off): Y's bytes are the same for every thread count and
+ * SIMD table.
  *
  * Packed layout: each row of N is nb = ⌈K / B⌉ blocks of `words` = ⌈B / 64⌉ 64-bit
  * words, block b's element i in bit i mod 64 of word i / 64, the bits past the
@@ -35,7 +38,7 @@
 
 #define DT_BINARY (32 + PIQ_C_BINARY)
 #define DT_E8M0   64
-/* From this many rows of X on, a work item takes the GEMM micro-kernel (xnor_gemm),
+/* From this many rows of X on, the call takes the GEMM micro-kernel (xnor_gemm),
  * BIN_GEMM_MC rows a call; a GEMV streams the rows of bits (xnor_counts). */
 #define BIN_GEMM_MIN_M 2
 #define BIN_GEMM_MC 64
@@ -132,7 +135,7 @@ piq_engine_binary_pack (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngin
               r < p->n ? p->bits[(r * nb + b) * words + t] : 0;
           p->bscales_p[at] = r < p->n ? p->bscales[r * nb + b] : 0.0f;
         }
-    p->bytes *= 2;
+    p->bytes += panels * PANEL * nb * (words * sizeof (uint64_t) + sizeof (float));
   }
   /* the format stays (X is quantized to it); nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
@@ -214,7 +217,7 @@ bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
   PiqXnorCountsFn xnor = job->eng->kernels->xnor_counts;
   float out[PANEL];
 
-  if (m1 - m0 >= BIN_GEMM_MIN_M)
+  if (job->m >= BIN_GEMM_MIN_M)
     {
       /* the panel's interleaved copy against BIN_GEMM_MC rows of X at a time */
       double acc[BIN_GEMM_MC * PANEL];

@@ -38,8 +38,11 @@
 #define FGEMM_MIN_M 8
 #define FGEMM_NC 48
 #define FGEMM_KC 4096
-#define FGEMM_KB 512            /* divides FGEMM_KC */
+#define FGEMM_KB 512
 #define FGEMM_MC 32
+/* gemm_item's blocks of k stay inside one decoded block and start on a lane 0 */
+_Static_assert (FGEMM_KC % FGEMM_KB == 0 && FGEMM_KB % 16 == 0,
+                "FGEMM_KB must divide FGEMM_KC and be a multiple of 16");
 /* floats between the rows of X copied to binary32: whole cache lines */
 #define XF_LD(k) (((uint64_t) (k) + 15) / 16 * 16)
 #define FGEMM_LDW(kc) (((uint64_t) (kc) + 15) / 16 * 16 + 16)

@@ -50,11 +50,15 @@ scratch_take (size_t bytes, PiqEngineError *e)
   /* on a cache line, as data is then too: the tiles load the decoded weights and X from
    * here a vector at a time, and a vector load across two lines takes two (every one
    * of a 64-byte vector off the line) */
-  if (bytes > SIZE_MAX - sizeof *s || posix_memalign ((void **) &s, 64, sizeof *s + bytes) != 0)
-    {
-      failf (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of the product's scratch", bytes);
-      return NULL;
-    }
+  {
+    void *mem;
+    if (bytes > SIZE_MAX - sizeof *s || posix_memalign (&mem, 64, sizeof *s + bytes) != 0)
+      {
+        failf (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of the product's scratch", bytes);
+        return NULL;
+      }
+    s = mem;
+  }
   s->size = bytes;
   return s;
 }
@@ -788,8 +792,8 @@ int8_gemm (MatmulJob *job, PiqEngineError *e)
   return ok;
 }
 
-/* gemm_item's scratch: the decoded rows, a decoded panel and the carried lanes where k
- * takes more than one block, and the outputs. */
+/* gemm_item's scratch: the decoded rows, a decoded panel, the lanes carried from one
+ * block of FGEMM_KB to the next, and the outputs. */
 static size_t
 gemm_scratch (uint64_t k)
 {

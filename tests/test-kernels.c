@@ -1865,7 +1865,7 @@ check_xnor_gemm (const PiqKernelTable *t)
   static const size_t nbs[] = { 1, 2, 3, 7 };
   static uint64_t xbuf[MAXM * LDX + 1], wbuf[MAXNB * MAXW * 8 + 1];
   static float xs[MAXM * LDXS], ws[MAXNB * 8 + 1];
-  static double o[3][MAXM * 8];
+  static double o[3][(MAXM + 2) * 8];      /* a row of guards on each side */
   static const float specials[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3.5e-39f };
 
   for (size_t wi = 0; wi < sizeof words / sizeof words[0]; wi++)
@@ -1935,20 +1935,20 @@ check_xnor_gemm (const PiqKernelTable *t)
                       acc = acc + ((double) xs[i * LDXS + b] * (double) wsu[b * 8 + r]) *
                                   (double) c;
                     }
-                  o[2][i * 8 + r] = acc;
+                  o[2][8 + i * 8 + r] = acc;
                 }
             memset (o[0], 0xa5, sizeof o[0]);
             memset (o[1], 0xa5, sizeof o[1]);
-            piq_kernels_scalar.xnor_gemm (x, LDX, xs, LDXS, m, w, wsu, nb, wpb, B, k, o[0]);
-            t->xnor_gemm (x, LDX, xs, LDXS, m, w, wsu, nb, wpb, B, k, o[1]);
-            for (size_t e = 0; e < MAXM * 8; e++)
+            piq_kernels_scalar.xnor_gemm (x, LDX, xs, LDXS, m, w, wsu, nb, wpb, B, k, o[0] + 8);
+            t->xnor_gemm (x, LDX, xs, LDXS, m, w, wsu, nb, wpb, B, k, o[1] + 8);
+            for (size_t e = 0; e < (MAXM + 2) * 8; e++)
               for (int q = 0; q < 2; q++)
                 if (memcmp (&o[q][e], &o[2][e], 8) != 0 &&
-                    !(e < m * 8 && o[q][e] != o[q][e] && o[2][e] != o[2][e]))
+                    !(e >= 8 && e < 8 + m * 8 && o[q][e] != o[q][e] && o[2][e] != o[2][e]))
                   {
                     snprintf (diag, sizeof diag, "%zu rows, %zu blocks of %zu words (B %zu, "
-                              "k %zu), kind %d: out[%zu] of the %s table is %a, expected %a",
-                              m, nb, wpb, B, k, kind, e, q ? t->name : "scalar", o[q][e],
+                              "k %zu), kind %d: out[%td] of the %s table is %a, expected %a",
+                              m, nb, wpb, B, k, kind, (ptrdiff_t) e - 8, q ? t->name : "scalar", o[q][e],
                               o[2][e]);
                     return 0;
                   }
