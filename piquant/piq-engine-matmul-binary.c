@@ -170,17 +170,15 @@ typedef struct {
   PiqEngineError error;
 } BinJob;
 
-/* The outputs of @rows weight rows from their popcounts (@counts [rows][nb]): each
- * output's terms in block order, as the definition adds them, but the rows' binary64
+/* The binary64 sums of @rows weight rows from their popcounts (@counts [rows][nb]):
+ * each output's terms in block order, as the definition adds them, but the rows' binary64
  * chains side by side, block by block (inlined with rows = PANEL, the sums stay in
  * registers). Summed one row after another, each output was a chain of nb dependent
  * adds, which bounded the GEMV. */
 static inline __attribute__ ((always_inline)) void
 bin_sums (const uint64_t *counts, const float *xs, const float *ws, uint64_t nb, uint64_t B,
-          uint64_t k, const uint64_t rows, float *out)
+          uint64_t k, const uint64_t rows, double *acc)
 {
-  double acc[PANEL];
-
   for (uint64_t j = 0; j < rows; j++)
     acc[j] = 0.0;
   for (uint64_t b = 0; b < nb; b++)
@@ -191,17 +189,16 @@ bin_sums (const uint64_t *counts, const float *xs, const float *ws, uint64_t nb,
       for (uint64_t j = 0; j < rows; j++)
         acc[j] += sx * (double) ws[j * nb + b] * (double) (len - 2 * (int64_t) counts[j * nb + b]);
     }
-  for (uint64_t j = 0; j < rows; j++)
-    out[j] = acc[j] == acc[j] ? (float) acc[j] : NAN;   /* the default quiet NaN on every CPU */
 }
 
-/* The outputs of one row of X and @rows weight rows from their binary64 sums. */
+/* The outputs of one row of X and @rows weight rows from their binary64 sums (both
+ * paths: bin_sums and xnor_gemm). */
 static void
 bin_store (BinJob *job, uint64_t m, uint64_t r0, uint64_t rows, const double *acc)
 {
   for (uint64_t j = 0; j < rows; j++)
     {
-      float v = acc[j] == acc[j] ? (float) acc[j] : NAN;   /* the default quiet NaN */
+      float v = acc[j] == acc[j] ? (float) acc[j] : NAN;   /* the default quiet NaN on every CPU */
       store_float (job->y + m * job->ldy, r0 + j, job->bias != NULL ? v + job->bias[r0 + j] : v,
                    job->y_dtype, job->add);
     }
@@ -215,21 +212,21 @@ bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
   const uint64_t rows = MIN ((uint64_t) PANEL, w->n - r0), row_words = nb * words;
   const float *ws = w->bscales + r0 * nb;
   PiqXnorCountsFn xnor = job->eng->kernels->xnor_counts;
-  float out[PANEL];
+  double acc[PANEL];
 
   if (job->m >= BIN_GEMM_MIN_M)
     {
       /* the panel's interleaved copy against BIN_GEMM_MC rows of X at a time */
-      double acc[BIN_GEMM_MC * PANEL];
+      double sums[BIN_GEMM_MC * PANEL];
       for (uint64_t m = m0; m < m1; m += BIN_GEMM_MC)
         {
           uint64_t mc = MIN ((uint64_t) BIN_GEMM_MC, m1 - m);
           job->eng->kernels->xnor_gemm (job->xbits + m * row_words, (size_t) row_words,
                                         job->xscales + m * nb, (size_t) nb, (size_t) mc,
                                         w->bits_p + r0 * row_words, w->bscales_p + r0 * nb,
-                                        (size_t) nb, (size_t) words, (size_t) B, (size_t) k, acc);
+                                        (size_t) nb, (size_t) words, (size_t) B, (size_t) k, sums);
           for (uint64_t i = 0; i < mc; i++)
-            bin_store (job, m + i, r0, rows, acc + i * PANEL);
+            bin_store (job, m + i, r0, rows, sums + i * PANEL);
         }
       return;
     }
@@ -241,13 +238,10 @@ bin_item (BinJob *job, uint64_t *counts, uint64_t r0, uint64_t m0, uint64_t m1)
       for (uint64_t j = 0; j < rows; j++)
         xnor (xb, w->bits + (r0 + j) * row_words, (size_t) nb, (size_t) words, counts + j * nb);
       if (rows == PANEL)
-        bin_sums (counts, xs, ws, nb, B, k, PANEL, out);
+        bin_sums (counts, xs, ws, nb, B, k, PANEL, acc);
       else
-        bin_sums (counts, xs, ws, nb, B, k, rows, out);
-      for (uint64_t j = 0; j < rows; j++)
-        store_float (job->y + m * job->ldy, r0 + j,
-                     job->bias != NULL ? out[j] + job->bias[r0 + j] : out[j], job->y_dtype,
-                     job->add);
+        bin_sums (counts, xs, ws, nb, B, k, rows, acc);
+      bin_store (job, m, r0, rows, acc);
     }
 }
 

@@ -45,7 +45,7 @@ _Static_assert (FGEMM_KC % FGEMM_KB == 0 && FGEMM_KB % 16 == 0,
                 "FGEMM_KB must divide FGEMM_KC and be a multiple of 16");
 /* floats between the rows of X copied to binary32: whole cache lines */
 #define XF_LD(k) (((uint64_t) (k) + 15) / 16 * 16)
-#define FGEMM_LDW(kc) (((uint64_t) (kc) + 15) / 16 * 16 + 16)
+#define FGEMM_LDW(kc) (XF_LD (kc) + 16)
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
 #define DOT_CHUNK 4096
