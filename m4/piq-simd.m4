@@ -9,7 +9,8 @@
 #           turns into the C list PIQ_SIMD_UNITS(X) that dispatch reads (the one ISA list:
 #           call PIQ_CHECK_SIMD in increasing SIMD level),
 #           PIQ_NAME_REQUIRED (AC_SUBST and C define): the OR of PIQ_CPU_<FEATURE> bits,
-#           one per -m<feature> flag ("-msse4.2" -> PIQ_CPU_SSE4_2). piquant/piq-cpu-private.h
+#           one per -m<feature> flag ("-msse4.2" -> PIQ_CPU_SSE4_2, "-mamx-int8" ->
+#           PIQ_CPU_AMX_INT8). piquant/piq-cpu-private.h
 #           lists every feature once; a flag with no entry there fails the build.
 # NEON (aarch64) takes no flags and has the baseline mask PIQ_CPU_NEON.
 AC_DEFUN([PIQ_CHECK_SIMD], [
@@ -23,7 +24,7 @@ AC_DEFUN([PIQ_CHECK_SIMD], [
       AX_CHECK_COMPILE_FLAG([$3], [piq_simd_ok=yes], [piq_simd_ok=no], [-Werror])
       piq_simd_required=""
       for piq_flag in $3; do
-        piq_feature=`echo "$piq_flag" | $SED -e 's/^-m//' -e 's/\./_/g' | tr 'a-z' 'A-Z'`
+        piq_feature=`echo "$piq_flag" | $SED -e 's/^-m//' -e 's/\./_/g' -e 's/-/_/g' | tr 'a-z' 'A-Z'`
         piq_simd_required="${piq_simd_required:+$piq_simd_required|}PIQ_CPU_$piq_feature"
       done])
   AC_ARG_ENABLE([$2],

@@ -69,7 +69,7 @@ enum {
 static GParamSpec *properties[N_PROPS];
 static guint32 cpu_features;
 static PiqSimdLevel best_level;      /* of this CPU and build, no cap */
-static PiqSimdLevel default_max_level = PIQ_SIMD_LEVEL_AVX512_VNNI;
+static PiqSimdLevel default_max_level = PIQ_SIMD_LEVEL_AMX;
 
 G_STATIC_ASSERT ((int) PIQ_E_UNSUPPORTED == (int) PIQ_ERROR_UNSUPPORTED &&
                  (int) PIQ_E_OVERLAP == (int) PIQ_ERROR_OVERLAP &&
@@ -175,7 +175,7 @@ piq_quantizer_class_init (PiqQuantizerClass *klass)
    */
   properties[PROP_MAX_SIMD_LEVEL] =
     g_param_spec_enum ("max-simd-level", NULL, NULL, PIQ_TYPE_SIMD_LEVEL,
-                       PIQ_SIMD_LEVEL_AVX512_VNNI,
+                       PIQ_SIMD_LEVEL_AMX,
                        G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
 
   g_object_class_install_properties (object_class, N_PROPS, properties);

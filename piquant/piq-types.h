@@ -210,6 +210,8 @@ typedef enum {
  * @PIQ_SIMD_LEVEL_AVX512_FP16: AVX-512 with the FP16 instructions
  * @PIQ_SIMD_LEVEL_AVX512_VNNI: AVX-512 with VNNI and VPOPCNTDQ (the integer and
  *   binary matrix products; every CPU with AVX-512 FP16 has them)
+ * @PIQ_SIMD_LEVEL_AMX: AVX-512 VNNI with the AMX tiles and their int8 products
+ *   (AMX-TILE, AMX-INT8: the int8 GEMM; Sapphire Rapids and later)
  *
  * A family of kernels. Levels are ordered: capping a quantizer at a level
  * (see [property@Piq.Quantizer:max-simd-level]) allows that level and every
@@ -226,6 +228,7 @@ typedef enum {
   PIQ_SIMD_LEVEL_AVX512_BF16 = 41,
   PIQ_SIMD_LEVEL_AVX512_FP16 = 42,
   PIQ_SIMD_LEVEL_AVX512_VNNI = 50,
+  PIQ_SIMD_LEVEL_AMX         = 60,
 } PiqSimdLevel;
 
 G_END_DECLS

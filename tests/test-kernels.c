@@ -1257,6 +1257,8 @@ check_cpu_features (void)
 # ifndef __clang__   /* names clang 14 rejects */
   CPU_CMP_ (F16C, "f16c")
   CPU_CMP_ (AVX512FP16, "avx512fp16")
+  CPU_CMP_ (AMX_TILE, "amx-tile")
+  CPU_CMP_ (AMX_INT8, "amx-int8")
 # endif
 # undef CPU_CMP_
   /* cached after the first call: the same answer again */
@@ -1963,16 +1965,17 @@ run_xnor_gemm (const PiqKernelTable *t, const char *skip)
 }
 
 /* The int8 GEMM's packed micro-kernel against the scalar table's and an int64 sum:
- * ragged m, n (panels of 16, tiles of 8 × 32) and kq, SET and ADD, unaligned rows,
- * the extreme bytes (0 and 255 against −128 and 127), and 65536 k of the most
- * negative products (the most an int32 sum of the contract holds). */
+ * ragged m, n (panels of 16, tiles of 8 × 32; AMX: blocks of 32 × 32 in tiles of
+ * 16 rows × 16 quads) and kq, SET and ADD, unaligned rows, the extreme bytes (0 and
+ * 255 against −128 and 127), and 65536 k of the most negative products (the most an
+ * int32 sum of the contract holds). */
 static int
 check_gemm_u8s8 (const PiqKernelTable *t)
 {
-  static const size_t ms[] = { 1, 2, 3, 4, 5, 7, 8, 9, 17 };
+  static const size_t ms[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32, 47 };
   static const size_t ns[] = { 1, 15, 16, 17, 31, 32, 33, 48, 67 };
-  static const size_t kqs[] = { 0, 1, 2, 3, 17, 257 };
-  enum { MAXM = 17, MAXN = 80, MAXKQ = 16384 };
+  static const size_t kqs[] = { 0, 1, 2, 3, 16, 17, 257 };
+  enum { MAXM = 47, MAXN = 80, MAXKQ = 16384 };
   uint8_t *a = malloc (MAXM * (4 * MAXKQ + 8));
   int8_t *b = malloc ((MAXN / 16 + 1) * (64 * MAXKQ + 64) + 64);
   int32_t *c[2];
@@ -1986,14 +1989,14 @@ check_gemm_u8s8 (const PiqKernelTable *t)
         for (size_t qi = 0; qi < (big ? 1 : sizeof kqs / sizeof kqs[0]) && ok; qi++)
           for (int kind = 0; kind < (big ? 2 : 4) && ok; kind++)
             {
-              size_t m = big ? (ms[mi] > 9 ? 9 : ms[mi]) : ms[mi], n = ns[ni];
+              size_t m = ms[mi], n = ns[ni];
               size_t kq = big ? MAXKQ : kqs[qi];
               size_t lda = 4 * kq + rnd () % 5, ldbp = 64 * kq + 64 * (rnd () % 2);
               size_t ldc = n + rnd () % 4, ao = rnd () % 4, bo = rnd () % 4;
               size_t panels = (n + 15) / 16;
               int add = kind & 1;
 
-              if (big && ((m != 1 && m != 9) || n != 33))
+              if (big && ((m != 1 && m != 9 && m != 17) || n != 33))
                 continue;
               for (size_t i = 0; i < m * lda + 8; i++)
                 a[i] = big ? 255 : kind >= 2 ? (rnd () % 2 ? 0 : 255) : (uint8_t) rnd ();

@@ -1779,9 +1779,11 @@ gcase_run (const char *what, const GCase *g, PiqQuantizer *q)
 }
 
 static const PiqSimdLevel gemm_levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                            PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+                                            PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512,
+                                            PIQ_SIMD_LEVEL_AVX512_VNNI, PIQ_SIMD_LEVEL_AMX };
 
-/* Every SIMD level × thread counts 1..max_t, each on its own quantizer. */
+/* Every SIMD level this CPU runs (a cap that gives a level already run is skipped) ×
+ * thread counts 1..max_t, each on its own quantizer. */
 static void
 gcase_run_all (const GCase *g, guint max_t)
 {
@@ -1790,8 +1792,13 @@ gcase_run_all (const GCase *g, guint max_t)
       {
         g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
         char what[96];
+        gboolean seen = FALSE;
         piq_quantizer_set_n_threads (qt, t);
         piq_quantizer_set_max_simd_level (qt, gemm_levels[li]);
+        for (gsize lj = 0; lj < li; lj++)
+          seen |= piq_quantizer_get_simd_level (qt) <= (int) gemm_levels[lj];
+        if (seen)
+          continue;
         g_snprintf (what, sizeof what, "%u threads, max SIMD level %d (%d in use)", t, gemm_levels[li],
                     piq_quantizer_get_simd_level (qt));
         gcase_run (what, g, qt);

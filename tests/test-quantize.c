@@ -46,9 +46,9 @@ typedef struct {
   const char   *name;
 } Level;
 
-static Level levels[8];
+static Level levels[16];
 static guint n_levels;
-static Level all_caps[8];
+static Level all_caps[16];
 static guint n_caps;
 
 static const char *
@@ -69,9 +69,10 @@ setup_levels (void)
   static const PiqSimdLevel caps[] = {
     PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2, PIQ_SIMD_LEVEL_AVX2,
     PIQ_SIMD_LEVEL_AVX512, PIQ_SIMD_LEVEL_AVX512_BF16, PIQ_SIMD_LEVEL_AVX512_FP16,
-    PIQ_SIMD_LEVEL_AVX512_VNNI,
+    PIQ_SIMD_LEVEL_AVX512_VNNI, PIQ_SIMD_LEVEL_AMX,
   };
 
+  G_STATIC_ASSERT (G_N_ELEMENTS (caps) <= G_N_ELEMENTS (all_caps));
   for (gsize k = 0; k < G_N_ELEMENTS (caps); k++)
     {
       PiqQuantizer *q = piq_quantizer_new ();

@@ -12,8 +12,10 @@
 
 /* X (ENUM_SUFFIX, "name", CPUID leaf, subleaf, register, bit, OS state) where the OS
  * state is the XCR0 mask the feature's registers need (0, AVX: XMM|YMM, AVX512:
- * XMM|YMM|opmask|ZMM), as GCC's __builtin_cpu_supports checks them; "name" is the
- * __builtin_cpu_supports name. */
+ * XMM|YMM|opmask|ZMM, AMX: XTILECFG|XTILEDATA), as GCC's __builtin_cpu_supports
+ * checks them; "name" is the __builtin_cpu_supports name. Linux also asks each
+ * process to request the AMX tile data before its first tile instruction
+ * (piq-kernels-amx.c does, and falls back where it is refused). */
 #define PIQ_CPU_X86_FEATURES(X) \
   X (SSE4_2,     "sse4.2",     1, 0, ECX, 20, 0) \
   X (POPCNT,     "popcnt",     1, 0, ECX, 23, 0) \
@@ -29,10 +31,13 @@
   X (AVX512FP16, "avx512fp16", 7, 0, EDX, 23, PIQ_XCR0_AVX512) \
   X (AVX512VBMI, "avx512vbmi", 7, 0, ECX,  1, PIQ_XCR0_AVX512) \
   X (AVX512VNNI, "avx512vnni", 7, 0, ECX, 11, PIQ_XCR0_AVX512) \
-  X (AVX512VPOPCNTDQ, "avx512vpopcntdq", 7, 0, ECX, 14, PIQ_XCR0_AVX512)
+  X (AVX512VPOPCNTDQ, "avx512vpopcntdq", 7, 0, ECX, 14, PIQ_XCR0_AVX512) \
+  X (AMX_TILE,   "amx-tile",   7, 0, EDX, 24, PIQ_XCR0_AMX) \
+  X (AMX_INT8,   "amx-int8",   7, 0, EDX, 25, PIQ_XCR0_AMX)
 
 #define PIQ_XCR0_AVX    0x06u   /* XMM and YMM state */
 #define PIQ_XCR0_AVX512 0xe6u   /* and opmask, ZMM_Hi256, Hi16_ZMM */
+#define PIQ_XCR0_AMX    0x60000u /* XTILECFG and XTILEDATA */
 
 enum {
 #define PIQ_CPU_BIT_(name, ...) PIQ_CPU_BIT_##name,
