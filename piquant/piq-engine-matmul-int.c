@@ -52,6 +52,8 @@ typedef struct {
   uint8_t data[];
 } IntScratch;
 
+_Static_assert (sizeof (IntScratch) == 64, "the data on the block's cache line");
+
 static IntScratch *int_scratch_cache[2];
 
 static IntScratch *
@@ -67,7 +69,8 @@ int_scratch_take (int which, size_t bytes, PiqEngineError *e)
       failf (e, PIQ_E_OVERFLOW, "the int8 GEMM's scratch does not fit in memory");
       return NULL;
     }
-  if ((s = try_alloc (1, sizeof *s + bytes, "the int8 GEMM's scratch", e)) != NULL)
+  /* on a cache line, as its data (after a 64-byte header): A's rows and the tiles */
+  if ((s = piq_engine_alloc_aligned (1, sizeof *s + bytes, "the int8 GEMM's scratch", e)) != NULL)
     s->size = bytes;
   return s;
 }
@@ -89,7 +92,8 @@ piq_engine_pack_gemm_b (PiqEnginePacked *p, PiqEngineError *e)
   p->gemm_ldbp = 64 * p->gemm_kq;
   if (panels * p->gemm_ldbp == 0)
     return 1;
-  if ((p->gemm_b = try_alloc (panels, p->gemm_ldbp, "the int8 GEMM's packed weights", e)) == NULL)
+  if ((p->gemm_b = piq_engine_alloc_aligned (panels, p->gemm_ldbp, "the int8 GEMM's packed weights",
+                                             e)) == NULL)
     return 0;
   memset (p->gemm_b, 0, panels * p->gemm_ldbp);
   for (uint64_t j = 0; j < p->n; j++)
@@ -685,6 +689,7 @@ piq_engine_matmul_int (const PiqEngine *eng, const PiqEngineQuant *a, const uint
       failf (e, PIQ_E_OVERFLOW, "the int8 GEMM's sums do not fit in memory");
       goto done;
     }
+  acc_bytes = (acc_bytes + 63) / 64 * 64;   /* A's rows on a cache line */
   if ((scratch = int_scratch_take (1, acc_bytes + au_bytes, e)) == NULL)
     goto done;
   acc = (int64_t *) (void *) scratch->data;

@@ -776,7 +776,7 @@ int8_gemm (MatmulJob *job, PiqEngineError *e)
 {
   const PiqEnginePacked *w = job->w;
   size_t lda = piq_engine_gemm_lda (w->k);
-  uint8_t *au = try_alloc (job->m, lda, "the input as unsigned bytes", e);
+  uint8_t *au = piq_engine_alloc_aligned (job->m, lda, "the input as unsigned bytes", e);
   int ok;
 
   if (au == NULL)

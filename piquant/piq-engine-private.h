@@ -208,6 +208,11 @@ int piq_engine_fail (PiqEngineError *e, int code, const char *format, ...) PIQ_I
 /* count · size bytes (at least 1), or NULL with PIQ_E_OVERFLOW / PIQ_E_NO_MEMORY. */
 void *piq_engine_alloc (size_t count, size_t size, const char *what, PiqEngineError *e)
   PIQ_INTERNAL;
+/* The same on a cache line (64 bytes), for the blocks kernels read in 64-byte rows
+ * (an AVX-512 vector, an AMX tile's row): glibc's large blocks start 16 bytes past a
+ * page, and each such row then spans two lines. Freed with free (). */
+void *piq_engine_alloc_aligned (size_t count, size_t size, const char *what, PiqEngineError *e)
+  PIQ_INTERNAL;
 /* A float view's element count and the bytes from its data to its last row's end. */
 int piq_engine_float_view (const PiqEngineView *v, const char *role, uint64_t *n, size_t *span,
                            PiqEngineError *e) PIQ_INTERNAL;

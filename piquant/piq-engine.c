@@ -631,6 +631,21 @@ piq_engine_alloc (size_t count, size_t size, const char *what, PiqEngineError *e
   return p;
 }
 
+void *
+piq_engine_alloc_aligned (size_t count, size_t size, const char *what, PiqEngineError *e)
+{
+  void *p = NULL;
+
+  if (size != 0 && count > SIZE_MAX / size)
+    fail (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
+  else if (posix_memalign (&p, 64, count * size != 0 ? count * size : 1) != 0)
+    {
+      p = NULL;
+      fail (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
+    }
+  return p;
+}
+
 static void *
 alloc_or_fail (size_t n, const char *what, PiqEngineError *e)
 {
