@@ -121,8 +121,8 @@ piq_engine_binary_pack (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngin
   {
     /* the GEMM's interleaved copy (a GEMV streams the rows: bits stays) */
     const uint64_t panels = (p->n + PANEL - 1) / PANEL, nb = p->bnb, words = p->bwords;
-    if ((p->bits_p = try_alloc (panels * PANEL * nb * words, sizeof (uint64_t),
-                                "the sign bits' panels", e)) == NULL ||
+    if ((p->bits_p = piq_engine_alloc_aligned (panels * PANEL * nb * words, sizeof (uint64_t),
+                                               "the sign bits' panels", e)) == NULL ||
         (p->bscales_p = try_alloc (panels * PANEL * nb, sizeof (float),
                                    "the scales' panels", e)) == NULL)
       return 0;

@@ -250,7 +250,8 @@ pack_groups (PiqEnginePacked *p, PiqEngineError *e)
   code_bytes = p->q4 ? 32 * gq : 64 * gq;
   p->gg_gbytes = code_bytes + (p->gg_f16 ? 32 : 64) + (p->gg_zpc ? 64 : 0);
   p->gg_ldwp = (size_t) groups * p->gg_gbytes;
-  if ((p->gg = try_alloc (panels, p->gg_ldwp, "the weights' panels", e)) == NULL)
+  /* on a cache line: with binary32 scales every group's quads are on lines too */
+  if ((p->gg = piq_engine_alloc_aligned (panels, p->gg_ldwp, "the weights' panels", e)) == NULL)
     return 0;
   memset (p->gg, 0, panels * p->gg_ldwp);
   p->bytes += panels * p->gg_ldwp;
