@@ -518,6 +518,39 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
           piq_block_load_params (a, w->scales, w->zero_points,
                                  (j0 + (size_t) j) * w->blocks_per_row +
                                  (a->fixed || bs >= n ? 0 : k0 / a->block), &p[j]);
+      if (code < 0 && bits > 1)
+        {
+          /* integer codes: each row's zero point and scale as vectors, once per block
+           * (fdecode's reads of p[j], which piq_block_load_params keeps in memory,
+           * and its test of nan_scale, per vector, spilled the AVX2 loop: perf).
+           * (c − z) · s as fdecode computes it; an MX block's NaN scale as NaN, which
+           * makes every product NaN as fdecode's vsplat (NAN) does (the outputs it
+           * reaches are stored as the default NaN) */
+          vi zv[DD_NR_MAX];
+          vf sv[DD_NR_MAX];
+#pragma GCC unroll 8
+          for (int j = 0; j < nr; j++)
+            {
+              zv[j] = fsplat_i ((int32_t) p[j].zp);
+              sv[j] = vsplat (p[j].nan_scale ? NAN : p[j].scale);
+            }
+          for (; k + 16 <= end; k += 16)
+            {
+              vf wv[DD_NR_MAX][MM_V];
+#pragma GCC unroll 8
+              for (int j = 0; j < nr; j++)
+                {
+                  if (bits == 8 || k % 32 == 0)   /* a line per 64 bytes */
+                    __builtin_prefetch (row[j] + k * bits / 8 + DD_PREFETCH);
+#pragma GCC unroll 4
+                  for (int v = 0; v < MM_V; v++)
+                    wv[j][v] = __builtin_convertvector (
+                                 fload_codes (row[j] + (k + (size_t) v * PIQ_W) * bits / 8, bits,
+                                              sg, hf) - zv[j], vf) * sv[j];
+                }
+              DD_FMA_ (mr, nr, x + k, ldx, wv, acc);
+            }
+        }
       for (; k + 16 <= end; k += 16)
         {
           vf wv[DD_NR_MAX][MM_V];
