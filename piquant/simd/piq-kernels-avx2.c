@@ -51,5 +51,12 @@
 #define PIQ_VEC_STREAM_FENCE()    _mm_sfence ()
 
 #define PIQ_VEC_FMA(a, b, c)      ((vf) _mm256_fmadd_ps ((__m256) (a), (__m256) (b), (__m256) (c)))
+/* Lane j: (bit 3 of k[j] ? hi : lo)[k[j] & 7], the higher bits of k ignored: a table
+ * of 16 binary32 in two registers (vpermps reads the low 3 bits of each index,
+ * vblendvps the sign bit, where the shift puts bit 3); the fused GEMV's block tables. */
+#define PIQ_VEC_LUT16(lo, hi, k) \
+  ((vf) _mm256_blendv_ps (_mm256_permutevar8x32_ps ((__m256) (lo), (__m256i) (k)), \
+                          _mm256_permutevar8x32_ps ((__m256) (hi), (__m256i) (k)), \
+                          (__m256) _mm256_slli_epi32 ((__m256i) (k), 28)))
 
 #include "piq-kernels-vec-body.h"

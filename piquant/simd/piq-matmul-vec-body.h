@@ -596,79 +596,190 @@ dd_block (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, const int
       out[i * ldo + j] = mm_sum16 (acc[i][j]);
 }
 
-#if PIQ_W == 16
-/* rows of codes per pass of dd_row4 (the engine hands over PANEL = 8) */
-# ifndef DD_ROWS4
-#  define DD_ROWS4 8
-# endif
-
-/* ---- 4-bit codes on 16 lanes (AVX-512): one table per block ----
+/* ---- 4-bit codes, one table per block: 16 lanes (AVX-512), or 8 (AVX2) ----
  * A 4-bit code takes 16 values in a block, so the block's decoded values are made
- * once, in a register, by the operations dd_decode16 applies to each code (t[c] · s,
+ * once, in registers, by the operations dd_decode16 applies to each code (t[c] · s,
  * (c − z) · s, ggml's (c − 8) · d, rounded once, or NaN for an MX block's NaN scale),
- * and 16 codes are decoded by one permute (vpermps reads the low 4 bits of each index,
- * so the codes need no masking). The 8 bytes of 16 packed codes are broadcast to the
- * eight 64-bit lanes and shifted right by 0, 4, …, 28 bits: 32-bit lane 2q then holds
- * nibble q and lane 2q + 1 nibble q + 8 in its low bits (a load, a shift and the
- * permute, where unpacking the nibbles in order took five more operations). The
+ * and codes are decoded by permutes: on 16 lanes one vpermps per 16 codes (it reads
+ * the low 4 bits of each index, so the codes need no masking); on 8 lanes
+ * (PIQ_VEC_LUT16: AVX2's vpermps reads 3 bits) the table is two registers, and each 8
+ * codes take both permutes and a blend on bit 3 (the integer codes convert instead,
+ * DD_ICVT). The 8 bytes of 16 packed codes are
+ * broadcast to 64-bit lanes and shifted right by 4q bits: the 32-bit lanes of 64-bit
+ * lane i then hold nibble q and nibble q + 8 in their low bits (a load, a shift and
+ * the permutes, where unpacking the nibbles in order took five more operations), for
+ * q = i on 16 lanes, and on 8 lanes q = 0, 1, 4, 5 (part 0) and 2, 3, 6, 7 (part 1),
+ * the order in which vunpcklps and vunpckhps interleave x's two halves. The
  * accumulators keep the residues k mod 16 in that order (dd_sig), x is permuted once
  * for all the rows, and the lanes are put back in order before piq_sum_lanes: each
  * residue's lane sees the reference's fmas in the reference's order, whichever
  * register lane it lives in. ggml Q4_0 needs no permutation: a block's 16 bytes
  * zero-extended to 32-bit lanes hold elements l (low nibble) and l + 16 (high). */
-typedef uint64_t dd_vq __attribute__ ((vector_size (64)));
+#if PIQ_W == 16 || (PIQ_W == 8 && defined PIQ_VEC_LUT16)
+# define DD_ROW4 1
 
-/* the residue k mod 16 that accumulator lane p holds (memory nibble m is element
- * m ^ 1 when the high nibble comes first) */
-VINLINE vi
-dd_sig (const int hf)
-{
-  vi s;
-  for (int q = 0; q < 8; q++)
-    {
-      s[2 * q] = q ^ hf;
-      s[2 * q + 1] = (q + 8) ^ hf;
-    }
-  return s;
-}
+/* rows of codes per pass of dd_row4 (the engine hands over PANEL = 8): 8 on 32 zmm;
+ * 2 on 16 ymm, where a row takes 2 accumulators and a table of 2 registers (with 4
+ * rows the permutes read the tables from the stack: 1.3–1.5× the time of register
+ * operands in a loop of the decode alone on Zen 3) */
+# ifndef DD_ROWS4
+#  if PIQ_W == 16
+#   define DD_ROWS4 8
+#  else
+#   define DD_ROWS4 2
+#  endif
+# endif
+/* the same for DD_ICVT's integer codes: 4 on 16 ymm, their scale and zero point being
+ * operands of a subtraction and a multiply, which read memory as cheaply (against 2
+ * rows: Q4_0 0.094 ns a weight in L2 instead of 0.17, int4 0.11 instead of 0.15, Zen 3;
+ * 8 rows: no faster) */
+# ifndef DD_ROWS4I
+#  define DD_ROWS4I (PIQ_W == 8 ? 4 : DD_ROWS4)
+# endif
+# define DD_ROWS4_MAX (DD_ROWS4 > DD_ROWS4I ? DD_ROWS4 : DD_ROWS4I)
 
-/* the lane that holds residue r */
-VINLINE vi
-dd_sig_inv (const int hf)
-{
-  vi s = dd_sig (hf), inv;
-  for (int p = 0; p < 16; p++)
-    inv[s[p]] = p;
-  return inv;
-}
+typedef uint64_t dd_vq __attribute__ ((vector_size (PIQ_W * 4)));
 
-/* The 16 values a block's codes decode to (see dd_decode16). */
+/* Lane l: lane k[l] mod 16 of the 16 lanes in t (MM_V vectors). */
 VINLINE vf
-dd_table4 (const PiqBlockP *p, float d, const int code, const int sg)
+dd_lut16 (const vf t[MM_V], vi k)
+{
+# if PIQ_W == 16
+  return fperm1_f (t[0], k);
+# else
+  return PIQ_VEC_LUT16 (t[0], t[1], k);
+# endif
+}
+
+/* On 8 lanes the integer codes (ggml Q4_0, int4, uint4) decode by conversion, the
+ * table's own operations on the code ((c − z) · s): the nibble masked, the zero point
+ * subtracted, a conversion and a multiply run on any of Zen 3's vector pipes, where its
+ * one permute pipe made the two-register table 1.8× slower (a register-only loop of
+ * the two decodes). Their "table" is then s in every lane of t[0] and the integer
+ * z (+ 8 for signed codes, whose nibble c ^ 8 is the code + 8) in t[1]. */
+# define DD_ICVT(code) (PIQ_W == 8 && ((code) < 0 || (code) == PIQ_C_Q4_0))
+
+VINLINE void
+dd_itab (float s, int32_t z, const int sg, vf t[MM_V])
+{
+  t[0] = vsplat (s);
+  t[MM_V - 1] = (vf) fsplat_i (sg ? z + 8 : z);
+}
+
+/* Lane l: the value of code k[l] mod 16 through t (dd_table4, or dd_itab's) */
+VINLINE vf
+dd_dec (const vf t[MM_V], vi k, const int code, const int sg)
+{
+  if (DD_ICVT (code))
+    {
+      vi c = k & 15;
+      if (sg)
+        c ^= 8;
+      return __builtin_convertvector (c - (vi) t[MM_V - 1], vf) * t[0];
+    }
+  return dd_lut16 (t, k);
+}
+
+/* the nibble q that 64-bit lane i of part v holds (see above) */
+VINLINE int
+dd_nib (const int v, const int i)
+{
+  return PIQ_W == 16 ? i : 2 * v + (i & 1) + 4 * (i >> 1);
+}
+
+/* sig: the residue k mod 16 that accumulator lane p (vector p / PIQ_W) holds (memory
+ * nibble m is element m ^ 1 when the high nibble comes first); inv: the lane that
+ * holds residue r. Identity for ggml. */
+
+VINLINE void
+dd_sig (const int ggml, const int hf, vi sig[MM_V], vi inv[MM_V])
+{
+  for (int v = 0; v < MM_V; v++)
+    for (int i = 0; i < PIQ_W / 2; i++)
+      {
+        const int q = dd_nib (v, i), p = v * PIQ_W + 2 * i;
+        const int a = ggml ? p : q ^ hf, b = ggml ? p + 1 : (q + 8) ^ hf;
+        sig[v][2 * i] = a;
+        sig[v][2 * i + 1] = b;
+        inv[a / PIQ_W][a % PIQ_W] = p;
+        inv[b / PIQ_W][b % PIQ_W] = p + 1;
+      }
+}
+
+/* x's 16 elements at x in dd_sig's lane order: one permute on 16 lanes; on 8, the
+ * two halves interleaved by constant shuffles (vunpcklps, vunpckhps, and an in-lane
+ * swap when the high nibble comes first), where permutes by dd_sig took 6 of the
+ * loop's operations (GCC did not fold dd_sig into constants). */
+VINLINE void
+dd_xperm (const float *x, const int hf, const vi sig[MM_V], vf xp[MM_V])
+{
+# if PIQ_W == 16
+  (void) hf;
+  xp[0] = fperm1_f (fload (x), sig[0]);
+# else
+  const vf x0 = fload (x), x1 = fload (x + PIQ_W);
+  (void) sig;
+  if (hf)
+    {
+      xp[0] = PIQ_SHUF2 (x0, x1, vi, 1, 9, 0, 8, 5, 13, 4, 12);
+      xp[1] = PIQ_SHUF2 (x0, x1, vi, 3, 11, 2, 10, 7, 15, 6, 14);
+    }
+  else
+    {
+      xp[0] = PIQ_SHUF2 (x0, x1, vi, 0, 8, 1, 9, 4, 12, 5, 13);
+      xp[1] = PIQ_SHUF2 (x0, x1, vi, 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+# endif
+}
+
+/* part v of the codes 0 … 15 as their integers (sg: the two's complement nibble) */
+VINLINE vi
+dd_codes (const int v, const int sg)
 {
   vi c;
-  for (int l = 0; l < 16; l++)
-    c[l] = sg ? (l ^ 8) - 8 : l;
-  if (code == PIQ_C_Q4_0)
-    return __builtin_convertvector (c - 8, vf) * vsplat (d);
-  if (p->nan_scale)
-    return vsplat (NAN);
-  if (code < 0)
-    return __builtin_convertvector (c - fsplat_i ((int32_t) p->zp), vf) * vsplat (p->scale);
-  {
-    vf t;
-    memcpy (&t, code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
-                ? piq_fp4_bnb_values : dd_fp4_e2m1, sizeof t);
-    return t * vsplat (p->scale);
-  }
+  for (int l = 0; l < PIQ_W; l++)
+    c[l] = sg ? ((v * PIQ_W + l) ^ 8) - 8 : v * PIQ_W + l;
+  return c;
 }
 
-/* 16 codes (8 bytes at c) as permute indices in dd_sig's lane order */
-VINLINE vi
-dd_idx4 (const uint8_t *c)
+/* The 16 values a block's codes decode to (see dd_decode16), as MM_V vectors. */
+VINLINE void
+dd_table4 (const PiqBlockP *p, float d, const int code, const int sg, vf t[MM_V])
 {
-  const dd_vq sh = { 0, 4, 8, 12, 16, 20, 24, 28 };
+  if (DD_ICVT (code))
+    {
+      if (code == PIQ_C_Q4_0)
+        dd_itab (d, 8, sg, t);
+      else
+        dd_itab (p->nan_scale ? NAN : p->scale, (int32_t) p->zp, sg, t);
+      return;
+    }
+  for (int v = 0; v < MM_V; v++)
+    {
+      vi c = dd_codes (v, sg);
+      if (code == PIQ_C_Q4_0)
+        t[v] = __builtin_convertvector (c - 8, vf) * vsplat (d);
+      else if (p->nan_scale)
+        t[v] = vsplat (NAN);
+      else if (code < 0)
+        t[v] = __builtin_convertvector (c - fsplat_i ((int32_t) p->zp), vf) * vsplat (p->scale);
+      else
+        {
+          memcpy (&t[v], (code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
+                          ? piq_fp4_bnb_values : dd_fp4_e2m1) + v * PIQ_W, sizeof t[v]);
+          t[v] = t[v] * vsplat (p->scale);
+        }
+    }
+}
+
+/* Part v of 16 codes (8 bytes at c) as permute indices in dd_sig's lane order. */
+VINLINE vi
+dd_idx4 (const uint8_t *c, const int v)
+{
+  dd_vq sh = { 0 };
   uint64_t q;
+  for (int i = 0; i < PIQ_W / 2; i++)
+    sh[i] = (uint64_t) (4 * dd_nib (v, i));
   memcpy (&q, c, 8);
   return (vi) (((dd_vq) { 0 } + q) >> sh);
 }
@@ -685,18 +796,19 @@ dd_scales16 (const uint8_t *scales, size_t b0, size_t cnt, const int sk, float *
   if (sk == PIQ_SCALE_E8M0)
     {
       uint8_t e[16] = { 0 };
-      vi v, m0, m255, bits;
       if (cnt == 16)
         memcpy (e, scales + b0, 16);
       else
         for (size_t i = 0; i < cnt; i++)
           e[i] = scales[b0 + i];
-      v = PIQ_VEC_U8_TO_I32 (bytes16 (e, 16));
-      m0 = v == 0;
-      m255 = v == 255;
-      /* 2^(e − 127): the exponent field, or 2^−127's subnormal bits for e = 0 */
-      bits = ((v << 23) & ~(m0 | m255)) | (m0 & 0x00400000) | (m255 & 0x7fc00000);
-      memcpy (out, &bits, 16 * sizeof (float));
+#pragma GCC unroll 4
+      for (int p = 0; p < MM_V; p++)
+        {
+          vi v = PIQ_VEC_U8_TO_I32 (bytes16 (e + p * PIQ_W, PIQ_W)), m0 = v == 0, m255 = v == 255;
+          /* 2^(e − 127): the exponent field, or 2^−127's subnormal bits for e = 0 */
+          vi bits = ((v << 23) & ~(m0 | m255)) | (m0 & 0x00400000) | (m255 & 0x7fc00000);
+          memcpy (out + p * PIQ_W, &bits, sizeof bits);
+        }
     }
   else if (sk == PIQ_SCALE_F16)
     for (size_t i = 0; i < cnt; i++)
@@ -710,34 +822,41 @@ dd_scales16 (const uint8_t *scales, size_t b0, size_t cnt, const int sk, float *
  * weights past the end zeroed (fma (0, 0, lane) = lane, as in dd_block). */
 VINLINE void
 dd_row4_range (const uint8_t *const *row, const float *x, size_t k, size_t end, const int nr,
-               const vf *tab, vi sig, vf *acc)
+               const int code, const int hf, const int sg, vf tab[][MM_V], const vi sig[MM_V],
+               vf acc[][MM_V])
 {
   for (; k + 16 <= end; k += 16)
     {
-      vf xp = fperm1_f (fload (x + k), sig);
+      vf xp[MM_V];
+      dd_xperm (x + k, hf, sig, xp);
 #pragma GCC unroll 8
       for (int j = 0; j < nr; j++)
         {
           if (k % 128 == 0)
             __builtin_prefetch (row[j] + k / 2 + DD_PREFETCH);
-          acc[j] = PIQ_VEC_FMA (xp, fperm1_f (tab[j], dd_idx4 (row[j] + k / 2)), acc[j]);
+#pragma GCC unroll 4
+          for (int v = 0; v < MM_V; v++)
+            acc[j][v] = PIQ_VEC_FMA (xp[v], dd_dec (tab[j], dd_idx4 (row[j] + k / 2, v), code, sg),
+                                     acc[j][v]);
         }
     }
   if (k < end)
     {
       size_t rem = end - k;
       float xt[16] = { 0 };
-      vf xp;
+      vf xp[MM_V];
       memcpy (xt, x + k, rem * sizeof (float));
-      xp = fperm1_f (fload (xt), sig);
+      dd_xperm (xt, hf, sig, xp);
       for (int j = 0; j < nr; j++)
         {
           uint8_t ct[8] = { 0 };
-          vf wv;
           memcpy (ct, row[j] + k / 2, (rem * 4 + 7) / 8);
-          wv = fperm1_f (tab[j], dd_idx4 (ct));
-          wv = vsel (sig < (vi) { 0 } + (int32_t) rem, wv, (vf) { 0 });
-          acc[j] = PIQ_VEC_FMA (xp, wv, acc[j]);
+          for (int v = 0; v < MM_V; v++)
+            {
+              vf wv = dd_dec (tab[j], dd_idx4 (ct, v), code, sg);
+              wv = vsel (sig[v] < (vi) { 0 } + (int32_t) rem, wv, (vf) { 0 });
+              acc[j][v] = PIQ_VEC_FMA (xp[v], wv, acc[j][v]);
+            }
         }
     }
 }
@@ -753,81 +872,87 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
   const PiqBlockArgs *a = w->a;
   const int ggml = code == PIQ_C_Q4_0;
   const size_t bs = ggml ? 32 : a->fixed ? n : a->block;
-  vi sig, inv;
-  vf acc[8], tab[8];
-  const uint8_t *row[8];
+  vi sig[MM_V], inv[MM_V];
+  vf acc[DD_ROWS4_MAX][MM_V], tab[DD_ROWS4_MAX][MM_V];
+  const uint8_t *row[DD_ROWS4_MAX];
 
-  for (int l = 0; l < 16; l++)
-    sig[l] = inv[l] = l;
-  if (!ggml)
-    {
-      sig = dd_sig (hf);
-      inv = dd_sig_inv (hf);
-    }
+  dd_sig (ggml, hf, sig, inv);
 #pragma GCC unroll 8
   for (int j = 0; j < nr; j++)
     {
       row[j] = w->codes + (j0 + (size_t) j) * w->code_stride;
-      acc[j] = (vf) { 0 };
+#pragma GCC unroll 4
+      for (int v = 0; v < MM_V; v++)
+        acc[j][v] = (vf) { 0 };
     }
   if (ggml)
     for (size_t k = 0; k < n; k += 32)
       {
-        vf x0, x1;
+        vf x0[MM_V], x1[MM_V];
         size_t rem = n - k;
         if (rem >= 32)
-          {
-            x0 = fload (x + k);
-            x1 = fload (x + k + 16);
-          }
+#pragma GCC unroll 4
+          for (int v = 0; v < MM_V; v++)
+            {
+              x0[v] = fload (x + k + v * PIQ_W);
+              x1[v] = fload (x + k + 16 + v * PIQ_W);
+            }
         else
           {
             float xt[32] = { 0 };
             memcpy (xt, x + k, rem * sizeof (float));
-            x0 = fload (xt);
-            x1 = fload (xt + 16);
+            for (int v = 0; v < MM_V; v++)
+              {
+                x0[v] = fload (xt + v * PIQ_W);
+                x1[v] = fload (xt + 16 + v * PIQ_W);
+              }
           }
 #pragma GCC unroll 8
         for (int j = 0; j < nr; j++)
           {
             const uint8_t *blk = row[j] + k / 32 * 18;
-            vi c;
-            vf t, lo, hi;
+            vf t[MM_V];
             __builtin_prefetch (blk + DD_PREFETCH);
-            t = dd_table4 (NULL, dd_f16 (blk), code, sg);
-            c = PIQ_VEC_U8_TO_I32 (bytes16 (blk + 2, 16));
-            lo = fperm1_f (t, c);
-            hi = fperm1_f (t, c >> 4);
-            if (rem < 32)   /* ggml blocks are stored whole */
+            dd_table4 (NULL, dd_f16 (blk), code, sg, t);
+#pragma GCC unroll 4
+            for (int v = 0; v < MM_V; v++)
               {
-                lo = vsel (sig < (vi) { 0 } + (int32_t) rem, lo, (vf) { 0 });
-                hi = vsel (sig + 16 < (vi) { 0 } + (int32_t) rem, hi, (vf) { 0 });
+                vi c = PIQ_VEC_U8_TO_I32 (bytes16 (blk + 2 + v * PIQ_W, PIQ_W));
+                vf lo = dd_dec (t, c, code, sg), hi = dd_dec (t, c >> 4, code, sg);
+                if (rem < 32)   /* ggml blocks are stored whole */
+                  {
+                    lo = vsel (sig[v] < (vi) { 0 } + (int32_t) rem, lo, (vf) { 0 });
+                    hi = vsel (sig[v] + 16 < (vi) { 0 } + (int32_t) rem, hi, (vf) { 0 });
+                  }
+                acc[j][v] = PIQ_VEC_FMA (x0[v], lo, acc[j][v]);
+                acc[j][v] = PIQ_VEC_FMA (x1[v], hi, acc[j][v]);
               }
-            acc[j] = PIQ_VEC_FMA (x0, lo, acc[j]);
-            acc[j] = PIQ_VEC_FMA (x1, hi, acc[j]);
           }
       }
   else if (sk >= 0)
     {
       /* blocks of a multiple of 16 elements, several a row: the scales of 16 blocks of
        * each row converted at a time, then each block's table is one multiply (and for
-       * stored zero points a subtraction and a conversion) */
+       * stored zero points a subtraction and a conversion) per vector */
       const size_t bpr = w->blocks_per_row, nb = (n + bs - 1) / bs;
       const size_t ss = sk == PIQ_SCALE_F32 ? 4 : sk == PIQ_SCALE_F16 ? 2 : 1;
-      vi cv;
-      vf base;
+      vi cv[MM_V];
+      vf base[MM_V];
 
-      for (int l = 0; l < 16; l++)
-        cv[l] = sg ? (l ^ 8) - 8 : l;
-      if (code < 0)
-        base = __builtin_convertvector (cv - fsplat_i ((int32_t) piq_block_symmetric_zp (a)), vf);
-      else
-        memcpy (&base, code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
-                       ? piq_fp4_bnb_values : dd_fp4_e2m1, sizeof base);
+      for (int v = 0; v < MM_V; v++)
+        {
+          cv[v] = dd_codes (v, sg);
+          if (code < 0)
+            base[v] = __builtin_convertvector (cv[v] - fsplat_i ((int32_t) piq_block_symmetric_zp (a)),
+                                               vf);
+        }
+      if (code >= 0)
+        memcpy (base, code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
+                      ? piq_fp4_bnb_values : dd_fp4_e2m1, sizeof base);
       for (size_t b0 = 0; b0 < nb; b0 += 16)
         {
           const size_t cnt = nb - b0 < 16 ? nb - b0 : 16;
-          float sc[8][16];
+          float sc[DD_ROWS4_MAX][16];
 
           if (sk != PIQ_SCALE_F32)
 #pragma GCC unroll 8
@@ -840,18 +965,22 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
               for (int j = 0; j < nr; j++)
                 {
                   const size_t bi = (j0 + (size_t) j) * bpr + b0 + bb;
-                  vf t = base;
+                  const int zp = code < 0 && w->zero_points != NULL;
+                  const int32_t z = zp ? piq_ld_i32 (w->zero_points, bi) : 0;
                   float sj;
                   if (sk == PIQ_SCALE_F32)
                     memcpy (&sj, w->scales + 4 * bi, sizeof sj);
                   else
                     sj = sc[j][bb];
-                  if (code < 0 && w->zero_points != NULL)
-                    t = __builtin_convertvector (cv - fsplat_i (piq_ld_i32 (w->zero_points, bi)),
-                                                 vf);
-                  tab[j] = t * vsplat (sj);
+                  if (DD_ICVT (code))
+                    dd_itab (sj, zp ? z : (int32_t) piq_block_symmetric_zp (a), sg, tab[j]);
+                  else
+#pragma GCC unroll 4
+                    for (int v = 0; v < MM_V; v++)
+                      tab[j][v] = (zp ? __builtin_convertvector (cv[v] - fsplat_i (z), vf) : base[v])
+                                  * vsplat (sj);
                 }
-              dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, tab, sig, acc);
+              dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, code, hf, sg, tab, sig, acc);
             }
         }
     }
@@ -865,14 +994,16 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
             piq_block_load_params (a, w->scales, w->zero_points,
                                    (j0 + (size_t) j) * w->blocks_per_row +
                                    (a->fixed || bs >= n ? 0 : k0 / a->block), &p);
-            tab[j] = dd_table4 (&p, 0.0f, code, sg);
+            dd_table4 (&p, 0.0f, code, sg, tab[j]);
           }
-        dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, tab, sig, acc);
+        dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, code, hf, sg, tab, sig, acc);
       }
   for (int j = 0; j < nr; j++)
     {
-      vf v = fperm1_f (acc[j], inv);
-      out[j] = mm_sum16 (&v);
+      vf v[MM_V];
+      for (int p = 0; p < MM_V; p++)
+        v[p] = dd_lut16 (acc[j], inv[p]);
+      out[j] = mm_sum16 (v);
     }
 }
 #endif
@@ -898,7 +1029,7 @@ dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
       }
   for (; i < mr; i++)
     {
-#if PIQ_W == 16
+#ifdef DD_ROW4
       if (code == PIQ_C_Q4_0 || bits == 4)
         {
           /* the scale kind as a constant where blocks carry scales (MX integers, whose
@@ -907,10 +1038,11 @@ dd_tile (const PiqMmWeights *w, const float *x, size_t ldx, size_t n, size_t mr,
           const int sk = code == PIQ_C_Q4_0 || a->fixed ? -1
                          : a->scale_kind == PIQ_SCALE_E8M0 ? (code < 0 ? -1 : PIQ_SCALE_E8M0)
                          : (int) a->scale_kind;
+          const int rows4 = DD_ICVT (code) ? DD_ROWS4I : DD_ROWS4;
 #define DD_ROW4_SK_(sk_) \
           do { \
-            for (j = 0; j + DD_ROWS4 <= nr; j += DD_ROWS4) \
-              dd_row4 (w, x + i * ldx, n, DD_ROWS4, j, out + i * ldo + j, code, hf, sg, sk_); \
+            for (j = 0; j + rows4 <= nr; j += rows4) \
+              dd_row4 (w, x + i * ldx, n, rows4, j, out + i * ldo + j, code, hf, sg, sk_); \
             for (; j < nr; j++) \
               dd_row4 (w, x + i * ldx, n, 1, j, out + i * ldo + j, code, hf, sg, sk_); \
           } while (0)
