@@ -619,31 +619,37 @@ copy_rows (uint8_t *packed, const PiqEngineView *v, size_t row_bytes, uint64_t r
     }
 }
 
+/* count · size bytes from malloc, or on a cache line (aligned) */
+static void *
+alloc_bytes (size_t count, size_t size, int aligned, const char *what, PiqEngineError *e)
+{
+  void *p = NULL;
+  size_t bytes;
+
+  if (size != 0 && count > SIZE_MAX / size)
+    {
+      fail (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
+      return NULL;
+    }
+  bytes = count * size != 0 ? count * size : 1;
+  if (aligned ? posix_memalign (&p, 64, bytes) != 0 : (p = malloc (bytes)) == NULL)
+    {
+      fail (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
+      return NULL;
+    }
+  return p;
+}
+
 void *
 piq_engine_alloc (size_t count, size_t size, const char *what, PiqEngineError *e)
 {
-  void *p = NULL;
-
-  if (size != 0 && count > SIZE_MAX / size)
-    fail (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
-  else if ((p = malloc (count * size != 0 ? count * size : 1)) == NULL)
-    fail (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
-  return p;
+  return alloc_bytes (count, size, 0, what, e);
 }
 
 void *
 piq_engine_alloc_aligned (size_t count, size_t size, const char *what, PiqEngineError *e)
 {
-  void *p = NULL;
-
-  if (size != 0 && count > SIZE_MAX / size)
-    fail (e, PIQ_E_OVERFLOW, "%zu × %zu bytes of %s do not fit in memory", count, size, what);
-  else if (posix_memalign (&p, 64, count * size != 0 ? count * size : 1) != 0)
-    {
-      p = NULL;
-      fail (e, PIQ_E_NO_MEMORY, "cannot allocate %zu bytes of %s", count * size, what);
-    }
-  return p;
+  return alloc_bytes (count, size, 1, what, e);
 }
 
 static void *

@@ -31,9 +31,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-# include <sys/syscall.h>
-#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 # include <immintrin.h>
@@ -2190,19 +2187,8 @@ vnni_loop (unsigned iters)
  * TDPBUSD is 256 times a VPDPBUSD's work for about 16 times its cycles, so the loop
  * runs a sixteenth of the steps it is asked for and counts each step as 1/16 of an
  * instruction's ops, to take about the other loops' time. */
-#if BENCH_X86 && defined(__linux__)
-typedef struct {
-  uint8_t  palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t  rows[16];
-} BenchTileConfig;
-
-/* constants: GCC's tile intrinsics do not tell the compiler what they read */
-static const BenchTileConfig bench_tile_config = {
-  .palette = 1,
-  .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
-  .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
-};
+#if BENCH_X86
+/* a constant: GCC's tile loads do not tell the compiler what memory they read */
 static const int8_t bench_tile_ones[16 * 64] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
 __attribute__ ((target ("amx-tile,amx-int8"))) static double
@@ -2211,7 +2197,7 @@ amx_loop (unsigned iters)
   const int8_t *ones = bench_tile_ones;
   int32_t out[16 * 16];
 
-  _tile_loadconfig (&bench_tile_config);
+  _tile_loadconfig (&piq_tile_config_16x64);
   _tile_zero (0);
   _tile_zero (1);
   _tile_zero (2);
@@ -2233,15 +2219,6 @@ amx_loop (unsigned iters)
   return out[0];
 }
 
-/* Whether this process may run tile instructions: the CPU and OS have them (the
- * library's detection) and Linux grants the tile data (as piq-kernels-amx.c asks). */
-static int
-amx_usable (void)
-{
-  const uint32_t need = PIQ_CPU_AMX_TILE | PIQ_CPU_AMX_INT8;
-  /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18) */
-  return (piq_cpu_features () & need) == need && syscall (SYS_arch_prctl, 0x1023, 18) == 0;
-}
 #endif
 
 static double
@@ -2379,10 +2356,10 @@ mm_gemm_int8 (Bench *b)
       fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s75%% (%s)\n", name, b->threads[t],
                tmed * 1e3, gops, peak, peak > 0 ? 100.0 * gops / peak : 0.0,
                peak > 0 && 100.0 * gops / peak < 75 ? "*" : " ", label);
-#if BENCH_X86 && defined(__linux__)
+#if BENCH_X86
       /* the same product against the AMX tiles' peak, where the CPU has them (the
        * issue's target is against VPDPBUSD, the line above) */
-      if (amx_usable ())
+      if (piq_cpu_amx_usable ())
         {
           peak = peak_rate (b->threads[t], amx_loop, 16 * 16 * 64 * 2.0 / 16);
           fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%%    -  (amx tdpbusd)\n", name,

@@ -11,7 +11,12 @@
 
 #include "piq-cpu-private.h"
 
+#include <errno.h>
 #include <stddef.h>
+#ifdef __linux__
+# include <sys/syscall.h>
+# include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 # include <cpuid.h>
@@ -81,6 +86,36 @@ piq_cpu_features (void)
 #endif
   __atomic_store_n (&cached_features, f | (1u << 31), __ATOMIC_RELAXED);
   return f;
+}
+
+const PiqTileConfig piq_tile_config_16x64 __attribute__ ((aligned (64))) = {
+  .palette = 1,
+  .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
+  .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
+};
+
+int
+piq_cpu_amx_usable (void)
+{
+  static int state;   /* 0 not asked, 1 usable, −1 not */
+  int s = __atomic_load_n (&state, __ATOMIC_ACQUIRE);
+
+  if (s == 0)
+    {
+      const uint32_t need = PIQ_CPU_AMX_TILE | PIQ_CPU_AMX_INT8;
+      s = (piq_cpu_features () & need) == need ? 1 : -1;
+#ifdef __linux__
+      if (s > 0)
+        {
+          int saved = errno;
+          /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18), <asm/prctl.h> */
+          s = syscall (SYS_arch_prctl, 0x1023, 18) == 0 ? 1 : -1;
+          errno = saved;
+        }
+#endif
+      __atomic_store_n (&state, s, __ATOMIC_RELEASE);
+    }
+  return s > 0;
 }
 
 const char *

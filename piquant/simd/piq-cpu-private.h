@@ -65,5 +65,25 @@ enum { PIQ_CPU_X86_FEATURES (PIQ_CPU_ENUM_) PIQ_CPU_NEON = 1u << PIQ_CPU_BIT_NEO
  * instrumented by sanitizers. */
 PIQ_NO_SANITIZE uint32_t piq_cpu_features (void);
 
+/* Whether this process may execute AMX tile instructions: the CPU and OS have
+ * AMX-TILE and AMX-INT8 (piq_cpu_features) and, on Linux, the kernel granted the tile
+ * data (arch_prctl ARCH_REQ_XCOMP_PERM, asked on the first call only: the permission
+ * is the process's). Keeps errno. Not for ifunc resolvers (it calls libc). */
+int piq_cpu_amx_usable (void);
+
+/* LDTILECFG's 64-byte operand (palette 1: up to 8 tiles of rows × colsb bytes) */
+typedef struct {
+  uint8_t  palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t  rows[16];
+} PiqTileConfig;
+
+_Static_assert (sizeof (PiqTileConfig) == 64, "LDTILECFG reads 64 bytes");
+
+/* Tiles 0–7 of 16 rows of 64 bytes (the int8 GEMM's and the bench's). An object in
+ * memory rather than a local: GCC's _tile_loadconfig tells the compiler it reads 8
+ * bytes of its operand, so stores to a local config past those could be dropped. */
+extern const PiqTileConfig piq_tile_config_16x64;
+
 /* Name of feature bit @bit ("avx2"), or NULL past the last one. */
 const char *piq_cpu_feature_name (unsigned bit);

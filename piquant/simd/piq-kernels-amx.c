@@ -36,14 +36,9 @@
 #error "piq-kernels-amx.c must be compiled with PIQ_AMX_CFLAGS (… -mamx-tile -mamx-int8)"
 #endif
 
-#include <errno.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
-#ifdef __linux__
-# include <sys/syscall.h>
-# include <unistd.h>
-#endif
 
 #include "piq-kernels-private.h"
 #include "piq-cpu-private.h"
@@ -55,47 +50,6 @@ PIQ_INTERNAL extern const PiqKernelTable piq_kernels_avx512vnni;
 #else
 # define AMX_REST piq_kernels_scalar.gemm_u8s8
 #endif
-
-/* LDTILECFG's 64-byte operand: palette 1, tiles 0–7 of 16 rows of 64 bytes. A
- * constant: GCC's _tile_loadconfig tells the compiler it reads 8 bytes of it, so
- * stores to a local one past those could be dropped as dead. */
-typedef struct {
-  uint8_t  palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t  rows[16];
-} AmxConfig;
-
-_Static_assert (sizeof (AmxConfig) == 64, "LDTILECFG reads 64 bytes");
-
-static const AmxConfig amx_config __attribute__ ((aligned (64))) = {
-  .palette = 1,
-  .colsb = { 64, 64, 64, 64, 64, 64, 64, 64 },
-  .rows = { 16, 16, 16, 16, 16, 16, 16, 16 },
-};
-
-/* Whether this process may use the tile data: asked once (the permission is the
- * process's; a second ask from a racing thread is answered the same). errno is kept:
- * a kernel call sets no errno. */
-static int
-amx_permitted (void)
-{
-  static int state;   /* 0 not asked, 1 granted, −1 refused */
-  int s = __atomic_load_n (&state, __ATOMIC_ACQUIRE);
-
-  if (s == 0)
-    {
-#ifdef __linux__
-      int saved = errno;
-      /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18), <asm/prctl.h> */
-      s = syscall (SYS_arch_prctl, 0x1023, 18) == 0 ? 1 : -1;
-      errno = saved;
-#else
-      s = 1;
-#endif
-      __atomic_store_n (&state, s, __ATOMIC_RELEASE);
-    }
-  return s > 0;
-}
 
 /* Quads of k per block: a block of A (32 rows × 512 bytes) and a pair of panels (2 ×
  * 128 quads of 64 bytes), 16 KiB each, stay in L1 while the block runs over every
@@ -175,12 +129,12 @@ gemm_u8s8_amx (const uint8_t *a, size_t lda, size_t m, const int8_t *b, size_t l
   const size_t m16 = m / 16 * 16, kq16 = kq / 16 * 16, n16 = n / 16 * 16;
   const long sa = (long) lda, sc = (long) (ldc * sizeof (int32_t));
 
-  if (m16 == 0 || kq16 == 0 || !amx_permitted ())
+  if (m16 == 0 || kq16 == 0 || !piq_cpu_amx_usable ())
     {
       AMX_REST (a, lda, m, b, ldbp, n, kq, c, ldc, add);
       return;
     }
-  _tile_loadconfig (&amx_config);
+  _tile_loadconfig (&piq_tile_config_16x64);
   for (size_t i = 0; i < m16; i += 32)
     {
       const int two_a = i + 16 < m16;
