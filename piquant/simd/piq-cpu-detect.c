@@ -13,7 +13,7 @@
 
 #include <errno.h>
 #include <stddef.h>
-#ifdef __linux__
+#if defined(__x86_64__) && defined(__linux__)
 # include <sys/syscall.h>
 # include <unistd.h>
 #endif
@@ -104,7 +104,7 @@ piq_cpu_amx_usable (void)
     {
       const uint32_t need = PIQ_CPU_AMX_TILE | PIQ_CPU_AMX_INT8;
       s = (piq_cpu_features () & need) == need ? 1 : -1;
-#ifdef __linux__
+#if defined(__x86_64__) && defined(__linux__)   /* AMX is x86-64's; elsewhere s < 0 */
       if (s > 0)
         {
           int saved = errno;
