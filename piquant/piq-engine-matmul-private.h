@@ -24,28 +24,25 @@
 /* Rows of X per call of the tile kernel (its contract: mr ≤ 4, nr ≤ 8). */
 #define TILE_M 4
 /* The float policy's GEMM, from FGEMM_MIN_M rows of X on (fused weights included: the
- * fused kernel decodes the weights again for every TILE_M rows): a work item decodes
- * FGEMM_NC weight rows once into binary32, laid out in blocks of FGEMM_KC of k, and the
- * kernels' mm_lanes multiplies them with FGEMM_MC rows of X at a time, in blocks of
- * FGEMM_KB of k, the 16 lanes of every output carried in scratch between blocks. 48
- * rows = 8 micro-panels of 6 (AVX-512), 12 of 4 (AVX2) or 9 and a part of 5 (NEON), and
- * 6 decoded panels. A block of 512 keeps a micro-panel of w (8–12 KiB) in L1 while the
- * rows of X pass it; with 4096 both streamed from L2 and a work item on Zen 3 ran at
- * 35 % of the FMA loop against 50–60 % (a micro-benchmark of mm_lanes; carrying costs a
- * load and a store of 16 lanes per output per block).
- * FGEMM_LDW: floats between decoded rows, one cache line more than the block, so rows
- * of a power-of-two K do not share L1 sets (that cost 15 %). */
+ * fused kernel decodes the weights again for every TILE_M rows): X is packed by residue
+ * once per call (mm_lanes' layout, piq-kernels-private.h), FGEMM_MC rows at a time; a
+ * work item decodes FGEMM_NC weight rows once, and the kernels' mm_lanes multiplies
+ * them with FGEMM_MC rows of X at a time, in blocks of FGEMM_KB of k, the 16 lanes of
+ * every output carried in scratch between blocks. A block of 512 keeps a register
+ * tile's rows of W (16 KiB on AVX-512) in L1 through the 16 residues, while X's block
+ * (96 KiB) passes from L2 a residue (6 KiB) at a time. FGEMM_MC: a multiple of 16
+ * (mm_lanes' contract: only the last block of X is padded), here AVX-512's tile.
+ * FGEMM_LDW: floats between decoded rows, one cache line more than k padded to 16, so
+ * the rows of a power-of-two K do not share L1 sets. */
 #define FGEMM_MIN_M 8
-#define FGEMM_NC 48
-#define FGEMM_KC 4096
+#define FGEMM_NC PIQ_MM_NC
 #define FGEMM_KB 512
-#define FGEMM_MC 32
-/* gemm_item's blocks of k stay inside one decoded block and start on a lane 0 */
-_Static_assert (FGEMM_KC % FGEMM_KB == 0 && FGEMM_KB % 16 == 0,
-                "FGEMM_KB must divide FGEMM_KC and be a multiple of 16");
+#define FGEMM_MC 48
+_Static_assert (FGEMM_KB % 16 == 0 && FGEMM_MC % 16 == 0,
+                "FGEMM_KB and FGEMM_MC must be multiples of 16");
 /* floats between the rows of X copied to binary32: whole cache lines */
 #define XF_LD(k) (((uint64_t) (k) + 15) / 16 * 16)
-#define FGEMM_LDW(kc) (XF_LD (kc) + 16)
+#define FGEMM_LDW(k) (XF_LD (k) + 16)
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
 #define DOT_CHUNK 4096

@@ -171,13 +171,13 @@ unfused_forced (void)
   return v != NULL && *v != '\0' && strcmp (v, "0") != 0;
 }
 
-/* Weight rows r0 … r0 + PANEL (or to the end) as binary32, K apart. */
+/* Weight rows r0 … r0 + count (or to the end) as binary32, K apart. */
 static int
-decode_panel (const PiqEngine *eng, const PiqEnginePacked *p, uint64_t r0, float *panel,
-              PiqEngineError *e)
+decode_rows (const PiqEngine *eng, const PiqEnginePacked *p, uint64_t r0, uint64_t count,
+             float *panel, PiqEngineError *e)
 {
   PiqEngine one = { 1, eng->kernels };
-  uint64_t rows = MIN ((uint64_t) PANEL, p->n - r0), shape[2] = { rows, p->k };
+  uint64_t rows = MIN (count, p->n - r0), shape[2] = { rows, p->k };
   PiqEngineView v = { DT_F32, 2, { rows, p->k }, 0, panel, (size_t) (rows * p->k * 4) };
   PiqEngineQuant sub;
 
@@ -334,7 +334,7 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
       if ((panel = try_alloc ((size_t) MIN ((uint64_t) PANEL, p->n) * p->k, sizeof (float),
                               "a decoded panel", e)) == NULL)
         goto fail;
-      ok = decode_panel (eng, p, 0, panel, e);
+      ok = decode_rows (eng, p, 0, PANEL, panel, e);
       free (panel);
       if (!ok)
         goto fail;
@@ -485,6 +485,7 @@ typedef struct {
   /* X as binary32 rows ldx floats apart (float), or as int8 codes (dynamic int8) */
   const float   *x;
   size_t         ldx;
+  float         *xp;           /* the GEMM's X packed for mm_lanes (pack_x) */
   const int8_t  *xq;           /* rows ldq apart, zero from k on */
   size_t         ldq;
   const float   *xd;           /* [m][groups] scales of X's groups */
@@ -524,43 +525,104 @@ store_row (MatmulJob *job, uint64_t m, uint64_t n0, const float *v, uint64_t cou
                  job->y_dtype, job->add);
 }
 
-/* The float policy's GEMM over one work item: FGEMM_NC weight rows decoded once, in
- * blocks of FGEMM_KC of k (rows × block, FGEMM_LDW apart, one block after the other;
- * a decoded panel is copied there), then multiplied with
- * FGEMM_MC rows of X at a time, block by block of k, the lanes carried in scratch. */
+/* Rows 0 … rows − 1 of X (ld apart, k elements each) packed by residue for mm_lanes
+ * (piq-kernels-private.h) as width ≥ rows rows (the rest zeros, as are the elements
+ * past k), block after block of FGEMM_KB: the block of k0 at dst + k0 · width. Each
+ * step of 16 k goes through a buffer, so every line of the output is written once and
+ * whole: scattered, the stores of a step hit lines a power of two apart, which share
+ * two L1 sets, and packing cost a GEMM 20 %. */
+static void
+pack_residues (const float *restrict src, size_t ld, uint64_t rows, uint64_t k, uint64_t width,
+               float *restrict dst)
+{
+  const uint64_t kp = XF_LD (k);
+  float t[16][FGEMM_MC];
+
+  for (uint64_t k0 = 0; k0 < kp; k0 += FGEMM_KB)
+    {
+      const uint64_t kq = MIN ((uint64_t) FGEMM_KB, kp - k0) / 16;
+      float *restrict d = dst + k0 * width;
+
+      for (uint64_t q = 0; q < kq; q++)
+        {
+          const uint64_t kk = k0 + 16 * q, full = MIN ((uint64_t) 16, k - MIN (k, kk));
+          for (uint64_t r = 0; r < width; r++)
+            {
+              const float *s = src + r * ld + kk;
+              if (r < rows && full == 16)
+                for (uint64_t l = 0; l < 16; l++)
+                  t[l][r] = s[l];
+              else
+                for (uint64_t l = 0; l < 16; l++)
+                  t[l][r] = r < rows && l < full ? s[l] : 0.0f;
+            }
+          /* a line at a time: a copy of width floats became rep movsq, whose start-up
+           * took 40 % of the packing */
+          for (uint64_t l = 0; l < 16; l++)
+            for (uint64_t r = 0; r < width; r += 16)
+              memcpy (d + (l * kq + q) * width + r, &t[l][r], 16 * sizeof (float));
+        }
+    }
+}
+
+/* X's rows c · FGEMM_MC … (FGEMM_MC of them, or to the end, padded to a multiple of
+ * 16) packed at xp + c · FGEMM_MC · XF_LD (k), once per call: every work item reads
+ * them. */
+static void
+pack_x (void *data, uint64_t c0, uint64_t count)
+{
+  MatmulJob *job = data;
+
+  for (uint64_t c = c0; c < c0 + count; c++)
+    {
+      uint64_t m = c * FGEMM_MC, mc = MIN ((uint64_t) FGEMM_MC, job->m - m);
+      pack_residues (job->x + m * job->ldx, job->ldx, mc, job->k, (mc + 15) / 16 * 16,
+                     job->xp + m * XF_LD (job->k));
+    }
+}
+
+/* The float policy's GEMM over one work item: FGEMM_NC weight rows decoded once, 16 at
+ * a time, into rows FGEMM_LDW (k) apart (zeros past k and past the last row), then
+ * multiplied with the packed X, FGEMM_MC rows at a time, block by block of FGEMM_KB,
+ * the lanes carried in scratch. */
 static int
 gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1,
            PiqEngineError *e)
 {
   const PiqEnginePacked *w = job->w;
-  const uint64_t rows = MIN ((uint64_t) FGEMM_NC, w->n - r0), k = w->k;
-  const uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
-  const uint64_t ldw = FGEMM_LDW (kc);
-  float *wp = scratch, *tmp = wp + FGEMM_NC * nkb * ldw;
-  float *lanes = tmp + PANEL * k;
-  float *out = lanes + FGEMM_MC * FGEMM_NC * 16;
+  const uint64_t rows = MIN ((uint64_t) FGEMM_NC, w->n - r0), k = w->k, kp = XF_LD (k);
+  const uint64_t ldw = FGEMM_LDW (k);
+  float *wr = scratch, *tmp = wr + FGEMM_NC * ldw;
+  float *lanes = tmp + 16 * k;
+  float *out = lanes + FGEMM_MC * 16 * FGEMM_NC;
 
-  for (uint64_t p = 0; p < rows; p += PANEL)
+  for (uint64_t g = 0; g < rows; g += 16)
     {
-      uint64_t pr = MIN ((uint64_t) PANEL, rows - p);
-      if (!decode_panel (job->eng, w, r0 + p, tmp, e))
+      uint64_t gr = MIN ((uint64_t) 16, rows - g);
+      if (!decode_rows (job->eng, w, r0 + g, gr, tmp, e))
         return 0;
-      for (uint64_t b = 0; b < nkb; b++)
-        for (uint64_t j = 0; j < pr; j++)
-          memcpy (wp + (b * rows + p + j) * ldw, tmp + j * k + b * kc,
-                  (size_t) MIN (kc, k - b * kc) * sizeof (float));
+      for (uint64_t j = 0; j < gr; j++)
+        {
+          memcpy (wr + (g + j) * ldw, tmp + j * k, (size_t) k * sizeof (float));
+          memset (wr + (g + j) * ldw + k, 0, (size_t) (kp - k) * sizeof (float));
+        }
     }
+  if (rows < FGEMM_NC)
+    memset (wr + rows * ldw, 0, (size_t) ((FGEMM_NC - rows) * ldw) * sizeof (float));
   for (uint64_t m = m0; m < m1; m += FGEMM_MC)
     {
-      uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m);
-      const float *x = job->x + m * job->ldx;
-      for (uint64_t k0 = 0; k0 < k; k0 += FGEMM_KB)
+      /* m is a multiple of FGEMM_MC (the items' rows are), so this is pack_x's block */
+      uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m), width = (mc + 15) / 16 * 16, k0 = 0;
+      const float *x = job->xp + m * kp;
+      do
         {
-          uint64_t b = k0 / kc, kn = MIN ((uint64_t) FGEMM_KB, k - k0);
-          job->eng->kernels->mm_lanes (x + k0, job->ldx, wp + b * rows * ldw + (k0 - b * kc),
-                                       (size_t) ldw, (size_t) kn, (size_t) mc, (size_t) rows,
-                                       lanes, k0 == 0, k0 + kn == k ? out : NULL, FGEMM_NC);
+          uint64_t kq = MIN ((uint64_t) FGEMM_KB, kp - k0) / 16;
+          job->eng->kernels->mm_lanes (x + k0 * width, (size_t) width, wr + k0, (size_t) ldw,
+                                       (size_t) kq, lanes, k0 == 0,
+                                       k0 + FGEMM_KB >= kp ? out : NULL, FGEMM_NC);
+          k0 += FGEMM_KB;
         }
+      while (k0 < kp);
       for (uint64_t i = 0; i < mc; i++)
         store_row (job, m + i, r0, out + i * FGEMM_NC, rows);
     }
@@ -596,7 +658,7 @@ float_item (MatmulJob *job, float *panel, uint64_t r0, uint64_t m0, uint64_t m1,
         }
       return 1;
     }
-  if (!decode_panel (job->eng, w, r0, panel, e))
+  if (!decode_rows (job->eng, w, r0, PANEL, panel, e))
     return 0;
   for (uint64_t m = m0; m < m1; m += TILE_M)
     {
@@ -793,15 +855,12 @@ int8_gemm (MatmulJob *job, PiqEngineError *e)
   return ok;
 }
 
-/* gemm_item's scratch: the decoded rows, a decoded panel, the lanes carried from one
- * block of FGEMM_KB to the next, and the outputs. */
+/* gemm_item's scratch: the decoded rows, 16 rows as decoded, the lanes carried from
+ * one block of FGEMM_KB to the next, and the outputs. */
 static size_t
 gemm_scratch (uint64_t k)
 {
-  uint64_t kc = MIN (k, (uint64_t) FGEMM_KC), nkb = (k + kc - 1) / kc;
-
-  return (size_t) (FGEMM_NC * nkb * FGEMM_LDW (kc) + PANEL * k +
-                   FGEMM_MC * FGEMM_NC * 16 +
+  return (size_t) (FGEMM_NC * FGEMM_LDW (k) + 16 * k + FGEMM_MC * FGEMM_NC * 16 +
                    FGEMM_MC * FGEMM_NC) * sizeof (float);
 }
 
@@ -906,6 +965,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   int8_t *xq;
   int32_t *xsum;
   unsigned threads;
+  uint64_t unit;
   int ok = 0, gg;
   size_t ldq;
   int32_t *xz;
@@ -958,11 +1018,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
    * widened (f64 rounded) once */
   x_ld = x->row_stride && m > 1 ? x->row_stride : (size_t) w->k * x_esize;
   job.gemm = w->activation == PIQ_ACT_FLOAT && m >= FGEMM_MIN_M;
-  /* the GEMM's tiles load X a vector at a time, once per 6 (AVX-512) or 4 weight rows:
-   * rows off a cache line would split those loads (malloc gives 16 bytes), so X is
-   * copied to rows on cache lines once unless its rows are there */
-  if (x->dtype == DT_F32 && x_ld % 4 == 0 && ((uintptr_t) x->data & 3) == 0 &&
-      !(job.gemm && (((uintptr_t) x->data & 63) != 0 || x_ld % 64 != 0)))
+  if (x->dtype == DT_F32 && x_ld % 4 == 0 && ((uintptr_t) x->data & 3) == 0)
     {
       job.x = x->data;
       job.ldx = x_ld / 4;
@@ -978,7 +1034,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   job.panels = (w->n + job.prows - 1) / job.prows;
   job.mblocks = job.panels >= 2u * threads ? 1 : MIN (m, (2u * threads + job.panels - 1) / job.panels);
   job.mrows = (m + job.mblocks - 1) / job.mblocks;
-  job.mrows = (job.mrows + TILE_M - 1) / TILE_M * TILE_M;
+  /* whole tiles of rows; the GEMM's items start on pack_x's blocks */
+  unit = job.gemm ? FGEMM_MC : TILE_M;
+  job.mrows = (job.mrows + unit - 1) / unit * unit;
   job.mblocks = (m + job.mrows - 1) / job.mrows;
   job.slots = MIN ((uint64_t) threads, job.panels * job.mblocks);
   /* X's codes: gemm_groups reads whole groups, so a row runs to the last one's end */
@@ -997,7 +1055,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
    * pages cost a GEMV as much as its arithmetic (perf). */
   {
     const int dyn = w->activation == PIQ_ACT_DYNAMIC_INT8;
-    size_t parts[9] = {
+    size_t parts[10] = {
       job.slots * job.scratch_bytes,                                    /* per slot */
       job.x == NULL ? (size_t) (m * XF_LD (w->k) * sizeof (float)) : 0, /* X as f32 */
       bias != NULL ? (size_t) w->n * sizeof (float) : 0,                /* bias as f32 */
@@ -1007,11 +1065,12 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
       dyn ? (size_t) (m * w->groups * sizeof (double)) : 0,              /* X's scales, binary64 */
       dyn && w->zp_uniform && w->zp0 != 0 ? (size_t) (m * w->groups * sizeof (double)) : 0,
       gg ? (size_t) (m * w->groups * sizeof (int32_t)) : 0,               /* z · Σq */
+      job.gemm ? (size_t) ((m + 15) / 16 * 16 * XF_LD (w->k) * sizeof (float)) : 0, /* X packed */
     };
-    size_t offsets[9], total = 0;
+    size_t offsets[10], total = 0;
     uint8_t *base;
 
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
       {
         offsets[i] = total;
         if (parts[i] > SIZE_MAX - total - 64)
@@ -1030,6 +1089,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     xdd = (double *) (void *) (base + offsets[6]);
     zx = parts[7] ? (double *) (void *) (base + offsets[7]) : NULL;
     xz = (int32_t *) (void *) (base + offsets[8]);
+    job.xp = (float *) (void *) (base + offsets[9]);
   }
 
   if (job.x == NULL)
@@ -1071,6 +1131,8 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
         }
     }
 
+  if (job.gemm)
+    piq_parallel_run (threads, (m + FGEMM_MC - 1) / FGEMM_MC, 1, 2, pack_x, &job);
   piq_parallel_run (threads, job.slots, 1, 2, matmul_slot, &job);
   if (job.failed)
     {

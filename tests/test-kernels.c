@@ -1426,17 +1426,16 @@ check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
   return 1;
 }
 
-/* ---- the GEMM's micro-kernels (mm_lanes) ----
- * mr across the register tiles' rows (4 on AVX-512 and NEON, 3 on AVX2) and their
- * tails, nr across their widths (6 on AVX-512, 4 on AVX2, 5 on NEON) and every narrower
- * tail (4, 2, 1), n across 16 and the blocks of k,
- * the lanes carried through blocks of 16, 48 and 128 (and one block, with and without
- * lanes to carry them in), unaligned x, w,
- * lanes and out, NaN, ±Inf, ±0 and subnormals: the blocked product against the scalar
- * kernel's unblocked one, byte for byte, and the carried lanes against the scalar
- * kernel's (a NaN lane may differ in payload: the outputs take the default NaN). With
- * ref NULL, the scalar kernel against mm_tile (its definition) where mm_tile takes the
- * tile. */
+/* ---- the GEMM's micro-kernel (mm_lanes) ----
+ * X packed by residue as the contract lays it out (mm_pack_res, written from the
+ * contract, not from the engine's packer), W as rows with a random stride: mr across
+ * 16 … 80 (one to five groups of 16 rows: AVX-512's tiles of 48 and their tails), n
+ * across 16 and the blocks of k (the last one zero-padded), the lanes carried through
+ * blocks of 16, 48 and 128 and in one block, unaligned operands, lanes and out, NaN,
+ * ±Inf, ±0 and subnormals: every table's lanes after each block and its outputs
+ * against the scalar kernel's, byte for byte (a NaN lane may differ in payload: the
+ * outputs take the default NaN). With ref NULL, the scalar kernel in blocks against
+ * mm_tile (its definition) on the rows. */
 static int
 mm_lanes_equal (const float *a, const float *b, size_t n)
 {
@@ -1446,71 +1445,87 @@ mm_lanes_equal (const float *a, const float *b, size_t n)
   return 1;
 }
 
+/* Elements k0 … k0 + 16·kq − 1 of rows 0 … rows − 1 (ld apart; zero from n on): element
+ * k0 + 16·q + l of row r at dst[(l·kq + q)·rows + r]. */
+static void
+mm_pack_res (const float *src, size_t ld, size_t rows, size_t k0, size_t n, size_t kq, float *dst)
+{
+  for (size_t r = 0; r < rows; r++)
+    for (size_t q = 0; q < kq; q++)
+      for (size_t l = 0; l < 16; l++)
+        {
+          size_t k = k0 + 16 * q + l;
+          dst[(l * kq + q) * rows + r] = k < n ? src[r * ld + k] : 0.0f;
+        }
+}
+
 static int
 check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
 {
-  enum { MAXK = 300, MAXM = 5, MAXN = 27, LD = MAXK + 5, OUT_LD = MAXN + 3 };
+  enum { MAXK = 304, MAXM = 80, NC = PIQ_MM_NC, LDW = MAXK + 3, OUT_LD = NC + 3 };
   static const size_t ns[] = { 0, 1, 15, 16, 17, 33, 64, 100, 257, 300 };
-  static const size_t nrs[] = { 1, 2, 3, 5, 6, 7, 8, 11, 12, 13, 16, 24, 27 };
+  static const size_t mrs[] = { 16, 32, 48, 64, 80 };
   static const size_t kbs[] = { 0, 16, 48, 128 };      /* 0: one block */
-  static float x[MAXM * LD + 8] BUF_ALIGNED, w[MAXN * LD + 8] BUF_ALIGNED;
+  static float x[MAXM * MAXK], w[NC * LDW + 8] BUF_ALIGNED, xp[MAXM * MAXK + 8] BUF_ALIGNED;
   static float o[2][MAXM * OUT_LD + 8] BUF_ALIGNED;
-  static float l[2][MAXM * MAXN * 16 + 8] BUF_ALIGNED;
+  static float l[2][MAXM * 16 * NC + 8] BUF_ALIGNED;
 
   for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
-    for (size_t mr = 1; mr <= MAXM; mr++)
-      for (size_t nri = 0; nri < sizeof nrs / sizeof nrs[0]; nri++)
-        for (size_t kbi = 0; kbi < sizeof kbs / sizeof kbs[0]; kbi++)
-          {
-            size_t n = ns[ni], nr = nrs[nri], kb = kbs[kbi] ? kbs[kbi] : n;
-            size_t xo = rnd () % 4, wo = rnd () % 4, oo = rnd () % 4, lo = rnd () % 4;
-            size_t ldx = n + rnd () % 4, ldw = n + rnd () % 4, ldo = nr + rnd () % 3;
-            int specials = (ni + nri + kbi) % 2;
+    for (size_t mi = 0; mi < sizeof mrs / sizeof mrs[0]; mi++)
+      for (size_t kbi = 0; kbi < sizeof kbs / sizeof kbs[0]; kbi++)
+        {
+          size_t n = ns[ni], mr = mrs[mi], np = (n + 15) / 16 * 16;
+          size_t kb = kbs[kbi] ? kbs[kbi] : np;
+          size_t xo = rnd () % 4, wo = rnd () % 4, oo = rnd () % 4, lo = rnd () % 4;
+          size_t ldw = np + rnd () % 4, ldo = NC + rnd () % 3;
+          int specials = (ni + mi + kbi) % 2;
 
-            if (ref == NULL && (mr > 4 || nr > 8))
-              continue;
-            mm_fill (x, sizeof x / sizeof x[0], specials);
-            mm_fill (w, sizeof w / sizeof w[0], specials);
-            fill_random ((uint8_t *) o[0], sizeof o[0]);
-            memcpy (o[1], o[0], sizeof o[0]);
-            if (ref == NULL)
-              piq_kernels_scalar.mm_tile (x + xo, ldx, w + wo, ldw, n, mr, nr, o[0] + oo, ldo);
-            else
-              ref (x + xo, ldx, w + wo, ldw, n, mr, nr, NULL, 1, o[0] + oo, ldo);
-            fill_random ((uint8_t *) l, sizeof l);
-            for (size_t k0 = 0; k0 < n || k0 == 0; k0 += kb)
-              {
-                size_t len = n - k0 < kb ? n - k0 : kb;
-                int last = k0 + len >= n;
-                if (ref != NULL && !last)
-                  ref (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr, l[0] + lo, k0 == 0,
-                       NULL, ldo);
-                fn (x + xo + k0, ldx, w + wo + k0, ldw, len, mr, nr,
-                    kbs[kbi] == 0 && ni % 2 ? NULL : l[1] + lo, k0 == 0,
-                    last ? o[1] + oo : NULL, ldo);
-                if (ref != NULL && !last && !mm_lanes_equal (l[0] + lo, l[1] + lo, mr * nr * 16))
-                  {
-                    snprintf (diag, sizeof diag, "n %zu, mr %zu, nr %zu, k block %zu: the lanes "
-                              "after k %zu differ from the scalar kernel's", n, mr, nr, kb, k0 + len);
-                    return 0;
-                  }
-                if (last)
-                  break;
-              }
-            if (memcmp (o[0], o[1], sizeof o[0]) != 0)
-              {
-                size_t e = 0;
-                while (memcmp (&o[0][e], &o[1][e], 4) == 0)
-                  e++;
-                snprintf (diag, sizeof diag, "n %zu, mr %zu, nr %zu, k block %zu, ldx %zu, ldw %zu, "
-                          "ldo %zu, offsets x %zu w %zu out %zu: out element %td (row %td, col %td) "
-                          "is %a, %s gives %a", n, mr, nr, kb, ldx, ldw, ldo, xo, wo, oo,
-                          (ptrdiff_t) e - (ptrdiff_t) oo, ((ptrdiff_t) e - (ptrdiff_t) oo) / (ptrdiff_t) ldo,
-                          ((ptrdiff_t) e - (ptrdiff_t) oo) % (ptrdiff_t) ldo, (double) o[1][e],
-                          ref == NULL ? "mm_tile" : "scalar unblocked", (double) o[0][e]);
-                return 0;
-              }
-          }
+          mm_fill (x, sizeof x / sizeof x[0], specials);
+          mm_fill (w, sizeof w / sizeof w[0], specials);
+          for (size_t j = 0; j < NC; j++)              /* the block's padding: zeros */
+            memset (w + wo + j * ldw + n, 0, (np - n) * sizeof (float));
+          fill_random ((uint8_t *) o, sizeof o);
+          memcpy (o[1], o[0], sizeof o[0]);
+          if (ref == NULL)
+            for (size_t i = 0; i < mr; i += 4)
+              for (size_t j = 0; j < NC; j += 8)
+                piq_kernels_scalar.mm_tile (x + i * n, n, w + wo + j * ldw, ldw, n, 4, 8,
+                                            o[0] + oo + i * ldo + j, ldo);
+          fill_random ((uint8_t *) l, sizeof l);
+          for (size_t k0 = 0; k0 < np || k0 == 0; k0 += kb)
+            {
+              size_t kq = (np - k0 < kb ? np - k0 : kb) / 16;
+              int last = k0 + kb >= np;
+
+              mm_pack_res (x, n, mr, k0, n, kq, xp + xo);
+              if (ref != NULL)
+                ref (xp + xo, mr, w + wo + k0, ldw, kq, l[0] + lo, k0 == 0,
+                     last ? o[0] + oo : NULL, ldo);
+              fn (xp + xo, mr, w + wo + k0, ldw, kq, l[1] + lo, k0 == 0, last ? o[1] + oo : NULL,
+                  ldo);
+              if (ref != NULL && !mm_lanes_equal (l[0] + lo, l[1] + lo, mr * 16 * NC))
+                {
+                  snprintf (diag, sizeof diag, "n %zu, mr %zu, k block %zu: the lanes after k "
+                            "%zu differ from the scalar kernel's", n, mr, kb, k0 + 16 * kq);
+                  return 0;
+                }
+              if (last)
+                break;
+            }
+          if (memcmp (o[0], o[1], sizeof o[0]) != 0)
+            {
+              size_t e = 0;
+              while (memcmp (&o[0][e], &o[1][e], 4) == 0)
+                e++;
+              snprintf (diag, sizeof diag, "n %zu, mr %zu, k block %zu, ldw %zu, ldo %zu, offsets "
+                        "x %zu w %zu out %zu: out element %td (row %td, col %td) is %a, %s gives %a",
+                        n, mr, kb, ldw, ldo, xo, wo, oo, (ptrdiff_t) e - (ptrdiff_t) oo,
+                        ((ptrdiff_t) e - (ptrdiff_t) oo) / (ptrdiff_t) ldo,
+                        ((ptrdiff_t) e - (ptrdiff_t) oo) % (ptrdiff_t) ldo, (double) o[1][e],
+                        ref == NULL ? "mm_tile" : "the scalar kernel", (double) o[0][e]);
+              return 0;
+            }
+        }
   return 1;
 }
 

@@ -329,21 +329,23 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 }
 
 static void
-mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, size_t mr,
-              size_t nr, float *lanes, int first, float *out, size_t ldo)
+mm_lanes_f32 (const float *xp, size_t mr, const float *w, size_t ldw, size_t kq, float *lanes,
+              int first, float *out, size_t ldo)
 {
   for (size_t i = 0; i < mr; i++)
-    for (size_t j = 0; j < nr; j++)
+    for (size_t j = 0; j < PIQ_MM_NC; j++)
       {
-        float l[PIQ_SUM_LANES] = { 0 };
-        if (!first)
-          memcpy (l, lanes + (i * nr + j) * PIQ_SUM_LANES, sizeof l);
-        for (size_t k = 0; k < n; k++)
-          l[k % PIQ_SUM_LANES] = fmaf (x[i * ldx + k], w[j * ldw + k], l[k % PIQ_SUM_LANES]);
+        float l[PIQ_SUM_LANES];
+        for (size_t r = 0; r < PIQ_SUM_LANES; r++)
+          {
+            float *lane = &lanes[(j * PIQ_SUM_LANES + r) * mr + i];
+            l[r] = first ? 0.0f : *lane;
+            for (size_t q = 0; q < kq; q++)
+              l[r] = fmaf (xp[(r * kq + q) * mr + i], w[j * ldw + 16 * q + r], l[r]);
+            *lane = l[r];
+          }
         if (out != NULL)
           out[i * ldo + j] = piq_mm_canonical (piq_sum_lanes (l));
-        else
-          memcpy (lanes + (i * nr + j) * PIQ_SUM_LANES, l, sizeof l);
       }
 }
 

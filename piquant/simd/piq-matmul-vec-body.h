@@ -122,163 +122,101 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
     }
 }
 
-/* ---- the GEMM's micro-kernels (mm_lanes): one block of k, lanes carried ----
- * An output's 16 lanes are MM_V vectors, and each vector v of them takes only the
- * products k ≡ v·PIQ_W … v·PIQ_W + PIQ_W − 1 (mod 16): the parts never meet before the
- * final sum, so the kernel runs one part at a time over the block, one register per
- * output. A register tile of ML_MR rows of x by ML_NR rows of w then loads ML_MR x
- * vectors and ML_NR w vectors (each into a register) per ML_MR · ML_NR multiply-adds:
- * 4 × 6 on 32 zmm (24 accumulators + 4 x + 1 w; 10 loads per 24 FMA; 6 + 4 row pointers
- * fit the 16 GPRs, where 2 × 12 spilled them in the loop); 3 × 4 on 16 ymm (12 + 3 + 1;
- * 7 loads per 12 FMA, where keeping both halves live left room for 2 × 3 and 10 loads
- * per 12: one work item on Zen 3 ran at 48–62 % of the FMA loop against 65–70 %);
- * 4 × 5 on 32 q registers. */
+/* ---- the GEMM's micro-kernel (mm_lanes): X packed by residue, W as rows ----
+ * PiqMmLanesFn's contract (piq-kernels-private.h). A pass over residue l is a plain
+ * outer-product GEMM: each accumulator holds lane l of PIQ_W adjacent rows of X for
+ * one row of W, each step loads FP_NV vectors of X and broadcasts one element of each
+ * of FP_NR rows of W, for FP_NR · FP_NV multiply-adds. The earlier form (a vector of
+ * 16 k per output, one accumulator per output) loaded a whole vector per few products
+ * and streamed X from L2: 48–52 % of the FMA loop on Zen 3. Tiles: 8 rows of W × 48 of X on
+ * 32 zmm (24 accumulators, 3 X, the broadcasts folded into the FMAs); 6 × 16 on 16
+ * ymm (12 + 2 + 1) and on 32 q registers (24 + 4 + 1). The tile's rows of W (kq lines
+ * each) stay in L1 through the 16 residues; a residue's lanes are stored after its
+ * pass and the 16 summed at the end, PIQ_W outputs at a time. */
 #if PIQ_W == 16
-# define ML_MR 4
-# define ML_NR 6
-#elif PIQ_W == 8
-# define ML_MR 3
-# define ML_NR 4
+# define FP_NR 8
+# define FP_NG 3
 #else
-# define ML_MR 4
-# define ML_NR 5
+# define FP_NR 6
+# define FP_NG 1
 #endif
+_Static_assert (PIQ_MM_NC % FP_NR == 0, "W's rows are whole register tiles");
 
-/* One part of one step of 16 k: x and w point at the part's first element. */
+/* One register tile, ng groups of 16 rows of X (a constant): x at row i0 of residue
+ * l's first step (steps mr apart), w at element l of the tile's first row, lanes at
+ * lane l of output (i0, j0) (rows of W 16 · mr apart). */
 VINLINE void
-ml_step (const float *x, size_t ldx, const float *w, size_t ldw, const int mr, const int nr,
-         vf acc[ML_MR][ML_NR])
+fp_tile (const float *x, size_t mr, const float *w, size_t ldw, size_t kq, const int ng,
+         float *lanes, int first)
 {
-  vf xv[ML_MR];
+  const int nv = ng * MM_V;
+  vf acc[FP_NR][FP_NG * MM_V];
 
-#pragma GCC unroll 4
-  for (int i = 0; i < mr; i++)
-    xv[i] = fload (x + i * ldx);
+#pragma GCC unroll 8
+  for (int j = 0; j < FP_NR; j++)
 #pragma GCC unroll 12
-  for (int j = 0; j < nr; j++)
+    for (int v = 0; v < nv; v++)
+      acc[j][v] = first ? (vf) { 0 } : fload (lanes + j * 16 * mr + v * PIQ_W);
+  for (size_t q = 0; q < kq; q++)
     {
-      vf wv = fload (w + j * ldw);
-#if defined(__x86_64__) || defined(__i386__)
-      /* in a register: GCC folded the load into each FMA (ML_MR loads, not one) */
-      __asm__ ("" : "+v" (wv));
-#endif
-#pragma GCC unroll 4
-      for (int i = 0; i < mr; i++)
-        acc[i][j] = PIQ_VEC_FMA (xv[i], wv, acc[i][j]);
-    }
-}
+      vf xv[FP_NG * MM_V];
 
-/* One register tile (mr, nr constants): each part's lanes from +0 or memory, the
- * block's k (the last n mod 16 from zero-padded copies, as in mm_block), the lanes
- * back to memory (@lanes, or the caller's @tmp when the call carries none), then the
- * sums when @out; ldl: floats between rows of lanes (the call's nr · 16). */
-VINLINE void
-ml_block (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const int mr,
-          const int nr, float *lanes, size_t ldl, int first, float *out, size_t ldo)
-{
-  float tmp[ML_MR * ML_NR * 16];
-  float xt[ML_MR][16], wt[ML_NR][16];
-  const size_t kt = n / 16 * 16;
-
-  if (lanes == NULL)
-    {
-      lanes = tmp;
-      ldl = (size_t) nr * 16;
-    }
-  if (kt < n)
-    {
-      memset (xt, 0, sizeof xt);
-      memset (wt, 0, sizeof wt);
-      for (int i = 0; i < mr; i++)
-        memcpy (xt[i], x + i * ldx + kt, (n - kt) * sizeof (float));
-      for (int j = 0; j < nr; j++)
-        memcpy (wt[j], w + j * ldw + kt, (n - kt) * sizeof (float));
-    }
-#pragma GCC unroll 4
-  for (int v = 0; v < MM_V; v++)
-    {
-      vf acc[ML_MR][ML_NR];
-      const float *xv = x + v * PIQ_W, *wv = w + v * PIQ_W;
-
-#pragma GCC unroll 4
-      for (int i = 0; i < mr; i++)
 #pragma GCC unroll 12
-        for (int j = 0; j < nr; j++)
-          acc[i][j] = first ? (vf) { 0 } : fload (lanes + i * ldl + j * 16 + v * PIQ_W);
-      for (size_t k = 0; k < kt; k += 16)
-        ml_step (xv + k, ldx, wv + k, ldw, mr, nr, acc);
-      if (kt < n)
-        ml_step (&xt[0][v * PIQ_W], 16, &wt[0][v * PIQ_W], 16, mr, nr, acc);
-#pragma GCC unroll 4
-      for (int i = 0; i < mr; i++)
+      for (int v = 0; v < nv; v++)
+        xv[v] = fload (x + q * mr + v * PIQ_W);
+#pragma GCC unroll 8
+      for (int j = 0; j < FP_NR; j++)
+        {
+          vf wb = vsplat (w[j * ldw + 16 * q]);
 #pragma GCC unroll 12
-        for (int j = 0; j < nr; j++)
-          memcpy (lanes + i * ldl + j * 16 + v * PIQ_W, &acc[i][j], sizeof (vf));
+          for (int v = 0; v < nv; v++)
+            acc[j][v] = PIQ_VEC_FMA (xv[v], wb, acc[j][v]);
+        }
     }
-  if (out == NULL)
-    return;
-  for (int i = 0; i < mr; i++)
-    for (int j = 0; j < nr; j++)
-      {
-        vf l[MM_V];
-        for (int v = 0; v < MM_V; v++)
-          l[v] = fload (lanes + i * ldl + j * 16 + v * PIQ_W);
-        out[i * ldo + j] = mm_sum16 (l);
-      }
-}
-
-/* The tiles of rows i … i + mr − 1 (mr ≤ ML_MR, a constant) by one micro-panel of
- * nr ≤ ML_NR rows of w: the full width, then narrower tiles for the rest. */
-VINLINE void
-ml_rows (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, const int mr,
-         size_t nr, float *lanes, size_t ldl, int first, float *out, size_t ldo)
-{
-  size_t j = 0;
-
-#define ML_COLS_(c) \
-  if (nr - j >= (c)) \
-    { \
-      ml_block (x, ldx, w + j * ldw, ldw, n, mr, (c), lanes != NULL ? lanes + j * 16 : NULL, \
-                ldl, first, \
-                out != NULL ? out + j : NULL, ldo); \
-      j += (c); \
-    }
-  ML_COLS_ (ML_NR)
-#if ML_NR > 4
-  ML_COLS_ (4)
-#endif
-#if ML_NR > 2
-  ML_COLS_ (2)
-#endif
-  ML_COLS_ (1)
-#undef ML_COLS_
+#pragma GCC unroll 8
+  for (int j = 0; j < FP_NR; j++)
+#pragma GCC unroll 12
+    for (int v = 0; v < nv; v++)
+      memcpy (lanes + j * 16 * mr + v * PIQ_W, &acc[j][v], sizeof (vf));
 }
 
 static void
-mm_lanes_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, size_t mr,
-              size_t nr, float *lanes, int first, float *out, size_t ldo)
+mm_lanes_f32 (const float *xp, size_t mr, const float *w, size_t ldw, size_t kq, float *lanes,
+              int first, float *out, size_t ldo)
 {
-  const size_t ldl = nr * 16;
-
-  /* a micro-panel of w stays in L1 (the engine's blocks of k are short) while every
-   * row of x passes it */
-  for (size_t j = 0; j < nr; j += ML_NR)
-    {
-      size_t nb = nr - j < ML_NR ? nr - j : ML_NR, i = 0;
-      const float *wj = w + j * ldw;
-      float *lj = lanes != NULL ? lanes + j * 16 : NULL;
-
-#define ML_ROWS_(r) \
-      for (; mr - i >= (r); i += (r)) \
-        ml_rows (x + i * ldx, ldx, wj, ldw, n, (r), nb, lj != NULL ? lj + i * ldl : NULL, \
-                 ldl, first, out != NULL ? out + i * ldo + j : NULL, ldo);
-      ML_ROWS_ (ML_MR)
-#if ML_MR > 2
-      ML_ROWS_ (2)
+  for (size_t j = 0; j < PIQ_MM_NC; j += FP_NR)
+    for (size_t l = 0; l < 16; l++)
+      for (size_t i = 0; i < mr; i += 16 * FP_NG)
+        {
+          const float *x = xp + l * kq * mr + i, *wj = w + j * ldw + l;
+          float *li = lanes + (j * 16 + l) * mr + i;
+          switch ((mr - i) / 16 < FP_NG ? (mr - i) / 16 : FP_NG)
+            {
+            case 1: fp_tile (x, mr, wj, ldw, kq, 1, li, first); break;
+#if FP_NG > 1
+            case 2: fp_tile (x, mr, wj, ldw, kq, 2, li, first); break;
+            case 3: fp_tile (x, mr, wj, ldw, kq, 3, li, first); break;
 #endif
-      ML_ROWS_ (1)
-#undef ML_ROWS_
-    }
+            }
+        }
+  if (out == NULL)
+    return;
+  /* piq_sum_lanes across PIQ_W rows of X at once: lane r + lane r + h, h = 8, 4, 2, 1 */
+  for (size_t j = 0; j < PIQ_MM_NC; j++)
+    for (size_t i = 0; i < mr; i += PIQ_W)
+      {
+        vf t[16];
+        float s[PIQ_W];
+
+        for (int r = 0; r < 16; r++)
+          t[r] = fload (lanes + (j * 16 + r) * mr + i);
+        for (int h = 8; h > 0; h /= 2)
+          for (int r = 0; r < h; r++)
+            t[r] = t[r] + t[r + h];
+        memcpy (s, &t[0], sizeof s);
+        for (int c = 0; c < PIQ_W; c++)
+          out[(i + c) * ldo + j] = piq_mm_canonical (s[c]);
+      }
 }
 
 /* ---- the fused GEMV (mm_decode_dot): the weights decoded in registers ----
