@@ -142,6 +142,18 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 #endif
 _Static_assert (PIQ_MM_NC % FP_NR == 0, "W's rows are whole register tiles");
 
+/* x in every lane, in the float domain: vsplat's integer broadcast from memory
+ * (vpbroadcastd) measured slower here than vbroadcastss */
+VINLINE vf
+fsplat (float x)
+{
+  vf v;
+
+  for (int c = 0; c < PIQ_W; c++)
+    v[c] = x;
+  return v;
+}
+
 /* One register tile, ng groups of 16 rows of X (a constant): x at row i0 of residue
  * l's first step (steps mr apart), w at element l of the tile's first row, lanes at
  * lane l of output (i0, j0) (rows of W 16 · mr apart). */
@@ -167,7 +179,7 @@ fp_tile (const float *x, size_t mr, const float *w, size_t ldw, size_t kq, const
 #pragma GCC unroll 8
       for (int j = 0; j < FP_NR; j++)
         {
-          vf wb = vsplat (w[j * ldw + 16 * q]);
+          vf wb = fsplat (w[j * ldw + 16 * q]);
 #pragma GCC unroll 12
           for (int v = 0; v < nv; v++)
             acc[j][v] = PIQ_VEC_FMA (xv[v], wb, acc[j][v]);
