@@ -503,6 +503,10 @@ typedef struct {
   int            gemm;
   uint64_t       prows, panels, mblocks, mrows;
   uint64_t       slots;
+  /* the GEMM's last round split (split_parts > 1): each slot takes `rounds` whole
+   * panels, then the panels left over are split into split_parts blocks of
+   * split_rows rows of X, one per slot */
+  uint64_t       rounds, split_parts, split_rows;
   uint8_t       *scratch;      /* per slot */
   size_t         scratch_bytes;
   int            failed;
@@ -864,6 +868,24 @@ gemm_scratch (uint64_t k)
                    FGEMM_MC * FGEMM_NC) * sizeof (float);
 }
 
+/* One work item: weight panel `panel` by rows m0 … m1 − 1 of X. */
+static void
+run_item (MatmulJob *job, uint8_t *scratch, uint64_t panel, uint64_t m0, uint64_t m1)
+{
+  if (job->w->activation == PIQ_ACT_FLOAT)
+    {
+      PiqEngineError e;
+      if (!(job->gemm ? gemm_item (job, (float *) scratch, panel * job->prows, m0, m1, &e)
+                      : float_item (job, (float *) scratch, panel * PANEL, m0, m1, &e)) &&
+          !__atomic_exchange_n (&job->failed, 1, __ATOMIC_RELAXED))
+        job->error = e;
+    }
+  else if (job->w->gg != NULL)
+    gg_item (job, scratch, panel * job->prows, m0, m1);
+  else
+    int8_item (job, scratch, panel * PANEL, m0, m1);
+}
+
 static void
 matmul_slot (void *data, uint64_t slot, uint64_t count)
 {
@@ -872,25 +894,27 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
 
   for (uint64_t s = slot; s < slot + count; s++)
     {
-      uint64_t per = (items + job->slots - 1) / job->slots;
       uint8_t *scratch = job->scratch + s * job->scratch_bytes;
-      for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+
+      if (job->split_parts > 1)
         {
-          uint64_t panel = it / job->mblocks, mb = it % job->mblocks;
-          uint64_t m0 = mb * job->mrows, m1 = MIN (job->m, m0 + job->mrows);
-          if (job->w->activation == PIQ_ACT_FLOAT)
-            {
-              PiqEngineError e;
-              if (!(job->gemm ? gemm_item (job, (float *) scratch, panel * job->prows, m0, m1, &e)
-                              : float_item (job, (float *) scratch, panel * PANEL, m0, m1, &e)) &&
-                  !__atomic_exchange_n (&job->failed, 1, __ATOMIC_RELAXED))
-                job->error = e;
-            }
-          else if (job->w->gg != NULL)
-            gg_item (job, scratch, panel * job->prows, m0, m1);
-          else
-            int8_item (job, scratch, panel * PANEL, m0, m1);
+          uint64_t panel = job->rounds * job->slots + s / job->split_parts;
+          uint64_t m0 = s % job->split_parts * job->split_rows;
+          for (uint64_t p = s * job->rounds; p < (s + 1) * job->rounds; p++)
+            run_item (job, scratch, p, 0, job->m);
+          if (panel < job->panels && m0 < job->m)
+            run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->split_rows));
+          continue;
         }
+      {
+        uint64_t per = (items + job->slots - 1) / job->slots;
+        for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+          {
+            uint64_t panel = it / job->mblocks, mb = it % job->mblocks;
+            uint64_t m0 = mb * job->mrows;
+            run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
+          }
+      }
     }
 }
 
@@ -1039,6 +1063,22 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
   job.mrows = (job.mrows + unit - 1) / unit * unit;
   job.mblocks = (m + job.mrows - 1) / job.mrows;
   job.slots = MIN ((uint64_t) threads, job.panels * job.mblocks);
+  /* A GEMM item (48 weight rows by every row of X) is long: where the panels do not
+   * divide among the threads, the last round's are split by rows of X instead (each
+   * part decodes its panel again), so no thread waits a whole item for the others
+   * (86 panels on 16 threads: 6 items' time, where 5.5 now suffices). */
+  if (job.gemm && job.mblocks == 1 && threads > 1 && job.panels % threads != 0)
+    {
+      uint64_t left = job.panels % threads, chunks = (m + FGEMM_MC - 1) / FGEMM_MC;
+      uint64_t parts = MIN (threads / left, chunks);
+      if (parts > 1)
+        {
+          job.slots = threads;
+          job.rounds = job.panels / threads;
+          job.split_rows = ((m + parts - 1) / parts + FGEMM_MC - 1) / FGEMM_MC * FGEMM_MC;
+          job.split_parts = (m + job.split_rows - 1) / job.split_rows;
+        }
+    }
   /* X's codes: gemm_groups reads whole groups, so a row runs to the last one's end */
   ldq = (size_t) (gg ? w->groups * w->group : w->k);
   job.scratch_bytes = gg ? (size_t) GG_MC * GG_NC * (sizeof (double) + sizeof (float))
