@@ -1799,7 +1799,7 @@ gcase_run_all (const GCase *g, guint max_t)
         piq_quantizer_set_n_threads (qt, t);
         piq_quantizer_set_max_simd_level (qt, gemm_levels[li]);
         for (gsize lj = 0; lj < li; lj++)
-          seen |= piq_quantizer_get_simd_level (qt) <= (int) gemm_levels[lj];
+          seen |= (int) piq_quantizer_get_simd_level (qt) <= (int) gemm_levels[lj];
         if (seen)
           continue;
         g_snprintf (what, sizeof what, "%u threads, max SIMD level %d (%d in use)", t, gemm_levels[li],
