@@ -43,6 +43,8 @@ _Static_assert (FGEMM_KB % 16 == 0 && FGEMM_MC % 16 == 0,
 /* floats between the rows of X copied to binary32: whole cache lines */
 #define XF_LD(k) (((uint64_t) (k) + 15) / 16 * 16)
 #define FGEMM_LDW(k) (XF_LD (k) + 16)
+/* rows of X packed for mm_lanes: whole multiples of 16 (its contract) */
+#define FGEMM_WIDTH(rows) (((uint64_t) (rows) + 15) / 16 * 16)
 /* Integer dot products are taken over at most this many elements at a time, so an
  * int32 partial sum cannot overflow; longer groups add partials in 64 bits. */
 #define DOT_CHUNK 4096

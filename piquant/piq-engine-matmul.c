@@ -486,6 +486,10 @@ typedef struct {
   const float   *x;
   size_t         ldx;
   float         *xp;           /* the GEMM's X packed for mm_lanes (pack_x) */
+  float         *xw;           /* X's rows for pack_x to widen first, or NULL */
+  const uint8_t *xsrc;         /* … from these, xsrc_ld bytes apart, of type xsrc_dtype */
+  size_t         xsrc_ld;
+  int            xsrc_dtype;
   const int8_t  *xq;           /* rows ldq apart, zero from k on */
   size_t         ldq;
   const float   *xd;           /* [m][groups] scales of X's groups */
@@ -571,7 +575,7 @@ pack_residues (const float *restrict src, size_t ld, uint64_t rows, uint64_t k, 
 
 /* X's rows c · FGEMM_MC … (FGEMM_MC of them, or to the end, padded to a multiple of
  * 16) packed at xp + c · FGEMM_MC · XF_LD (k), once per call: every work item reads
- * them. */
+ * them. X that is not binary32 is widened here first, on the threads. */
 static void
 pack_x (void *data, uint64_t c0, uint64_t count)
 {
@@ -580,13 +584,17 @@ pack_x (void *data, uint64_t c0, uint64_t count)
   for (uint64_t c = c0; c < c0 + count; c++)
     {
       uint64_t m = c * FGEMM_MC, mc = MIN ((uint64_t) FGEMM_MC, job->m - m);
-      pack_residues (job->x + m * job->ldx, job->ldx, mc, job->k, (mc + 15) / 16 * 16,
+      if (job->xw != NULL)
+        for (uint64_t r = m; r < m + mc; r++)
+          to_f32 (job->xsrc + r * job->xsrc_ld, job->xsrc_dtype, job->k,
+                  job->xw + r * job->ldx);
+      pack_residues (job->x + m * job->ldx, job->ldx, mc, job->k, FGEMM_WIDTH (mc),
                      job->xp + m * XF_LD (job->k));
     }
 }
 
-/* The float policy's GEMM over one work item: FGEMM_NC weight rows decoded once, 16 at
- * a time, into rows FGEMM_LDW (k) apart (zeros past k and past the last row), then
+/* The float policy's GEMM over one work item: FGEMM_NC weight rows decoded once, a
+ * panel at a time, into rows FGEMM_LDW (k) apart (zeros past k and past the last row), then
  * multiplied with the packed X, FGEMM_MC rows at a time, block by block of FGEMM_KB,
  * the lanes carried in scratch. */
 static int
@@ -597,12 +605,12 @@ gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1
   const uint64_t rows = MIN ((uint64_t) FGEMM_NC, w->n - r0), k = w->k, kp = XF_LD (k);
   const uint64_t ldw = FGEMM_LDW (k);
   float *wr = scratch, *tmp = wr + FGEMM_NC * ldw;
-  float *lanes = tmp + 16 * k;
+  float *lanes = tmp + PANEL * k;
   float *out = lanes + FGEMM_MC * 16 * FGEMM_NC;
 
-  for (uint64_t g = 0; g < rows; g += 16)
+  for (uint64_t g = 0; g < rows; g += PANEL)
     {
-      uint64_t gr = MIN ((uint64_t) 16, rows - g);
+      uint64_t gr = MIN ((uint64_t) PANEL, rows - g);
       if (!decode_rows (job->eng, w, r0 + g, gr, tmp, e))
         return 0;
       for (uint64_t j = 0; j < gr; j++)
@@ -616,7 +624,7 @@ gemm_item (MatmulJob *job, float *scratch, uint64_t r0, uint64_t m0, uint64_t m1
   for (uint64_t m = m0; m < m1; m += FGEMM_MC)
     {
       /* m is a multiple of FGEMM_MC (the items' rows are), so this is pack_x's block */
-      uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m), width = (mc + 15) / 16 * 16, k0 = 0;
+      uint64_t mc = MIN ((uint64_t) FGEMM_MC, m1 - m), width = FGEMM_WIDTH (mc), k0 = 0;
       const float *x = job->xp + m * kp;
       do
         {
@@ -859,12 +867,12 @@ int8_gemm (MatmulJob *job, PiqEngineError *e)
   return ok;
 }
 
-/* gemm_item's scratch: the decoded rows, 16 rows as decoded, the lanes carried from
+/* gemm_item's scratch: the decoded rows, a panel as decoded, the lanes carried from
  * one block of FGEMM_KB to the next, and the outputs. */
 static size_t
 gemm_scratch (uint64_t k)
 {
-  return (size_t) (FGEMM_NC * FGEMM_LDW (k) + 16 * k + FGEMM_MC * FGEMM_NC * 16 +
+  return (size_t) (FGEMM_NC * FGEMM_LDW (k) + PANEL * k + FGEMM_MC * FGEMM_NC * 16 +
                    FGEMM_MC * FGEMM_NC) * sizeof (float);
 }
 
@@ -1105,7 +1113,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
       dyn ? (size_t) (m * w->groups * sizeof (double)) : 0,              /* X's scales, binary64 */
       dyn && w->zp_uniform && w->zp0 != 0 ? (size_t) (m * w->groups * sizeof (double)) : 0,
       gg ? (size_t) (m * w->groups * sizeof (int32_t)) : 0,               /* z · Σq */
-      job.gemm ? (size_t) ((m + 15) / 16 * 16 * XF_LD (w->k) * sizeof (float)) : 0, /* X packed */
+      job.gemm ? (size_t) (FGEMM_WIDTH (m) * XF_LD (w->k) * sizeof (float)) : 0,  /* X packed */
     };
     size_t offsets[10], total = 0;
     uint8_t *base;
@@ -1134,8 +1142,16 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
 
   if (job.x == NULL)
     {
-      for (uint64_t r = 0; r < m; r++)
-        to_f32 ((const uint8_t *) x->data + r * x_ld, x->dtype, w->k, xf + r * XF_LD (w->k));
+      if (job.gemm)
+        {
+          job.xw = xf;                  /* pack_x widens its own rows */
+          job.xsrc = x->data;
+          job.xsrc_ld = x_ld;
+          job.xsrc_dtype = x->dtype;
+        }
+      else
+        for (uint64_t r = 0; r < m; r++)
+          to_f32 ((const uint8_t *) x->data + r * x_ld, x->dtype, w->k, xf + r * XF_LD (w->k));
       job.x = xf;
       job.ldx = (size_t) XF_LD (w->k);
     }
