@@ -387,6 +387,12 @@ dd_f16 (const uint8_t *p)
 # define DD_PREFETCH 1024
 #endif
 
+/* Elements ahead of the current block whose scales dd_row4 prefetches: the codes'
+ * distance (DD_PREFETCH bytes of 4-bit codes) */
+#ifndef DD_SCALE_AHEAD
+# define DD_SCALE_AHEAD (2 * DD_PREFETCH)
+#endif
+
 /* Weight rows a dd_block may take: 8 for binary's GEMV on AVX-512 (four one-vector
  * accumulators leave the FMAs waiting on their latency), else 4. */
 #define DD_NR_MAX 8
@@ -734,6 +740,30 @@ dd_idx4 (const uint8_t *c, const int v)
   return (vi) (((dd_vq) { 0 } + q) >> sh);
 }
 
+/* cnt ≤ 16 binary16 scales, stride bytes apart from p, as binary32: gathered, then
+ * converted 16 at a time where the unit converts vectors (F16C: the bits dd_f16
+ * gives). One at a time, each scale's insert, conversion and broadcast took three
+ * of the shuffle port's operations per block and row, as many as the block's own
+ * products (Q4_0 on AVX-512, disassembly). */
+VINLINE void
+dd_f16x16 (const uint8_t *p, size_t stride, size_t cnt, float *out)
+{
+#ifdef PIQ_VEC_LOAD_F16
+  uint16_t h[16] = { 0 };
+  for (size_t i = 0; i < cnt; i++)
+    memcpy (&h[i], p + i * stride, 2);
+# pragma GCC unroll 4
+  for (int v = 0; v < MM_V; v++)
+    {
+      vf f = PIQ_VEC_LOAD_F16 (h + v * PIQ_W);
+      memcpy (out + v * PIQ_W, &f, sizeof f);
+    }
+#else
+  for (size_t i = 0; i < cnt; i++)
+    out[i] = dd_f16 (p + i * stride);
+#endif
+}
+
 /* The scales of blocks b0 … b0 + cnt − 1 (cnt ≤ 16) of one row (scales: the row's
  * first), as binary32: the values piq_block_load_params gives a 4-bit table format or
  * integer without E8M0 (an E8M0 scale of 0xff as NaN, whose product with the table is
@@ -761,35 +791,53 @@ dd_scales16 (const uint8_t *scales, size_t b0, size_t cnt, const int sk, float *
         }
     }
   else if (sk == PIQ_SCALE_F16)
-    for (size_t i = 0; i < cnt; i++)
-      out[i] = dd_f16 (scales + 2 * (b0 + i));
+    dd_f16x16 (scales + 2 * b0, 2, cnt, out);
   else
     memcpy (out, scales + 4 * b0, cnt * sizeof (float));
 }
 
-/* Elements k … end − 1 of one block: acc[j] += x · (row j's codes through tab[j]), in
- * dd_sig's lane order; the block's last end mod 16 from zero-padded copies, the
- * weights past the end zeroed (fma (0, 0, lane) = lane, as in dd_block). */
+/* Row j's codes, from the first row's (c) and their stride (cs): with k's offset
+ * added once to c, rows 0 … 7 are c and c + 4·cs, each plus 0, cs, 2·cs or 3·cs,
+ * addressing modes on four registers, where eight row pointers ran GCC out of
+ * registers (spilled to vector registers and the stack, reloaded every 16 elements). */
+VINLINE const uint8_t *
+dd_row (const uint8_t *c, size_t cs, const int j)
+{
+  const uint8_t *b = j < 4 ? c : c + 4 * cs;
+  return j % 4 == 3 ? b + 3 * cs : b + (size_t) (j % 4) * cs;
+}
+
+/* Elements k … k + 15: acc[j] += x · (row j's codes through tab[j]), in dd_sig's lane
+ * order. */
 VINLINE void
-dd_row4_range (const uint8_t *const *row, const float *x, size_t k, size_t end, const int nr,
+dd_chunk4 (const uint8_t *c, size_t cs, const float *x, size_t k, const int nr, const int code,
+           const int hf, const int sg, vf tab[][MM_V], const vi sig[MM_V], vf acc[][MM_V])
+{
+  vf xp[MM_V];
+  const uint8_t *ck = c + k / 2;
+  dd_xperm (x + k, hf, sig, xp);
+#pragma GCC unroll 8
+  for (int j = 0; j < nr; j++)
+    {
+      if (k % 128 == 0)
+        __builtin_prefetch (dd_row (ck, cs, j) + DD_PREFETCH);
+#pragma GCC unroll 4
+      for (int v = 0; v < MM_V; v++)
+        acc[j][v] = PIQ_VEC_FMA (xp[v], dd_dec (tab[j], dd_idx4 (dd_row (ck, cs, j), v), code, sg),
+                                 acc[j][v]);
+    }
+}
+
+/* Elements k … end − 1 of one block, as dd_chunk4; the block's last end mod 16 from
+ * zero-padded copies, the weights past the end zeroed (fma (0, 0, lane) = lane, as in
+ * dd_block). */
+VINLINE void
+dd_row4_range (const uint8_t *c, size_t cs, const float *x, size_t k, size_t end, const int nr,
                const int code, const int hf, const int sg, vf tab[][MM_V], const vi sig[MM_V],
                vf acc[][MM_V])
 {
   for (; k + 16 <= end; k += 16)
-    {
-      vf xp[MM_V];
-      dd_xperm (x + k, hf, sig, xp);
-#pragma GCC unroll 8
-      for (int j = 0; j < nr; j++)
-        {
-          if (k % 128 == 0)
-            __builtin_prefetch (row[j] + k / 2 + DD_PREFETCH);
-#pragma GCC unroll 4
-          for (int v = 0; v < MM_V; v++)
-            acc[j][v] = PIQ_VEC_FMA (xp[v], dd_dec (tab[j], dd_idx4 (row[j] + k / 2, v), code, sg),
-                                     acc[j][v]);
-        }
-    }
+    dd_chunk4 (c, cs, x, k, nr, code, hf, sg, tab, sig, acc);
   if (k < end)
     {
       size_t rem = end - k;
@@ -800,13 +848,45 @@ dd_row4_range (const uint8_t *const *row, const float *x, size_t k, size_t end, 
       for (int j = 0; j < nr; j++)
         {
           uint8_t ct[8] = { 0 };
-          memcpy (ct, row[j] + k / 2, (rem * 4 + 7) / 8);
+          memcpy (ct, dd_row (c, cs, j) + k / 2, (rem * 4 + 7) / 8);
           for (int v = 0; v < MM_V; v++)
             {
               vf wv = dd_dec (tab[j], dd_idx4 (ct, v), code, sg);
               wv = vsel (sig[v] < (vi) { 0 } + (int32_t) rem, wv, (vf) { 0 });
               acc[j][v] = PIQ_VEC_FMA (xp[v], wv, acc[j][v]);
             }
+        }
+    }
+}
+
+/* Q4_0 block k / 32 of nr rows: acc[j] += x's elements k … k + rem − 1 (x0: the
+ * block's first 16, x1: the rest) times row j's codes, scales from sc[j] (16 blocks a
+ * row, dd_f16x16); ggml blocks are stored whole, so a short last block (rem < 32)
+ * masks the weights past the end to zero. */
+VINLINE void
+dd_ggml4 (const uint8_t *c, size_t cs, size_t k, size_t rem, const vf x0[MM_V], const vf x1[MM_V],
+          float sc[][16], const int nr, const int code, const int sg, const vi sig[MM_V],
+          vf acc[][MM_V])
+{
+#pragma GCC unroll 8
+  for (int j = 0; j < nr; j++)
+    {
+      const uint8_t *blk = dd_row (c + k / 32 * 18, cs, j);
+      vf t[MM_V];
+      __builtin_prefetch (blk + DD_PREFETCH);
+      dd_table4 (NULL, sc[j][k / 32 % 16], code, sg, t);
+#pragma GCC unroll 4
+      for (int v = 0; v < MM_V; v++)
+        {
+          vi q = PIQ_VEC_U8_TO_I32 (bytes16 (blk + 2 + v * PIQ_W, PIQ_W));
+          vf lo = dd_dec (t, q, code, sg), hi = dd_dec (t, q >> 4, code, sg);
+          if (rem < 32)
+            {
+              lo = vsel (sig[v] < (vi) { 0 } + (int32_t) rem, lo, (vf) { 0 });
+              hi = vsel (sig[v] + 16 < (vi) { 0 } + (int32_t) rem, hi, (vf) { 0 });
+            }
+          acc[j][v] = PIQ_VEC_FMA (x0[v], lo, acc[j][v]);
+          acc[j][v] = PIQ_VEC_FMA (x1[v], hi, acc[j][v]);
         }
     }
 }
@@ -823,62 +903,53 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
   const int ggml = code == PIQ_C_Q4_0;
   const size_t bs = ggml ? 32 : a->fixed ? n : a->block;
   vi sig[MM_V], inv[MM_V];
-  vf acc[DD_ROWS4_MAX][MM_V], tab[DD_ROWS4_MAX][MM_V];
-  const uint8_t *row[DD_ROWS4_MAX];
+  vf acc[DD_ROWS4_MAX][MM_V], tab[DD_ROWS4_MAX][MM_V] = { { { 0 } } };   /* set per block */
+  const uint8_t *const c = w->codes + j0 * w->code_stride;    /* row j: dd_row (c, cs, j) */
+  const size_t cs = w->code_stride;
+  float sc[DD_ROWS4_MAX][16];   /* 16 blocks' scales of each row */
 
   dd_sig (ggml, hf, sig, inv);
 #pragma GCC unroll 8
   for (int j = 0; j < nr; j++)
-    {
-      row[j] = w->codes + (j0 + (size_t) j) * w->code_stride;
 #pragma GCC unroll 4
-      for (int v = 0; v < MM_V; v++)
-        acc[j][v] = (vf) { 0 };
-    }
+    for (int v = 0; v < MM_V; v++)
+      acc[j][v] = (vf) { 0 };
   if (ggml)
-    for (size_t k = 0; k < n; k += 32)
-      {
-        vf x0[MM_V], x1[MM_V];
-        size_t rem = n - k;
-        if (rem >= 32)
+    {
+      size_t k = 0;
+      for (;; k += 32)
+        {
+          vf x0[MM_V], x1[MM_V];
+          if (k / 32 % 16 == 0)
+            {
+              const size_t cnt = (n - k + 31) / 32 < 16 ? (n - k + 31) / 32 : 16;
+#pragma GCC unroll 8
+              for (int j = 0; j < nr; j++)
+                dd_f16x16 (dd_row (c + k / 32 * 18, cs, j), 18, cnt, sc[j]);
+            }
+          if (n - k < 32)
+            break;
 #pragma GCC unroll 4
           for (int v = 0; v < MM_V; v++)
             {
               x0[v] = fload (x + k + v * PIQ_W);
               x1[v] = fload (x + k + 16 + v * PIQ_W);
             }
-        else
-          {
-            float xt[32] = { 0 };
-            memcpy (xt, x + k, rem * sizeof (float));
-            for (int v = 0; v < MM_V; v++)
-              {
-                x0[v] = fload (xt + v * PIQ_W);
-                x1[v] = fload (xt + 16 + v * PIQ_W);
-              }
-          }
-#pragma GCC unroll 8
-        for (int j = 0; j < nr; j++)
-          {
-            const uint8_t *blk = row[j] + k / 32 * 18;
-            vf t[MM_V];
-            __builtin_prefetch (blk + DD_PREFETCH);
-            dd_table4 (NULL, dd_f16 (blk), code, sg, t);
-#pragma GCC unroll 4
-            for (int v = 0; v < MM_V; v++)
-              {
-                vi c = PIQ_VEC_U8_TO_I32 (bytes16 (blk + 2 + v * PIQ_W, PIQ_W));
-                vf lo = dd_dec (t, c, code, sg), hi = dd_dec (t, c >> 4, code, sg);
-                if (rem < 32)   /* ggml blocks are stored whole */
-                  {
-                    lo = vsel (sig[v] < (vi) { 0 } + (int32_t) rem, lo, (vf) { 0 });
-                    hi = vsel (sig[v] + 16 < (vi) { 0 } + (int32_t) rem, hi, (vf) { 0 });
-                  }
-                acc[j][v] = PIQ_VEC_FMA (x0[v], lo, acc[j][v]);
-                acc[j][v] = PIQ_VEC_FMA (x1[v], hi, acc[j][v]);
-              }
-          }
-      }
+          dd_ggml4 (c, cs, k, 32, x0, x1, sc, nr, code, sg, sig, acc);
+        }
+      if (k < n)
+        {
+          float xt[32] = { 0 };
+          vf x0[MM_V], x1[MM_V];
+          memcpy (xt, x + k, (n - k) * sizeof (float));
+          for (int v = 0; v < MM_V; v++)
+            {
+              x0[v] = fload (xt + v * PIQ_W);
+              x1[v] = fload (xt + 16 + v * PIQ_W);
+            }
+          dd_ggml4 (c, cs, k, n - k, x0, x1, sc, nr, code, sg, sig, acc);
+        }
+    }
   else if (sk >= 0)
     {
       /* blocks of a multiple of 16 elements, several a row: the scales of 16 blocks of
@@ -899,22 +970,39 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
       if (code >= 0)
         memcpy (base, code == PIQ_C_NF4 ? piq_nf4_values : code == PIQ_C_FP4_BNB
                       ? piq_fp4_bnb_values : dd_fp4_e2m1, sizeof base);
-      for (size_t b0 = 0; b0 < nb; b0 += 16)
+      /* one loop over the row's 16-element chunks, a block's tables made where it
+       * starts: a loop per block kept the accumulators and tables on the stack
+       * between blocks (GCC), 32 stores and loads for MXFP4's 2 chunks a block */
+      size_t k = 0, kb = 0, b = 0;    /* kb: where block b, the next one, starts */
+      for (;; k += 16)
         {
-          const size_t cnt = nb - b0 < 16 ? nb - b0 : 16;
-          float sc[DD_ROWS4_MAX][16];
-
-          if (sk != PIQ_SCALE_F32)
-#pragma GCC unroll 8
-            for (int j = 0; j < nr; j++)
-              dd_scales16 (w->scales + (j0 + (size_t) j) * bpr * ss, b0, cnt, sk, sc[j]);
-          for (size_t bb = 0; bb < cnt; bb++)
+          if (k == kb && k < n)
             {
-              const size_t k0 = (b0 + bb) * bs;
+              const size_t bb = b % 16;
+              if (bb == 0)
+                {
+                  const size_t cnt = nb - b < 16 ? nb - b : 16;
+                  /* the scales (and zero points) of the block DD_SCALE_AHEAD elements
+                   * on: each row's are a short stream of their own, which the codes'
+                   * prefetch misses */
+                  const size_t ahead = b + 16 + DD_SCALE_AHEAD / bs < nb
+                                       ? b + 16 + DD_SCALE_AHEAD / bs : nb - 1;
+#pragma GCC unroll 8
+                  for (int j = 0; j < nr; j++)
+                    {
+                      __builtin_prefetch (w->scales + ((j0 + (size_t) j) * bpr + ahead) * ss);
+                      if (code < 0 && w->zero_points != NULL)
+                        __builtin_prefetch (w->zero_points + (j0 + (size_t) j) * bpr + ahead);
+                    }
+                  if (sk != PIQ_SCALE_F32)
+#pragma GCC unroll 8
+                    for (int j = 0; j < nr; j++)
+                      dd_scales16 (w->scales + (j0 + (size_t) j) * bpr * ss, b, cnt, sk, sc[j]);
+                }
 #pragma GCC unroll 8
               for (int j = 0; j < nr; j++)
                 {
-                  const size_t bi = (j0 + (size_t) j) * bpr + b0 + bb;
+                  const size_t bi = (j0 + (size_t) j) * bpr + b;
                   const int zp = code < 0 && w->zero_points != NULL;
                   const int32_t z = zp ? piq_ld_i32 (w->zero_points, bi) : 0;
                   float sj;
@@ -930,9 +1018,15 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
                       tab[j][v] = (zp ? __builtin_convertvector (cv[v] - fsplat_i (z), vf) : base[v])
                                   * vsplat (sj);
                 }
-              dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, code, hf, sg, tab, sig, acc);
+              b++;
+              kb += bs;
             }
+          if (n - k < 16)
+            break;
+          dd_chunk4 (c, cs, x, k, nr, code, hf, sg, tab, sig, acc);
         }
+      /* the row's last n mod 16 (a block holds whole chunks, so they are in block b − 1) */
+      dd_row4_range (c, cs, x, k, n, nr, code, hf, sg, tab, sig, acc);
     }
   else
     for (size_t k0 = 0; k0 < n; k0 += bs)
@@ -946,7 +1040,7 @@ dd_row4 (const PiqMmWeights *w, const float *x, size_t n, const int nr, size_t j
                                    (a->fixed || bs >= n ? 0 : k0 / a->block), &p);
             dd_table4 (&p, 0.0f, code, sg, tab[j]);
           }
-        dd_row4_range (row, x, k0, n - k0 > bs ? k0 + bs : n, nr, code, hf, sg, tab, sig, acc);
+        dd_row4_range (c, cs, x, k0, n - k0 > bs ? k0 + bs : n, nr, code, hf, sg, tab, sig, acc);
       }
   for (int j = 0; j < nr; j++)
     {
