@@ -912,17 +912,17 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
             run_item (job, scratch, p, 0, job->m);
           if (panel < job->panels && m0 < job->m)
             run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->split_rows));
-          continue;
         }
-      {
-        uint64_t per = (items + job->slots - 1) / job->slots;
-        for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
-          {
-            uint64_t panel = it / job->mblocks, mb = it % job->mblocks;
-            uint64_t m0 = mb * job->mrows;
-            run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
-          }
-      }
+      else
+        {
+          uint64_t per = (items + job->slots - 1) / job->slots;
+          for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
+            {
+              uint64_t panel = it / job->mblocks, mb = it % job->mblocks;
+              uint64_t m0 = mb * job->mrows;
+              run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
+            }
+        }
     }
 }
 

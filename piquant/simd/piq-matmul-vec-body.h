@@ -741,14 +741,16 @@ dd_idx4 (const uint8_t *c, const int v)
 }
 
 /* cnt ≤ 16 binary16 scales, stride bytes apart from p, as binary32: gathered, then
- * converted 16 at a time where the unit converts vectors (F16C: the bits dd_f16
- * gives). One at a time, each scale's insert, conversion and broadcast took three
+ * converted 16 at a time (F16C: the bits dd_f16 gives; every unit that runs dd_row4
+ * has it). One at a time, each scale's insert, conversion and broadcast took three
  * of the shuffle port's operations per block and row, as many as the block's own
  * products (Q4_0 on AVX-512, disassembly). */
+# if !HAVE_F16
+#  error "dd_row4 converts its scales with PIQ_VEC_LOAD_F16"
+# endif
 VINLINE void
 dd_f16x16 (const uint8_t *p, size_t stride, size_t cnt, float *out)
 {
-#ifdef PIQ_VEC_LOAD_F16
   uint16_t h[16] = { 0 };
   for (size_t i = 0; i < cnt; i++)
     memcpy (&h[i], p + i * stride, 2);
@@ -758,10 +760,6 @@ dd_f16x16 (const uint8_t *p, size_t stride, size_t cnt, float *out)
       vf f = PIQ_VEC_LOAD_F16 (h + v * PIQ_W);
       memcpy (out + v * PIQ_W, &f, sizeof f);
     }
-#else
-  for (size_t i = 0; i < cnt; i++)
-    out[i] = dd_f16 (p + i * stride);
-#endif
 }
 
 /* The scales of blocks b0 … b0 + cnt − 1 (cnt ≤ 16) of one row (scales: the row's
