@@ -1427,8 +1427,9 @@ check_mm_tile (PiqMmTileFn ref, PiqMmTileFn fn, int vs_oracle)
 }
 
 /* ---- the GEMM's micro-kernel (mm_lanes) ----
- * X packed by residue as the contract lays it out (mm_pack_res, written from the
- * contract, not from the engine's packer), W as rows with a random stride: mr across
+ * X and W packed by residue as the contract lays them out (mm_pack_res, mm_pack_w:
+ * written from the contract, not from the engine's packers; W's padding between
+ * micro-panels random), W's rows with a random stride before packing: mr across
  * 16 … 80 (one to five groups of 16 rows: AVX-512's tiles of 48 and their tails), n
  * across 16 and the blocks of k (the last one zero-padded), the lanes carried through
  * blocks of 16, 48 and 128 and in one block, unaligned operands, lanes and out, NaN,
@@ -1459,6 +1460,24 @@ mm_pack_res (const float *src, size_t ld, size_t rows, size_t k0, size_t n, size
         }
 }
 
+/* Elements k0 … k0 + 16·kq − 1 of rows 0 … PIQ_MM_NC − 1 (ld apart; zero from n on):
+ * element k0 + 16·q + l of row j at dst[(l·PIQ_MM_NC/8 + j/8)·PIQ_MM_WLD (kq) + 8·q + j mod 8],
+ * the rest of dst's micro-panels (their padding) random. */
+static void
+mm_pack_w (const float *src, size_t ld, size_t k0, size_t n, size_t kq, float *dst)
+{
+  const size_t wld = PIQ_MM_WLD (kq);
+
+  fill_random ((uint8_t *) dst, 16 * PIQ_MM_NC / 8 * wld * sizeof (float));
+  for (size_t j = 0; j < PIQ_MM_NC; j++)
+    for (size_t q = 0; q < kq; q++)
+      for (size_t l = 0; l < 16; l++)
+        {
+          size_t k = k0 + 16 * q + l;
+          dst[(l * PIQ_MM_NC / 8 + j / 8) * wld + 8 * q + j % 8] = k < n ? src[j * ld + k] : 0.0f;
+        }
+}
+
 static int
 check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
 {
@@ -1467,6 +1486,7 @@ check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
   static const size_t mrs[] = { 16, 32, 48, 64, 80 };
   static const size_t kbs[] = { 0, 16, 48, 128 };      /* 0: one block */
   static float x[MAXM * MAXK], w[NC * LDW + 8] BUF_ALIGNED, xp[MAXM * MAXK + 8] BUF_ALIGNED;
+  static float wp[16 * NC / 8 * PIQ_MM_WLD (MAXK / 16) + 8] BUF_ALIGNED;
   static float o[2][MAXM * OUT_LD + 8] BUF_ALIGNED;
   static float l[2][MAXM * 16 * NC + 8] BUF_ALIGNED;
 
@@ -1498,11 +1518,10 @@ check_mm_lanes (PiqMmLanesFn ref, PiqMmLanesFn fn)
               int last = k0 + kb >= np;
 
               mm_pack_res (x, n, mr, k0, n, kq, xp + xo);
+              mm_pack_w (w + wo, ldw, k0, n, kq, wp + wo);
               if (ref != NULL)
-                ref (xp + xo, mr, w + wo + k0, ldw, kq, l[0] + lo, k0 == 0,
-                     last ? o[0] + oo : NULL, ldo);
-              fn (xp + xo, mr, w + wo + k0, ldw, kq, l[1] + lo, k0 == 0, last ? o[1] + oo : NULL,
-                  ldo);
+                ref (xp + xo, mr, wp + wo, kq, l[0] + lo, k0 == 0, last ? o[0] + oo : NULL, ldo);
+              fn (xp + xo, mr, wp + wo, kq, l[1] + lo, k0 == 0, last ? o[1] + oo : NULL, ldo);
               if (ref != NULL && !mm_lanes_equal (l[0] + lo, l[1] + lo, mr * 16 * NC))
                 {
                   snprintf (diag, sizeof diag, "n %zu, mr %zu, k block %zu: the lanes after k "

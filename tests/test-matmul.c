@@ -1314,18 +1314,18 @@ test_long_rows (void)
 }
 
 /* ---- the float policy's GEMM: k in several cache blocks, outputs across panels ----
- * From 8 rows of X the float policy decodes 48 weight rows at a time (in blocks of
- * 4096 of k) and multiplies them in blocks of 512 of k with the lanes carried between
- * blocks (docs/matmul.md): K past one block of 512 by one element, within one decoded
- * block (not a multiple of 16) and past two (a last block of one element), N across
- * 48, M across the 32-row blocks, fused formats (q4_0, nf4, int4 per
+ * From 8 rows of X the float policy decodes 48 weight rows at a time, packs them by
+ * residue and multiplies them in blocks of 2,048 of k with the lanes carried between
+ * blocks (docs/matmul.md): K within one block (513, and 1,100: not a multiple of 16),
+ * past one block by one element and past four (a last block of one element), N across
+ * 48 and its groups of 8, M across the 48-row blocks, fused formats (q4_0, nf4, int4 per
  * block) and a panel one (uint8 per tensor); the oracle's bytes for 1, 2 and 3 threads
  * at every SIMD level. */
 static void
 test_gemm_float_blocks (void)
 {
   static const struct { guint64 M, N, K; } sz[] = { { 8, 50, 513 }, { 33, 97, 1100 },
-                                                    { 9, 49, 8193 } };
+                                                    { 50, 43, 2049 }, { 9, 49, 8193 } };
   static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_AVX2,
                                          PIQ_SIMD_LEVEL_AVX512 };
 

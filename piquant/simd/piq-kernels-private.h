@@ -84,23 +84,28 @@ typedef void (*PiqMmTileFn)     (const float *x, size_t ldx, const float *w, siz
                                  size_t n, size_t mr, size_t nr, float *out, size_t ldo);
 /* The float policy's GEMM micro-kernel over one block of k (mm_lanes): the caller
  * blocks k for the caches and carries the 16 lanes of every output across the blocks.
- * The block has kq · 16 elements of k, zeros past the data in both operands; X comes
- * packed by residue, W as rows:
+ * The block has kq · 16 elements of k, zeros past the data in both operands, both
+ * operands packed by residue:
  *   element k = 16·q + l (l < 16, q < kq) of row i < mr of X   is xp[(l·kq + q)·mr + i],
- *   element k of row j < PIQ_MM_NC of W                        is w[j·ldw + k],
+ *   element k of row j < PIQ_MM_NC of W        is wp[(l·PIQ_MM_NC / 8 + j / 8)·PIQ_MM_WLD (kq)
+ *                                                     + 8·q + j mod 8],
  * mr a multiple of 16 (the caller pads X with rows whose outputs it ignores). A pass
  * over one residue l is then an outer product: a vector of X holds lane l of PIQ_W
- * rows, and an element of W is broadcast. With L the 16 binary32 lanes of output
- * (i, j), lane l at lanes[(j·16 + l)·mr + i] (+0 each when @first, else read from
- * there):
+ * rows, and an element of W is broadcast, the W of consecutive steps 8 floats apart
+ * whatever the unit's register tile (8 or 6 rows): each (l, group of 8 rows) is a
+ * micro-panel read front to back. PIQ_MM_WLD: a micro-panel's floats and a line more,
+ * so that the 16 · PIQ_MM_NC / 8 micro-panels of a block, written together by the
+ * packer, do not share L1 sets. With L the 16 binary32 lanes of output (i, j), lane l
+ * at lanes[(j·16 + l)·mr + i] (+0 each when @first, else read from there):
  *   L[l] = fma (x_i[16·q + l], w_j[16·q + l], L[l])   for q = 0 … kq − 1
  * stored back, then out[i·ldo + j] = piq_mm_canonical (piq_sum_lanes (L)) for every
  * i < mr and j < PIQ_MM_NC when @out is not NULL. Blocks of k that start at multiples
  * of 16 give mm_tile's bytes (a +0 product of the padding leaves a lane, which is never
  * −0, as it is). No alignment is assumed. */
 #define PIQ_MM_NC 48
-typedef void (*PiqMmLanesFn)    (const float *xp, size_t mr, const float *w, size_t ldw,
-                                 size_t kq, float *lanes, int first, float *out, size_t ldo);
+#define PIQ_MM_WLD(kq) (8 * (size_t) (kq) + 16)
+typedef void (*PiqMmLanesFn)    (const float *xp, size_t mr, const float *wp, size_t kq,
+                                 float *lanes, int first, float *out, size_t ldo);
 /* The float policy's GEMV with the weights decoded in registers (mm_decode_dot): the
  * weights are nr ≤ 8 rows of a quantized [rows, n] tensor, row j's codes from byte
  * codes + j · code_stride (a byte boundary), its scales and zero points from index

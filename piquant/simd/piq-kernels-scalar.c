@@ -329,8 +329,8 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 }
 
 static void
-mm_lanes_f32 (const float *xp, size_t mr, const float *w, size_t ldw, size_t kq, float *lanes,
-              int first, float *out, size_t ldo)
+mm_lanes_f32 (const float *xp, size_t mr, const float *wp, size_t kq, float *lanes, int first,
+              float *out, size_t ldo)
 {
   for (size_t i = 0; i < mr; i++)
     for (size_t j = 0; j < PIQ_MM_NC; j++)
@@ -339,9 +339,10 @@ mm_lanes_f32 (const float *xp, size_t mr, const float *w, size_t ldw, size_t kq,
         for (size_t r = 0; r < PIQ_SUM_LANES; r++)
           {
             float *lane = &lanes[(j * PIQ_SUM_LANES + r) * mr + i];
+            const float *w = wp + (r * PIQ_MM_NC / 8 + j / 8) * PIQ_MM_WLD (kq) + j % 8;
             l[r] = first ? 0.0f : *lane;
             for (size_t q = 0; q < kq; q++)
-              l[r] = fmaf (xp[(r * kq + q) * mr + i], w[j * ldw + 16 * q + r], l[r]);
+              l[r] = fmaf (xp[(r * kq + q) * mr + i], w[8 * q], l[r]);
             *lane = l[r];
           }
         if (out != NULL)

@@ -122,17 +122,22 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
     }
 }
 
-/* ---- the GEMM's micro-kernel (mm_lanes): X packed by residue, W as rows ----
+/* ---- the GEMM's micro-kernel (mm_lanes): both operands packed by residue ----
  * PiqMmLanesFn's contract (piq-kernels-private.h). A pass over residue l is a plain
  * outer-product GEMM: each accumulator holds lane l of PIQ_W adjacent rows of X for
  * one row of W, each step loads FP_NV vectors of X and broadcasts one element of each
  * of FP_NR rows of W, for FP_NR · FP_NV multiply-adds. The earlier form (a vector of
  * 16 k per output, one accumulator per output) loaded a whole vector per few products
  * and streamed X from L2: 48–52 % of the FMA loop on Zen 3. Tiles: 8 rows of W × 48 of X on
- * 32 zmm (24 accumulators, 3 X, the broadcasts folded into the FMAs); 6 × 16 on 16
- * ymm (12 + 2 + 1) and on 32 q registers (24 + 4 + 1). The tile's rows of W (kq lines
- * each) stay in L1 through the 16 residues; a residue's lanes are stored after its
- * pass and the 16 summed at the end, PIQ_W outputs at a time. */
+ * 32 zmm (24 accumulators, 3 X, a broadcast); 6 × 16 on 16 ymm (12 + 2 + 1) and on 32 q
+ * registers (24 + 4 + 1). The residues are the outer loop: residue l's block of X
+ * (kq · mr floats, 24 KiB for the engine's blocks) stays in L1 while the tiles of W go
+ * by, each reading its micro-panel(s) front to back. Until session 34 W came as rows
+ * and a tile broadcast from 8 rows, a line each per step, the rows kept in L1 through
+ * the 16 residues only for blocks of 512: on 16 threads of the 16-core host, 65–71 %
+ * of the FMA loop against 91–95 % for this order and layout with blocks of 2,048 (a
+ * harness over one work item per thread, docs/performance.md). A residue's lanes are stored after its pass and the 16
+ * summed at the end, PIQ_W outputs at a time. */
 #if PIQ_W == 16
 # define FP_NR 8
 # define FP_NG 3
@@ -140,7 +145,8 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
 # define FP_NR 6
 # define FP_NG 1
 #endif
-_Static_assert (PIQ_MM_NC % FP_NR == 0, "W's rows are whole register tiles");
+_Static_assert (PIQ_MM_NC % FP_NR == 0 && PIQ_MM_NC % 8 == 0,
+                "W's rows are whole register tiles and whole micro-panels");
 
 /* x in every lane, in the float domain: vsplat's integer broadcast from memory
  * (vpbroadcastd) measured slower here than vbroadcastss */
@@ -155,15 +161,23 @@ fsplat (float x)
 }
 
 /* One register tile, ng groups of 16 rows of X (a constant): x at row i0 of residue
- * l's first step (steps mr apart), w at element l of the tile's first row, lanes at
- * lane l of output (i0, j0) (rows of W 16 · mr apart). */
+ * l's first step (steps mr apart), w at residue l's micro-panel of the tile's first row
+ * j0 (wld floats to the next), lanes at lane l of output (i0, j0) (rows of W 16 · mr
+ * apart). Row j0 + r of the tile is element (j0 mod 8 + r) of a micro-panel's steps:
+ * the next micro-panel's from 8 on (6-row tiles straddle two; 8-row tiles start on a
+ * micro-panel, j0 mod 8 is then 0 and every offset a constant). */
 VINLINE void
-fp_tile (const float *x, size_t mr, const float *w, size_t ldw, size_t kq, const int ng,
-         float *lanes, int first)
+fp_tile (const float *x, size_t mr, const float *w, size_t wld, size_t j0, size_t kq,
+         const int ng, float *lanes, int first)
 {
   const int nv = ng * MM_V;
+  const size_t c0 = FP_NR % 8 == 0 ? 0 : j0 % 8;
+  size_t off[FP_NR];
   vf acc[FP_NR][FP_NG * MM_V];
 
+#pragma GCC unroll 8
+  for (int j = 0; j < FP_NR; j++)
+    off[j] = (c0 + j) / 8 * wld + (c0 + j) % 8;
 #pragma GCC unroll 8
   for (int j = 0; j < FP_NR; j++)
 #pragma GCC unroll 12
@@ -179,7 +193,7 @@ fp_tile (const float *x, size_t mr, const float *w, size_t ldw, size_t kq, const
 #pragma GCC unroll 8
       for (int j = 0; j < FP_NR; j++)
         {
-          vf wb = fsplat (w[j * ldw + 16 * q]);
+          vf wb = fsplat (w[off[j] + 8 * q]);
 #pragma GCC unroll 12
           for (int v = 0; v < nv; v++)
             acc[j][v] = PIQ_VEC_FMA (xv[v], wb, acc[j][v]);
@@ -193,21 +207,24 @@ fp_tile (const float *x, size_t mr, const float *w, size_t ldw, size_t kq, const
 }
 
 static void
-mm_lanes_f32 (const float *xp, size_t mr, const float *w, size_t ldw, size_t kq, float *lanes,
-              int first, float *out, size_t ldo)
+mm_lanes_f32 (const float *xp, size_t mr, const float *wp, size_t kq, float *lanes, int first,
+              float *out, size_t ldo)
 {
-  for (size_t j = 0; j < PIQ_MM_NC; j += FP_NR)
-    for (size_t l = 0; l < 16; l++)
+  const size_t wld = PIQ_MM_WLD (kq);
+
+  for (size_t l = 0; l < 16; l++)
+    for (size_t j = 0; j < PIQ_MM_NC; j += FP_NR)
       for (size_t i = 0; i < mr; i += 16 * FP_NG)
         {
-          const float *x = xp + l * kq * mr + i, *wj = w + j * ldw + l;
+          const float *x = xp + l * kq * mr + i;
+          const float *wj = wp + (l * PIQ_MM_NC / 8 + j / 8) * wld;
           float *li = lanes + (j * 16 + l) * mr + i;
           switch ((mr - i) / 16 < FP_NG ? (mr - i) / 16 : FP_NG)
             {
-            case 1: fp_tile (x, mr, wj, ldw, kq, 1, li, first); break;
+            case 1: fp_tile (x, mr, wj, wld, j, kq, 1, li, first); break;
 #if FP_NG > 1
-            case 2: fp_tile (x, mr, wj, ldw, kq, 2, li, first); break;
-            case 3: fp_tile (x, mr, wj, ldw, kq, 3, li, first); break;
+            case 2: fp_tile (x, mr, wj, wld, j, kq, 2, li, first); break;
+            case 3: fp_tile (x, mr, wj, wld, j, kq, 3, li, first); break;
 #endif
             }
         }
