@@ -399,9 +399,16 @@ dd_f16 (const uint8_t *p)
 }
 
 /* Bytes ahead of each row of codes to prefetch: the rows of a panel are separate
- * streams, and the loads of the codes stalled the loop (perf). */
+ * streams, and the loads of the codes stalled the loop (perf). On AVX-512 the 16-core
+ * host ran the 4-bit float GEMVs best at 512 (session 34, docs/performance.md: 0, 256,
+ * 512, 1,024, 2,048 and 4,096 side by side; 2,048 and up were slower than 1,024, 0 the
+ * slowest); 1,024 elsewhere, where the kernels are compute-bound (Zen 3). */
 #ifndef DD_PREFETCH
-# define DD_PREFETCH 1024
+# if PIQ_W == 16
+#  define DD_PREFETCH 512
+# else
+#  define DD_PREFETCH 1024
+# endif
 #endif
 
 /* Elements ahead of the current block whose scales dd_row4 prefetches: the codes'
