@@ -33,8 +33,9 @@
  * block of 2,048 keeps a residue's X (FGEMM_MC · 128 floats, 24 KiB) in L1 while the
  * micro-panels of W (4 KiB each) go by; with blocks of 1,024 the lanes (FGEMM_MC · 16 ·
  * FGEMM_NC floats, 144 KiB, in L2) make twice the passes, and a harness of the kernel
- * measured 79–83 % of the FMA loop on 16 threads of the 16-core host against 91 %. FGEMM_MC: a multiple of 16 (mm_lanes' contract: only
- * the last block of X is padded), here AVX-512's tile. */
+ * measured 79–83 % of the FMA loop on 16 threads of the 16-core host against 91 %.
+ * FGEMM_MC: a multiple of 16 (mm_lanes' contract: only the last block of X is padded),
+ * here AVX-512's tile. */
 #define FGEMM_MIN_M 8
 #define FGEMM_NC PIQ_MM_NC
 #define FGEMM_KB 2048
