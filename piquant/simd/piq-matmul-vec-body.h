@@ -136,8 +136,8 @@ mm_tile_f32 (const float *x, size_t ldx, const float *w, size_t ldw, size_t n, s
  * and a tile broadcast from 8 rows, a line each per step, the rows kept in L1 through
  * the 16 residues only for blocks of 512: on 16 threads of the 16-core host, 65–71 %
  * of the FMA loop against 91–95 % for this order and layout with blocks of 2,048 (a
- * harness over one work item per thread, docs/performance.md). A residue's lanes are stored after its pass and the 16
- * summed at the end, PIQ_W outputs at a time. */
+ * harness over one work item per thread, docs/performance.md). A residue's lanes are
+ * stored after its pass and the 16 summed at the end, PIQ_W outputs at a time. */
 #if PIQ_W == 16
 # define FP_NR 8
 # define FP_NG 3
