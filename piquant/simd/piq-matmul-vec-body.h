@@ -1711,6 +1711,12 @@ gg_narrow (gg_vd d)
   return (gg_vfh) (((gg_vih) f & ~nan) | (nan & 0x7fc00000));
 }
 
+/* Each panel's bytes GG_PREFETCH ahead, a line per step: without it a GEMV (two panels
+ * streamed per thread) left the hardware prefetchers short of the read limit on 16
+ * threads: Q4_0 0.41 ms a layer, 0.33 ms with 2,048, 0.38 with 1,024, 0.36 with 4,096
+ * (16-core host; docs/performance.md, session 35). */
+# define GG_PREFETCH 2048
+
 # define GG_PRAGMA_(x) _Pragma (#x)
 # define GG_UNROLL GG_PRAGMA_ (GCC unroll 16)
 
@@ -1766,6 +1772,9 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
           {
             vbw b[GG_NP * G8_V];
             gg_pair nib[GG_NP * G8_V];
+            GG_UNROLL
+            for (int t = 0; t < np; t++)
+              __builtin_prefetch (wg + q * 32 + t * ldwp + GG_PREFETCH);
             PQ_LOAD (b, wg + q * 32, ldwp, np);
             GG_UNROLL
             for (int t = 0; t < np * G8_V; t++)
@@ -1776,6 +1785,9 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
         for (size_t q = 0; q < gq; q++)
           {
             vbw bv[GG_NP * G8_V];
+            GG_UNROLL
+            for (int t = 0; t < np; t++)
+              __builtin_prefetch (wg + q * 64 + t * ldwp + GG_PREFETCH);
             PQ_LOAD (bv, wg + q * 64, ldwp, np);
             PQ_STEP (ia, mr, np, bv, xg + 4 * q, ldx, pq_bcast, gg_dot8);
           }
