@@ -502,8 +502,9 @@ typedef struct {
   int            y_dtype;
   size_t         ldy;          /* bytes between Y's rows */
   int            add;
-  /* work: panels of prows weight rows × row blocks, split into `slots` contiguous runs;
-   * gemm: the float policy's panels are FGEMM_NC rows for gemm_item */
+  /* work: items of a panel of prows weight rows × a block of rows of X, handed out
+   * one at a time (`next`) to `slots` workers; gemm: the float policy's panels are
+   * FGEMM_NC rows for gemm_item */
   int            gemm;
   uint64_t       prows, panels, mblocks, mrows;
   uint64_t       slots;
@@ -511,6 +512,7 @@ typedef struct {
    * panels, then the panels left over are split into split_parts blocks of
    * split_rows rows of X, one per slot */
   uint64_t       rounds, split_parts, split_rows;
+  uint64_t       next;
   uint8_t       *scratch;      /* per slot */
   size_t         scratch_bytes;
   int            failed;
@@ -966,15 +968,16 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
             run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->split_rows));
         }
       else
-        {
-          uint64_t per = (items + job->slots - 1) / job->slots;
-          for (uint64_t it = s * per; it < MIN (items, (s + 1) * per); it++)
-            {
-              uint64_t panel = it / job->mblocks, mb = it % job->mblocks;
-              uint64_t m0 = mb * job->mrows;
-              run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
-            }
-        }
+        /* The items one at a time, to whichever worker is free: each output is still
+         * one item's, so its bytes do not depend on which. A static split (a
+         * contiguous run per slot) made every call wait for its slowest thread: on
+         * the 16-core host a 4-bit GEMV layer took 0.55–0.70 ms that way and
+         * 0.41–0.47 ms this way (docs/performance.md, session 35). */
+        for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < items;)
+          {
+            uint64_t panel = it / job->mblocks, m0 = it % job->mblocks * job->mrows;
+            run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
+          }
     }
 }
 
