@@ -16,7 +16,10 @@
  *   that reads and writes the same bytes with a XOR as its only compute, once with
  *   regular stores and once with non-temporal ones; the better of the two is the
  *   limit. Op and limits alternate run by run, so a drift of the machine
- *   (frequency, a neighbour) hits them alike.
+ *   (frequency, a neighbour) hits them alike;
+ * - the matrix products (mm_gemv, mm_gemm, mm_gemm_int8): the GEMV against a read of
+ *   the same weight bytes in pieces taken in turn (time_limit_queued), the GEMMs
+ *   against register-resident loops' peaks.
  * GB/s counts useful traffic: the bytes the op must read plus the bytes it must
  * write (codes, scales and zero points; an ADD reads its destination too), never
  * write-allocate reads.
