@@ -971,8 +971,8 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
         /* The items one at a time, to whichever worker is free: each output is still
          * one item's, so its bytes do not depend on which. A static split (a
          * contiguous run per slot) made every call wait for its slowest thread: on
-         * the 16-core host a 4-bit GEMV layer took 0.55–0.70 ms that way and
-         * 0.41–0.47 ms this way (docs/performance.md, session 35). */
+         * 16 threads of the 16-core host a layer of Q4_0's float GEMV took 0.55–0.57
+         * ms that way and 0.42 ms this way (docs/performance.md, session 35). */
         for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < items;)
           {
             uint64_t panel = it / job->mblocks, m0 = it % job->mblocks * job->mrows;

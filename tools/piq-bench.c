@@ -1059,8 +1059,9 @@ typedef struct {
   int       streams;
 } LimitQueue;
 
-/* XOR of @n bytes at @p (a multiple of 64 from p on, p on a cache line: the stack's
- * layers), read as LIMIT_STREAMS streams of equal length, into @sink. */
+/* The XOR of @n bytes at @p into @sink, read as LIMIT_STREAMS streams of equal
+ * length side by side (whole cache lines; the last n mod (64 · LIMIT_STREAMS) bytes
+ * after them, one at a time). */
 static void
 read_streams (const uint8_t *p, size_t n, uint64_t *sink)
 {
