@@ -954,30 +954,31 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
   MatmulJob *job = data;
   uint64_t items = job->panels * job->mblocks;
 
+  if (job->split_parts <= 1)
+    {
+      /* The items one at a time, to whichever worker is free: each output is still
+       * one item's, so its bytes do not depend on which. A static split (a
+       * contiguous run per slot) made every call wait for its slowest thread: on
+       * 16 threads of the 16-core host a layer of Q4_0's float GEMV took 0.55–0.57
+       * ms that way and 0.42 ms this way (docs/performance.md, session 35). A
+       * worker keeps to the first slot's scratch: it runs one item at a time. */
+      uint8_t *scratch = job->scratch + slot * job->scratch_bytes;
+      for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < items;)
+        {
+          uint64_t panel = it / job->mblocks, m0 = it % job->mblocks * job->mrows;
+          run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
+        }
+      return;
+    }
   for (uint64_t s = slot; s < slot + count; s++)
     {
       uint8_t *scratch = job->scratch + s * job->scratch_bytes;
-
-      if (job->split_parts > 1)
-        {
-          uint64_t panel = job->rounds * job->slots + s / job->split_parts;
-          uint64_t m0 = s % job->split_parts * job->split_rows;
-          for (uint64_t p = s * job->rounds; p < (s + 1) * job->rounds; p++)
-            run_item (job, scratch, p, 0, job->m);
-          if (panel < job->panels && m0 < job->m)
-            run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->split_rows));
-        }
-      else
-        /* The items one at a time, to whichever worker is free: each output is still
-         * one item's, so its bytes do not depend on which. A static split (a
-         * contiguous run per slot) made every call wait for its slowest thread: on
-         * 16 threads of the 16-core host a layer of Q4_0's float GEMV took 0.55–0.57
-         * ms that way and 0.42 ms this way (docs/performance.md, session 35). */
-        for (uint64_t it; (it = __atomic_fetch_add (&job->next, 1, __ATOMIC_RELAXED)) < items;)
-          {
-            uint64_t panel = it / job->mblocks, m0 = it % job->mblocks * job->mrows;
-            run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->mrows));
-          }
+      uint64_t panel = job->rounds * job->slots + s / job->split_parts;
+      uint64_t m0 = s % job->split_parts * job->split_rows;
+      for (uint64_t p = s * job->rounds; p < (s + 1) * job->rounds; p++)
+        run_item (job, scratch, p, 0, job->m);
+      if (panel < job->panels && m0 < job->m)
+        run_item (job, scratch, panel, m0, MIN (job->m, m0 + job->split_rows));
     }
 }
 

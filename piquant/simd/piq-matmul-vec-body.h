@@ -1714,11 +1714,22 @@ gg_narrow (gg_vd d)
 /* Each panel's bytes GG_PREFETCH ahead, a line per step: without it a GEMV (two panels
  * streamed per thread) left the hardware prefetchers short of the read limit on 16
  * threads: Q4_0 0.41 ms a layer, 0.33 ms with 2,048, 0.38 with 1,024, 0.36 with 4,096
- * (16-core host; docs/performance.md, session 35). */
+ * (16-core host; docs/performance.md, session 35). In a GEMM the tiles after the first
+ * prefetch lines already in L1; prefetching in the first tile only (a flag) was not
+ * faster on Zen 3 (Q4_0 int8 GEMM 118–148 ms against 109–131, one thread). */
 # define GG_PREFETCH 2048
 
 # define GG_PRAGMA_(x) _Pragma (#x)
 # define GG_UNROLL GG_PRAGMA_ (GCC unroll 16)
+
+/* The lines GG_PREFETCH past p in each of np panels, ldwp bytes apart. */
+VINLINE void
+gg_prefetch (const uint8_t *p, size_t ldwp, const int np)
+{
+  GG_UNROLL
+  for (int t = 0; t < np; t++)
+    __builtin_prefetch (p + t * ldwp + GG_PREFETCH);
+}
 
 /* One tile: mr rows × np panels (constants once inlined) over the call's groups. */
 VINLINE void
@@ -1772,9 +1783,7 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
           {
             vbw b[GG_NP * G8_V];
             gg_pair nib[GG_NP * G8_V];
-            GG_UNROLL
-            for (int t = 0; t < np; t++)
-              __builtin_prefetch (wg + q * 32 + t * ldwp + GG_PREFETCH);
+            gg_prefetch (wg + q * 32, ldwp, np);
             PQ_LOAD (b, wg + q * 32, ldwp, np);
             GG_UNROLL
             for (int t = 0; t < np * G8_V; t++)
@@ -1785,9 +1794,7 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
         for (size_t q = 0; q < gq; q++)
           {
             vbw bv[GG_NP * G8_V];
-            GG_UNROLL
-            for (int t = 0; t < np; t++)
-              __builtin_prefetch (wg + q * 64 + t * ldwp + GG_PREFETCH);
+            gg_prefetch (wg + q * 64, ldwp, np);
             PQ_LOAD (bv, wg + q * 64, ldwp, np);
             PQ_STEP (ia, mr, np, bv, xg + 4 * q, ldx, pq_bcast, gg_dot8);
           }
