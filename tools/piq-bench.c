@@ -2180,7 +2180,7 @@ mm_cached_layer (Bench *b, const PiqEngineFormat *f, size_t layer_bytes, int act
 /* GB/s (the weights' bytes) of the median of @repeat runs, each 8 calls of the cached
  * rows' product, after one unmeasured call that brings them into the cache. */
 static int
-mm_time_cached (const Bench *b, const MmRun *r, const PiqEnginePacked *cached, uint64_t rows,
+mm_time_cached (const Bench *b, const MmRun *r, PiqEnginePacked *cached, uint64_t rows,
                 size_t layer_bytes, double *gbps, PiqEngineError *e)
 {
   double *t = malloc (b->repeat * sizeof *t);
@@ -2189,7 +2189,7 @@ mm_time_cached (const Bench *b, const MmRun *r, const PiqEnginePacked *cached, u
   int ok = t != NULL;
 
   for (size_t i = 0; i < 8; i++)
-    one[i] = (PiqEnginePacked *) cached;
+    one[i] = cached;
   rc.layers = one;
   rc.n_layers = 1;
   rc.y.shape[1] = rows;
