@@ -140,12 +140,12 @@ check_weights (const PiqEngineQuant *w, const uint64_t *shape, unsigned n_dims,
 /* The codes of the ggml blocks, unpacked: Q8_0 int8 codes + 128 with zero point 128,
  * Q4_0 nibbles (low: elements 0–15, high: 16–31) with zero point 8 (FORMATS.md). */
 static void
-unpack_ggml (PiqEnginePacked *p, const uint8_t *codes)
+unpack_ggml (PiqEnginePacked *p, const uint8_t *codes, uint64_t r0, uint64_t r1)
 {
   int q4 = p->q.f.dtype == DT_Q4_0;
   size_t block_bytes = q4 ? 18 : 34;
 
-  for (uint64_t r = 0; r < p->n; r++)
+  for (uint64_t r = r0; r < r1; r++)
     for (uint64_t b = 0; b < p->groups; b++)
       {
         const uint8_t *blk = codes + (r * p->groups + b) * block_bytes;
@@ -255,7 +255,17 @@ pack_groups (PiqEnginePacked *p, PiqEngineError *e)
     return 0;
   memset (p->gg, 0, panels * p->gg_ldwp);
   p->bytes += panels * p->gg_ldwp;
-  for (uint64_t r = 0; r < p->n; r++)
+  return 1;
+}
+
+/* Rows r0 … r1 − 1 (whole panels but the last) into pack_groups' panels. */
+static void
+pack_groups_rows (PiqEnginePacked *p, uint64_t r0, uint64_t r1)
+{
+  const uint64_t group = p->group, groups = p->groups;
+  const size_t code_bytes = p->q4 ? 32 * p->gg_gq : 64 * p->gg_gq;
+
+  for (uint64_t r = r0; r < r1; r++)
     for (uint64_t g = 0; g < groups; g++)
       {
         uint8_t *wg = p->gg + r / 16 * p->gg_ldwp + g * p->gg_gbytes;
@@ -282,7 +292,98 @@ pack_groups (PiqEnginePacked *p, PiqEngineError *e)
         if (p->gg_zpc)
           memcpy (wg + code_bytes + (p->gg_f16 ? 32 : 64) + 4 * c, &p->zps[r * groups + g], 4);
       }
-  return 1;
+}
+
+/* The dynamic-int8 packing's passes over the weights' rows, each on the engine's
+ * threads: every row's bytes depend on that row alone, and the tests of the whole
+ * tensor (PACK_FITS_*) are an AND over rows, so the result does not depend on the
+ * split. Ranges start on a panel (16 rows) for PACK_GROUPS. */
+enum { PACK_UNPACK_GGML, PACK_FITS_SIGNED, PACK_FOLD_SUMS, PACK_FITS_4BIT, PACK_NIBBLES,
+       PACK_GROUPS };
+
+typedef struct {
+  PiqEnginePacked *p;
+  int              stage;
+  const void      *src;   /* PACK_UNPACK_GGML: the ggml blocks */
+  uint8_t         *dst;   /* PACK_NIBBLES: the 4-bit codes */
+  int              all;   /* PACK_FITS_*: cleared by a range with a row that does not fit */
+} PackJob;
+
+static void
+pack_range (void *data, uint64_t r0, uint64_t count)
+{
+  PackJob *job = data;
+  PiqEnginePacked *p = job->p;
+  const uint64_t r1 = r0 + count, k = p->k, group = p->group, groups = p->groups;
+  int fits = 1;
+
+  switch (job->stage)
+    {
+    case PACK_UNPACK_GGML:
+      unpack_ggml (p, job->src, r0, r1);
+      break;
+    case PACK_FITS_SIGNED:
+      /* (group by group: a division per element made packing a stack of layers take
+       * minutes) */
+      for (uint64_t r = r0; fits && r < r1; r++)
+        for (uint64_t b = 0; fits && b < groups; b++)
+          {
+            int64_t z = p->zps[r * groups + b];
+            for (uint64_t i = b * group; fits && i < MIN (k, (b + 1) * group); i++)
+              {
+                int64_t v = (int64_t) p->codes[r * k + i] - z;
+                fits = v >= -128 && v <= 127;
+              }
+          }
+      break;
+    case PACK_FOLD_SUMS:
+      for (uint64_t r = r0; r < r1; r++)
+        for (uint64_t b = 0; b < groups; b++)
+          {
+            int64_t z = p->zps[r * groups + b], sum = 0;
+            for (uint64_t i = b * group; i < MIN (k, (b + 1) * group); i++)
+              {
+                if (p->signed_codes)
+                  p->codes[r * k + i] = (uint8_t) ((int64_t) p->codes[r * k + i] - z);
+                sum += p->signed_codes ? (int8_t) p->codes[r * k + i] : p->codes[r * k + i];
+              }
+            if (p->signed_codes)
+              p->zps[r * groups + b] = 0;
+            p->sums[r * groups + b] = sum;
+          }
+      break;
+    case PACK_FITS_4BIT:
+      for (uint64_t i = r0 * k; fits && i < r1 * k; i++)
+        fits = (int8_t) p->codes[i] >= -8 && (int8_t) p->codes[i] <= 7;
+      break;
+    case PACK_NIBBLES:
+      for (uint64_t r = r0; r < r1; r++)
+        for (uint64_t b = 0; b < k / 32; b++)
+          for (int i = 0; i < 16; i++)
+            {
+              const uint8_t *c = p->codes + r * k + 32 * b;
+              job->dst[r * (k / 2) + 16 * b + i] =
+                (uint8_t) (((int8_t) c[i] + 8) | (((int8_t) c[i + 16] + 8) << 4));
+            }
+      break;
+    default:
+      pack_groups_rows (p, r0, r1);
+      break;
+    }
+  if (!fits)
+    __atomic_store_n (&job->all, 0, __ATOMIC_RELAXED);
+}
+
+/* Runs one stage over every row; for PACK_FITS_*, whether every row fits. */
+static int
+pack_stage (const PiqEngine *eng, PiqEnginePacked *p, int stage, const void *src, uint8_t *dst)
+{
+  PackJob job = { p, stage, src, dst, 1 };
+
+  /* a range of at least 64 K weights: smaller ones cost more to hand out than to do */
+  piq_parallel_run (eng->n_threads, p->n, 16, MAX ((uint64_t) 16, (UINT64_C (1) << 16) / p->k),
+                    pack_range, &job);
+  return job.all;
 }
 
 PiqEnginePacked *
@@ -356,72 +457,31 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
     goto fail;
   p->bytes = p->n * p->k + p->n * p->groups * (sizeof (float) + sizeof (int32_t));
   if (w->f.dtype == DT_Q8_0 || w->f.dtype == DT_Q4_0)
-    unpack_ggml (p, w->codes);
+    pack_stage (eng, p, PACK_UNPACK_GGML, w->codes, NULL);
   else if (!piq_engine_int_row_params (w, p->n, p->k, &p->group, p->scales, p->zps, e) ||
            !unpack_ints (eng, p, w, info->is_signed, e))
     goto fail;
   /* Where every code − zero point fits a signed byte (symmetric types, Q8_0, Q4_0 and
    * most asymmetric groups), fold the zero points into the codes: the products then
    * take the kernels' signed path (dot_groups_i8), twice to four times as fast. */
-  /* (group by group: a division per element made packing a stack of layers take
-   * minutes) */
-  p->signed_codes = 1;
-  for (uint64_t r = 0; p->signed_codes && r < p->n; r++)
-    for (uint64_t b = 0; p->signed_codes && b < p->groups; b++)
-      {
-        int64_t z = p->zps[r * p->groups + b];
-        for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
-          {
-            int64_t v = (int64_t) p->codes[r * p->k + i] - z;
-            if (v < -128 || v > 127)
-              {
-                p->signed_codes = 0;
-                break;
-              }
-          }
-      }
-  if (p->signed_codes)
-    for (uint64_t r = 0; r < p->n; r++)
-      for (uint64_t b = 0; b < p->groups; b++)
-        {
-          int64_t z = p->zps[r * p->groups + b];
-          for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
-            p->codes[r * p->k + i] = (uint8_t) ((int64_t) p->codes[r * p->k + i] - z);
-          p->zps[r * p->groups + b] = 0;
-        }
+  p->signed_codes = pack_stage (eng, p, PACK_FITS_SIGNED, NULL, NULL);
   if ((p->sums = try_alloc (p->n * p->groups, sizeof (int64_t), "group sums", e)) == NULL)
     goto fail;
   p->bytes += p->n * p->groups * sizeof (int64_t);
-  for (uint64_t r = 0; r < p->n; r++)
-    for (uint64_t b = 0; b < p->groups; b++)
-      {
-        int64_t sum = 0;
-        for (uint64_t i = b * p->group; i < MIN (p->k, (b + 1) * p->group); i++)
-          sum += p->signed_codes ? (int8_t) p->codes[r * p->k + i] : p->codes[r * p->k + i];
-        p->sums[r * p->groups + b] = sum;
-      }
+  pack_stage (eng, p, PACK_FOLD_SUMS, NULL, NULL);
   /* 4-bit weights whose values c − z lie in −8 … 7 (Q4_0, symmetric int4 and uint4) stay
    * 4-bit: c − z + 8 two to a byte in blocks of 32, as Q4_0 stores them, with zero
    * point 8. A GEMV then reads half the bytes, and the products take
    * vpmaddubsw on the nibbles directly, as ggml's Q4_0 × Q8_0 does. */
   p->row_bytes = (size_t) p->k;
   p->q4 = p->signed_codes && (info->bits == 4 || w->f.dtype == DT_Q4_0) && p->k % 32 == 0 &&
-          p->group % 32 == 0;
-  for (uint64_t i = 0; p->q4 && i < p->n * p->k; i++)
-    p->q4 = (int8_t) p->codes[i] >= -8 && (int8_t) p->codes[i] <= 7;
+          p->group % 32 == 0 && pack_stage (eng, p, PACK_FITS_4BIT, NULL, NULL);
   if (p->q4)
     {
       uint8_t *nib = try_alloc (p->n, (size_t) p->k / 2, "4-bit codes", e);
       if (nib == NULL)
         goto fail;
-      for (uint64_t r = 0; r < p->n; r++)
-        for (uint64_t b = 0; b < p->k / 32; b++)
-          for (int i = 0; i < 16; i++)
-            {
-              const uint8_t *c = p->codes + r * p->k + 32 * b;
-              nib[r * (p->k / 2) + 16 * b + i] =
-                (uint8_t) (((int8_t) c[i] + 8) | (((int8_t) c[i + 16] + 8) << 4));
-            }
+      pack_stage (eng, p, PACK_NIBBLES, NULL, nib);
       free (p->codes);
       p->codes = nib;
       p->row_bytes = (size_t) p->k / 2;
@@ -435,6 +495,8 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
     p->zp_uniform = p->zps[i] == p->zp0;
   if (!piq_engine_pack_gemm_b (p, e) || !pack_groups (p, e))
     goto fail;
+  if (p->gg != NULL)
+    pack_stage (eng, p, PACK_GROUPS, NULL, NULL);
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
   p->q.codes_size = p->q.scales_size = p->q.zero_points_size = 0;

@@ -214,6 +214,10 @@ piq_packed_weights_supports (PiqFormat      *format,
  * have two dimensions, neither empty. A per-tensor scale or zero point the
  * format cannot decode with is refused here, not at the product.
  *
+ * Packing runs on the default quantizer's threads
+ * ([method@Piq.Quantizer.set_n_threads]); the packed bytes do not depend on
+ * how many.
+ *
  * Returns: (transfer full) (nullable): the packed weights, or %NULL on error
  *
  * Since: 1.0
@@ -237,7 +241,6 @@ piq_packed_weights_new (PiqTensor      *weights,
     return NULL;
   self = g_object_new (PIQ_TYPE_PACKED_WEIGHTS, NULL);
   piq_quantizer_get_engine (piq_quantizer_get_default (), &eng);
-  eng.n_threads = 1;
   piq_tensor_to_engine_quant (weights, &q);
   shape = piq_tensor_get_shape (weights, &n_dims);
   self->packed = piq_engine_pack (&eng, &q, shape, n_dims, (int) activation, &e);

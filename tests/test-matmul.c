@@ -789,23 +789,32 @@ test_threads (gconstpointer data)
       if (ai && !fc->dyn)
         continue;
       make_weights (&W, fc->format, p.N, p.K, ai);
-      pw = pack (fc, &W, act);
-      if (pw == NULL)
-        {
-          weights_clear (&W);
-          continue;
-        }
       case_init (&c, &p, &W);
-      for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
-        for (guint t = 1; t <= 4; t++)
-          {
-            g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
-            char what[64];
-            piq_quantizer_set_n_threads (qt, t);
-            piq_quantizer_set_max_simd_level (qt, levels[li]);
-            g_snprintf (what, sizeof what, "%u threads, SIMD level %d", t, levels[li]);
-            run_case (what, qt, &p, &c, pw);
-          }
+      /* packed on 1 and on 3 threads (the default quantizer's): the dynamic-int8
+       * policy's passes over the rows split at rows 112 and 224, across panels */
+      for (guint pt = 1; pt <= 3; pt += 2)
+        {
+          PiqQuantizer *dq = piq_quantizer_get_default ();
+          guint was = piq_quantizer_get_n_threads (dq);
+          piq_quantizer_set_n_threads (dq, pt);
+          g_clear_object (&pw);
+          pw = pack (fc, &W, act);
+          piq_quantizer_set_n_threads (dq, was);
+          if (pw == NULL)
+            break;
+          for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
+            for (guint t = 1; t <= 4; t++)
+              {
+                g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+                char what[80];
+                piq_quantizer_set_n_threads (qt, t);
+                piq_quantizer_set_max_simd_level (qt, levels[li]);
+                g_snprintf (what, sizeof what, "packed on %u, %u threads, SIMD level %d", pt, t,
+                            levels[li]);
+                run_case (what, qt, &p, &c, pw);
+              }
+        }
+      g_clear_object (&pw);
       case_clear (&c);
       weights_clear (&W);
     }

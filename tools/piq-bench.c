@@ -2164,7 +2164,7 @@ mm_cached_layer (Bench *b, const PiqEngineFormat *f, size_t layer_bytes, int act
   uint64_t r = (uint64_t) ((double) b->llc.bytes / 2 / ((double) layer_bytes / MM_N)) / 64 * 64;
   uint64_t shape[2];
   PiqEngineQuant q;
-  PiqEngine eng1 = engine_of (b, 1);
+  PiqEngine eng_all = engine_of (b, 0);
 
   *out = NULL;
   *mem = NULL;
@@ -2174,7 +2174,7 @@ mm_cached_layer (Bench *b, const PiqEngineFormat *f, size_t layer_bytes, int act
   shape[0] = *rows;
   shape[1] = MM_K;
   return mm_quantize (b, f, *rows, MM_K, &q, mem, e) &&
-         (*out = piq_engine_pack (&eng1, &q, shape, 2, act, e)) != NULL;
+         (*out = piq_engine_pack (&eng_all, &q, shape, 2, act, e)) != NULL;
 }
 
 /* GB/s (the weights' bytes) of the median of @repeat runs, each 8 calls of the cached
@@ -2237,7 +2237,7 @@ mm_gemv (Bench *b)
         PiqEnginePacked **packed = NULL, *cached = NULL;
         uint64_t cached_rows = 0;
         float *x = NULL, *y = NULL;
-        PiqEngine eng1 = engine_of (b, 1);
+        PiqEngine eng_all = engine_of (b, 0);
         int ok = 1;
 
         snprintf (name, sizeof name, "gemv %s %s", mf->name, MM_POLICY_NAME (pol));
@@ -2277,7 +2277,7 @@ mm_gemv (Bench *b)
                 memcpy (at + q.codes_size + q.scales_size, q.zero_points, q.zero_points_size);
                 ql.zero_points = at + q.codes_size + q.scales_size;
               }
-            packed[l] = piq_engine_pack (&eng1, &ql, shape, 2, MM_POLICY_ACT (pol), &e);
+            packed[l] = piq_engine_pack (&eng_all, &ql, shape, 2, MM_POLICY_ACT (pol), &e);
             ok = packed[l] != NULL;
           }
         if (ok && b->llc.bytes != 0)
