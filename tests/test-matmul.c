@@ -534,6 +534,25 @@ run_case (const char *what, PiqQuantizer *q, const Params *p, const Case *c, Piq
   assert_bytes (what, p, c->want, yd, p->M * p->N, fsize (p->ydt));
 }
 
+/* run_case on every SIMD level of @levels, each on 1 … 4 threads; @packed names how
+ * pw was packed ("" or "packed on …, ") in the messages. */
+static void
+run_levels (const char *packed, const PiqSimdLevel *levels, gsize n_levels, const Params *p,
+            const Case *c, PiqPackedWeights *pw)
+{
+  for (gsize li = 0; li < n_levels; li++)
+    for (guint t = 1; t <= 4; t++)
+      {
+        g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+        char what[96];
+        piq_quantizer_set_n_threads (qt, t);
+        piq_quantizer_set_max_simd_level (qt, levels[li]);
+        g_snprintf (what, sizeof what, "%s%u threads, SIMD level %d (%d in use)", packed, t,
+                    levels[li], piq_quantizer_get_simd_level (qt));
+        run_case (what, qt, p, c, pw);
+      }
+}
+
 /* ---- (b) independent error bounds ---- */
 
 /* Float policy: |Y − (Σ x·Wd + b)| ≤ K·2⁻²³·Σ|x||Wd| + 2⁻²³·(|Σ x·Wd| + |b|) + 2⁻¹²⁰
@@ -715,17 +734,7 @@ test_format (gconstpointer data)
           check_bounds (&p, &W, &c, piq_tensor_get_data (y, NULL));
           assert_bytes ("matmul_new", &p, c.want, piq_tensor_get_data (y, NULL), p.M * p.N, 4);
         }
-        for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
-          for (guint t = 1; t <= 4; t++)
-            {
-              g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
-              char what[64];
-              piq_quantizer_set_n_threads (qt, t);
-              piq_quantizer_set_max_simd_level (qt, levels[li]);
-              g_snprintf (what, sizeof what, "%u threads, SIMD level %d (%d in use)", t, levels[li],
-                          piq_quantizer_get_simd_level (qt));
-              run_case (what, qt, &p, &c, pw);
-            }
+        run_levels ("", levels, G_N_ELEMENTS (levels), &p, &c, pw);
         case_clear (&c);
         weights_clear (&W);
       }
@@ -802,17 +811,11 @@ test_threads (gconstpointer data)
           piq_quantizer_set_n_threads (dq, was);
           if (pw == NULL)
             break;
-          for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
-            for (guint t = 1; t <= 4; t++)
-              {
-                g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
-                char what[80];
-                piq_quantizer_set_n_threads (qt, t);
-                piq_quantizer_set_max_simd_level (qt, levels[li]);
-                g_snprintf (what, sizeof what, "packed on %u, %u threads, SIMD level %d", pt, t,
-                            levels[li]);
-                run_case (what, qt, &p, &c, pw);
-              }
+          {
+            char packed[32];
+            g_snprintf (packed, sizeof packed, "packed on %u, ", pt);
+            run_levels (packed, levels, G_N_ELEMENTS (levels), &p, &c, pw);
+          }
         }
       g_clear_object (&pw);
       case_clear (&c);
