@@ -216,49 +216,7 @@ unpack_ints (const PiqEngine *eng, PiqEnginePacked *p, const PiqEngineQuant *w, 
   return ok;
 }
 
-/* The dynamic-int8 weights as gemm_groups' panels (PiqGroupsW): every group of a
- * multiple of 4 elements, up to GG_MAX_GROUP, whose zero points keep the sums within
- * int32. The codes go in unsigned, so X's signed codes are the other operand of
- * VPDPBUSD: u = w + 128 (signed codes, zero point 128), the 4-bit codes w + 8 (zero
- * point 8), else the stored code with the group's zero point; with one zero point z
- * for the whole tensor, z · Σx is taken once per call and per group of X. Scales are
- * kept as binary16 where every one is one exactly (Q4_0, Q8_0): a GEMV then streams
- * the format's own bytes. Padding (a short last group, channels past n) is zero. */
-static int
-pack_groups (PiqEnginePacked *p, PiqEngineError *e)
-{
-  const uint64_t panels = (p->n + 15) / 16, group = p->group, groups = p->groups;
-  const size_t gq = (size_t) group / 4;
-  int64_t zmax = 128;   /* the zero point of signed codes */
-  size_t code_bytes;
-
-  if (group % 4 != 0 || group > GG_MAX_GROUP)
-    return 1;
-  for (uint64_t i = 0; !p->signed_codes && i < p->n * groups; i++)
-    zmax = MAX (zmax, p->zps[i] < 0 ? -(int64_t) p->zps[i] : (int64_t) p->zps[i]);
-  if ((255 + zmax) * 127 * (int64_t) group >= INT64_C (1) << 31)
-    return 1;
-  p->gg_zpc = !p->signed_codes && !p->zp_uniform;
-  p->gg_z0 = p->q4 ? 8 : p->signed_codes ? 128 : p->zp0;
-  p->gg_f16 = 1;
-  for (uint64_t i = 0; p->gg_f16 && i < p->n * groups; i++)
-    {
-      float v = piq_f16_to_f32 (piq_f32_to_f16 (p->scales[i]));
-      p->gg_f16 = memcmp (&v, &p->scales[i], sizeof v) == 0;
-    }
-  p->gg_gq = gq;
-  code_bytes = p->q4 ? 32 * gq : 64 * gq;
-  p->gg_gbytes = code_bytes + (p->gg_f16 ? 32 : 64) + (p->gg_zpc ? 64 : 0);
-  p->gg_ldwp = (size_t) groups * p->gg_gbytes;
-  /* on a cache line: with binary32 scales every group's quads are on lines too */
-  if ((p->gg = piq_engine_alloc_aligned (panels, p->gg_ldwp, "the weights' panels", e)) == NULL)
-    return 0;
-  memset (p->gg, 0, panels * p->gg_ldwp);
-  p->bytes += panels * p->gg_ldwp;
-  return 1;
-}
-
-/* Rows r0 … r1 − 1 (whole panels but the last) into pack_groups' panels. */
+/* Rows r0 … r1 − 1 (whole panels but the last) into pack_groups' panels (below). */
 static void
 pack_groups_rows (PiqEnginePacked *p, uint64_t r0, uint64_t r1)
 {
@@ -386,6 +344,49 @@ pack_stage (const PiqEngine *eng, PiqEnginePacked *p, int stage, const void *src
   return job.all;
 }
 
+/* The dynamic-int8 weights as gemm_groups' panels (PiqGroupsW): every group of a
+ * multiple of 4 elements, up to GG_MAX_GROUP, whose zero points keep the sums within
+ * int32. The codes go in unsigned, so X's signed codes are the other operand of
+ * VPDPBUSD: u = w + 128 (signed codes, zero point 128), the 4-bit codes w + 8 (zero
+ * point 8), else the stored code with the group's zero point; with one zero point z
+ * for the whole tensor, z · Σx is taken once per call and per group of X. Scales are
+ * kept as binary16 where every one is one exactly (Q4_0, Q8_0): a GEMV then streams
+ * the format's own bytes. Padding (a short last group, channels past n) is zero. */
+static int
+pack_groups (const PiqEngine *eng, PiqEnginePacked *p, PiqEngineError *e)
+{
+  const uint64_t panels = (p->n + 15) / 16, group = p->group, groups = p->groups;
+  const size_t gq = (size_t) group / 4;
+  int64_t zmax = 128;   /* the zero point of signed codes */
+  size_t code_bytes;
+
+  if (group % 4 != 0 || group > GG_MAX_GROUP)
+    return 1;
+  for (uint64_t i = 0; !p->signed_codes && i < p->n * groups; i++)
+    zmax = MAX (zmax, p->zps[i] < 0 ? -(int64_t) p->zps[i] : (int64_t) p->zps[i]);
+  if ((255 + zmax) * 127 * (int64_t) group >= INT64_C (1) << 31)
+    return 1;
+  p->gg_zpc = !p->signed_codes && !p->zp_uniform;
+  p->gg_z0 = p->q4 ? 8 : p->signed_codes ? 128 : p->zp0;
+  p->gg_f16 = 1;
+  for (uint64_t i = 0; p->gg_f16 && i < p->n * groups; i++)
+    {
+      float v = piq_f16_to_f32 (piq_f32_to_f16 (p->scales[i]));
+      p->gg_f16 = memcmp (&v, &p->scales[i], sizeof v) == 0;
+    }
+  p->gg_gq = gq;
+  code_bytes = p->q4 ? 32 * gq : 64 * gq;
+  p->gg_gbytes = code_bytes + (p->gg_f16 ? 32 : 64) + (p->gg_zpc ? 64 : 0);
+  p->gg_ldwp = (size_t) groups * p->gg_gbytes;
+  /* on a cache line: with binary32 scales every group's quads are on lines too */
+  if ((p->gg = piq_engine_alloc_aligned (panels, p->gg_ldwp, "the weights' panels", e)) == NULL)
+    return 0;
+  memset (p->gg, 0, panels * p->gg_ldwp);
+  p->bytes += panels * p->gg_ldwp;
+  pack_stage (eng, p, PACK_GROUPS, NULL, NULL);
+  return 1;
+}
+
 PiqEnginePacked *
 piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *shape,
                  unsigned n_dims, int activation, PiqEngineError *e)
@@ -493,10 +494,8 @@ piq_engine_pack (const PiqEngine *eng, const PiqEngineQuant *w, const uint64_t *
   p->zp0 = p->n > 0 && p->groups > 0 ? p->zps[0] : 0;
   for (uint64_t i = 0; p->zp_uniform && i < p->n * p->groups; i++)
     p->zp_uniform = p->zps[i] == p->zp0;
-  if (!piq_engine_pack_gemm_b (p, e) || !pack_groups (p, e))
+  if (!piq_engine_pack_gemm_b (p, e) || !pack_groups (eng, p, e))
     goto fail;
-  if (p->gg != NULL)
-    pack_stage (eng, p, PACK_GROUPS, NULL, NULL);
   /* nothing of the caller's is kept */
   p->q.codes = p->q.scales = p->q.zero_points = NULL;
   p->q.codes_size = p->q.scales_size = p->q.zero_points_size = 0;

@@ -2159,34 +2159,35 @@ mm_any_selected (const Bench *b)
  * frees it after them. */
 static int
 mm_cached_layer (Bench *b, const PiqEngineFormat *f, size_t layer_bytes, int act,
-                 PiqEnginePacked **out, uint64_t *rows, uint8_t **mem, PiqEngineError *e)
+                 PiqEnginePacked **out, uint8_t **mem, PiqEngineError *e)
 {
   uint64_t r = (uint64_t) ((double) b->llc.bytes / 2 / ((double) layer_bytes / MM_N)) / 64 * 64;
-  uint64_t shape[2];
+  uint64_t shape[2] = { r > MM_N ? MM_N : r, MM_K };
   PiqEngineQuant q;
   PiqEngine eng_all = engine_of (b, 0);
 
   *out = NULL;
   *mem = NULL;
-  *rows = r > MM_N ? MM_N : r;
-  if (*rows == 0)
+  if (shape[0] == 0)
     return 1;
-  shape[0] = *rows;
-  shape[1] = MM_K;
-  return mm_quantize (b, f, *rows, MM_K, &q, mem, e) &&
+  return mm_quantize (b, f, shape[0], MM_K, &q, mem, e) &&
          (*out = piq_engine_pack (&eng_all, &q, shape, 2, act, e)) != NULL;
 }
 
 /* GB/s (the weights' bytes) of the median of @repeat runs, each 8 calls of the cached
  * rows' product, after one unmeasured call that brings them into the cache. */
 static int
-mm_time_cached (const Bench *b, const MmRun *r, PiqEnginePacked *cached, uint64_t rows,
-                size_t layer_bytes, double *gbps, PiqEngineError *e)
+mm_time_cached (const Bench *b, const MmRun *r, PiqEnginePacked *cached, size_t layer_bytes,
+                double *gbps, PiqEngineError *e)
 {
   double *t = malloc (b->repeat * sizeof *t);
   PiqEnginePacked *one[8];
   MmRun rc = *r;
+  uint64_t rows, k;
+  size_t bytes;
   int ok = t != NULL;
+
+  piq_engine_packed_info (cached, &rows, &k, &bytes);
 
   for (size_t i = 0; i < 8; i++)
     one[i] = cached;
@@ -2235,7 +2236,6 @@ mm_gemv (Bench *b)
         uint8_t *mem = NULL, *stack = NULL, *cached_mem = NULL;
         size_t layer_bytes, n_layers;
         PiqEnginePacked **packed = NULL, *cached = NULL;
-        uint64_t cached_rows = 0;
         float *x = NULL, *y = NULL;
         PiqEngine eng_all = engine_of (b, 0);
         int ok = 1;
@@ -2281,8 +2281,8 @@ mm_gemv (Bench *b)
             ok = packed[l] != NULL;
           }
         if (ok && b->llc.bytes != 0)
-          ok = mm_cached_layer (b, &f, layer_bytes, MM_POLICY_ACT (pol), &cached, &cached_rows,
-                                &cached_mem, &e);
+          ok = mm_cached_layer (b, &f, layer_bytes, MM_POLICY_ACT (pol), &cached, &cached_mem,
+                                &e);
         for (size_t t = 0; ok && t < b->n_threads; t++)
           {
             PiqEngine eng = engine_of (b, b->threads[t]);
@@ -2294,7 +2294,7 @@ mm_gemv (Bench *b)
             char llc_col[16] = "-";
             if (!mm_time (b, &r, b->threads[t], stack, n_layers * layer_bytes, &t_op, &t_lim, &e) ||
                 (cached != NULL &&
-                 !mm_time_cached (b, &r, cached, cached_rows, layer_bytes, &in_llc, &e)))
+                 !mm_time_cached (b, &r, cached, layer_bytes, &in_llc, &e)))
               {
                 ok = 0;
                 break;
