@@ -205,6 +205,8 @@ typedef enum {
  * @PIQ_SIMD_LEVEL_NEON: Arm Advanced SIMD (aarch64)
  * @PIQ_SIMD_LEVEL_SSE4_2: x86-64 SSE4.2
  * @PIQ_SIMD_LEVEL_AVX2: x86-64 AVX2 with FMA and F16C
+ * @PIQ_SIMD_LEVEL_AVX_VNNI: AVX2 with AVX-VNNI (the integer matrix products on
+ *   CPUs without AVX-512: Alder Lake and later Intel client cores)
  * @PIQ_SIMD_LEVEL_AVX512: x86-64 AVX-512 F, BW, VL and DQ
  * @PIQ_SIMD_LEVEL_AVX512_BF16: AVX-512 with the BF16 conversion instructions
  * @PIQ_SIMD_LEVEL_AVX512_FP16: AVX-512 with the FP16 instructions
@@ -224,6 +226,7 @@ typedef enum {
   PIQ_SIMD_LEVEL_NEON        = 10,
   PIQ_SIMD_LEVEL_SSE4_2      = 20,
   PIQ_SIMD_LEVEL_AVX2        = 30,
+  PIQ_SIMD_LEVEL_AVX_VNNI    = 35,
   PIQ_SIMD_LEVEL_AVX512      = 40,
   PIQ_SIMD_LEVEL_AVX512_BF16 = 41,
   PIQ_SIMD_LEVEL_AVX512_FP16 = 42,

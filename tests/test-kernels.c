@@ -1256,6 +1256,7 @@ check_cpu_features (void)
   CPU_CMP_ (AVX512VPOPCNTDQ, "avx512vpopcntdq")
 # ifndef __clang__   /* names clang 14 rejects */
   CPU_CMP_ (F16C, "f16c")
+  CPU_CMP_ (AVXVNNI, "avxvnni")
   CPU_CMP_ (AVX512FP16, "avx512fp16")
   CPU_CMP_ (AMX_TILE, "amx-tile")
   CPU_CMP_ (AMX_INT8, "amx-int8")

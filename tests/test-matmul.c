@@ -534,14 +534,35 @@ run_case (const char *what, PiqQuantizer *q, const Params *p, const Case *c, Piq
   assert_bytes (what, p, c->want, yd, p->M * p->N, fsize (p->ydt));
 }
 
-/* run_case on every SIMD level of @levels, each on 1 … 4 threads; @packed names how
- * pw was packed ("" or "packed on …, ") in the messages. */
+/* The level a quantizer capped at @cap uses on this CPU. */
+static PiqSimdLevel
+level_in_use (PiqSimdLevel cap)
+{
+  g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
+
+  piq_quantizer_set_max_simd_level (qt, cap);
+  return piq_quantizer_get_simd_level (qt);
+}
+
+/* Whether levels[li] gives a level an earlier cap of @levels gave already (a CPU
+ * without it: the run would repeat that one). */
+static gboolean
+level_seen (const PiqSimdLevel *levels, gsize li)
+{
+  for (gsize lj = 0; lj < li; lj++)
+    if (level_in_use (levels[lj]) == level_in_use (levels[li]))
+      return TRUE;
+  return FALSE;
+}
+
+/* run_case on every SIMD level of @levels this CPU runs, each on 1 … 4 threads;
+ * @packed names how pw was packed ("" or "packed on …, ") in the messages. */
 static void
 run_levels (const char *packed, const PiqSimdLevel *levels, gsize n_levels, const Params *p,
             const Case *c, PiqPackedWeights *pw)
 {
   for (gsize li = 0; li < n_levels; li++)
-    for (guint t = 1; t <= 4; t++)
+    for (guint t = 1; t <= 4 && !level_seen (levels, li); t++)
       {
         g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
         char what[96];
@@ -714,7 +735,8 @@ test_format (gconstpointer data)
         g_autoptr(PiqPackedWeights) pw = NULL;
         Params p = { 65, 33, 129, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, TRUE, act, FALSE };
         static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                               PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+                                               PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
+                                               PIQ_SIMD_LEVEL_AVX512 };
         Case c;
 
         make_weights (&W, fc->format, p.N, p.K, act == PIQ_ACTIVATION_DYNAMIC_INT8);
@@ -745,7 +767,8 @@ test_format (gconstpointer data)
         Params p = { 7, 9, 33, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_ADD, TRUE, act, TRUE };
         g_autoptr(PiqPackedWeights) pw = NULL;
         static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                               PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+                                               PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
+                                               PIQ_SIMD_LEVEL_AVX512 };
         Case c;
 
         make_weights (&W, fc->format, p.N, p.K, act == PIQ_ACTIVATION_DYNAMIC_INT8);
@@ -758,7 +781,7 @@ test_format (gconstpointer data)
         case_init (&c, &p, &W);
         any_nan_matches = act == PIQ_ACTIVATION_DYNAMIC_INT8;
         for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
-          for (guint t = 1; t <= 3; t += 2)
+          for (guint t = 1; t <= 3 && !level_seen (levels, li); t += 2)
             {
               g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
               char what[64];
@@ -784,7 +807,8 @@ test_threads (gconstpointer data)
 {
   const FmtCase *fc = data;
   static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                         PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+                                         PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
+                                         PIQ_SIMD_LEVEL_AVX512 };
 
   for (int ai = 0; ai < 2; ai++)
     {
@@ -1794,7 +1818,8 @@ gcase_run (const char *what, const GCase *g, PiqQuantizer *q)
 }
 
 static const PiqSimdLevel gemm_levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                            PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512,
+                                            PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
+                                            PIQ_SIMD_LEVEL_AVX512,
                                             PIQ_SIMD_LEVEL_AVX512_VNNI, PIQ_SIMD_LEVEL_AMX };
 
 /* Every SIMD level this CPU runs (a cap that gives a level already run is skipped) ×
@@ -1803,17 +1828,12 @@ static void
 gcase_run_all (const GCase *g, guint max_t)
 {
   for (gsize li = 0; li < G_N_ELEMENTS (gemm_levels); li++)
-    for (guint t = 1; t <= max_t; t++)
+    for (guint t = 1; t <= max_t && !level_seen (gemm_levels, li); t++)
       {
         g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
         char what[96];
-        gboolean seen = FALSE;
         piq_quantizer_set_n_threads (qt, t);
         piq_quantizer_set_max_simd_level (qt, gemm_levels[li]);
-        for (gsize lj = 0; lj < li; lj++)
-          seen |= (int) piq_quantizer_get_simd_level (qt) <= (int) gemm_levels[lj];
-        if (seen)
-          continue;
         g_snprintf (what, sizeof what, "%u threads, max SIMD level %d (%d in use)", t, gemm_levels[li],
                     piq_quantizer_get_simd_level (qt));
         gcase_run (what, g, qt);
@@ -2722,13 +2742,14 @@ test_both_quantized (gconstpointer data)
     g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
     g_autoptr(PiqTensor) ref = bq_y (PIQ_DTYPE_F32, M, N);
     static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                           PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+                                           PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
+                                           PIQ_SIMD_LEVEL_AVX512 };
 
     g_assert_no_error (error);
     g_assert_true (piq_quantizer_matmul_quantized (q, a, pw, NULL, NULL, ref, PIQ_REDUCE_SET, &error));
     g_assert_no_error (error);
     for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
-      for (guint t = 1; t <= 4; t++)
+      for (guint t = 1; t <= 4 && !level_seen (levels, li); t++)
         {
           g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
           g_autoptr(PiqTensor) y = bq_y (PIQ_DTYPE_F32, M, N);
@@ -3069,9 +3090,10 @@ test_blocks (gconstpointer data)
       if (si == G_N_ELEMENTS (shapes3) - 1)
         {
           static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
-                                                 PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX512 };
+                                                 PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
+                                                 PIQ_SIMD_LEVEL_AVX512 };
           for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)
-            for (guint t = 1; t <= 4; t++)
+            for (guint t = 1; t <= 4 && !level_seen (levels, li); t++)
               {
                 g_autoptr(PiqQuantizer) qt = piq_quantizer_new ();
                 char what[160];

@@ -23,6 +23,7 @@
   X (FMA,        "fma",        1, 0, ECX, 12, PIQ_XCR0_AVX) \
   X (F16C,       "f16c",       1, 0, ECX, 29, PIQ_XCR0_AVX) \
   X (BMI2,       "bmi2",       7, 0, EBX,  8, 0) \
+  X (AVXVNNI,    "avxvnni",    7, 1, EAX,  4, PIQ_XCR0_AVX) \
   X (AVX512F,    "avx512f",    7, 0, EBX, 16, PIQ_XCR0_AVX512) \
   X (AVX512BW,   "avx512bw",   7, 0, EBX, 30, PIQ_XCR0_AVX512) \
   X (AVX512VL,   "avx512vl",   7, 0, EBX, 31, PIQ_XCR0_AVX512) \
