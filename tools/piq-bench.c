@@ -2327,7 +2327,8 @@ mm_gemv (Bench *b)
 }
 
 /* Peak int8 multiply-adds (GOPS, 2 per multiply-add) on @threads threads: a
- * register-resident loop of VPDPBUSD (AVX-512 VNNI) where the CPU has it. */
+ * register-resident loop of VPDPBUSD where the CPU has it, on 512 bits (AVX-512
+ * VNNI) or else on 256 (AVX-VNNI: the client cores without AVX-512). */
 #if BENCH_X86
 __attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static double
 vnni_loop (unsigned iters)
@@ -2347,6 +2348,28 @@ vnni_loop (unsigned iters)
 #undef STEP_
 #undef SUM_
   return _mm512_reduce_add_epi32 (s);
+}
+
+__attribute__ ((target ("avx2,avxvnni"))) static double
+avx_vnni_loop (unsigned iters)
+{
+  const __m256i x = _mm256_set1_epi8 (3), y = _mm256_set1_epi8 (-2);
+  int32_t out[8];
+#define DECL_(i) __m256i a##i = _mm256_set1_epi32 (i);
+#define STEP_(i) a##i = _mm256_dpbusd_avx_epi32 (a##i, x, y);
+#define SUM_(i) s = _mm256_add_epi32 (s, a##i);
+  PEAK_ACC (DECL_)
+  __m256i s = _mm256_setzero_si256 ();
+  for (unsigned it = 0; it < iters; it++)
+    {
+      PEAK_ACC (STEP_)
+    }
+  PEAK_ACC (SUM_)
+#undef DECL_
+#undef STEP_
+#undef SUM_
+  _mm256_storeu_si256 ((__m256i *) out, s);
+  return out[0];
 }
 #endif
 
@@ -2399,6 +2422,11 @@ int8_peak_gops (unsigned threads, const char **label)
       *label = "avx512 vnni";
       /* 64 byte products per instruction, 2 ops each */
       return peak_rate (threads, vnni_loop, 64 * 2.0);
+    }
+  if (piq_cpu_features () & PIQ_CPU_AVXVNNI)   /* (clang 14's __builtin_cpu_supports lacks the name) */
+    {
+      *label = "avx vnni";
+      return peak_rate (threads, avx_vnni_loop, 32 * 2.0);
     }
 #endif
   *label = "no VNNI";
