@@ -12,14 +12,18 @@
 #           one per -m<feature> flag ("-msse4.2" -> PIQ_CPU_SSE4_2, "-mamx-int8" ->
 #           PIQ_CPU_AMX_INT8). piquant/piq-cpu-private.h
 #           lists every feature once; a flag with no entry there fails the build.
-# NEON (aarch64) takes no flags and has the baseline mask PIQ_CPU_NEON.
+# NEON (aarch64) takes no flags and has the baseline mask PIQ_CPU_NEON; NEONDOT adds
+# FEAT_DotProd (PIQ_CPU_DOTPROD, from Linux's AT_HWCAP).
 AC_DEFUN([PIQ_CHECK_SIMD], [
   AC_REQUIRE([AC_CANONICAL_HOST])
   piq_simd_ok=no
   piq_simd_cflags="$3"
   AS_CASE([$host_cpu:$1],
-    [x86_64:NEON|i?86:NEON|aarch64:SSE*|aarch64:AVX*], [piq_simd_ok=no],
+    [x86_64:NEON*|i?86:NEON*|aarch64:SSE*|aarch64:AVX*|aarch64:AMX], [piq_simd_ok=no],
     [aarch64:NEON], [piq_simd_ok=yes; piq_simd_required="PIQ_CPU_NEON"],
+    [aarch64:NEONDOT], [
+      AX_CHECK_COMPILE_FLAG([$3], [piq_simd_ok=yes], [piq_simd_ok=no], [-Werror])
+      piq_simd_required="PIQ_CPU_NEON|PIQ_CPU_DOTPROD"],
     [x86_64:*], [
       AX_CHECK_COMPILE_FLAG([$3], [piq_simd_ok=yes], [piq_simd_ok=no], [-Werror])
       piq_simd_required=""

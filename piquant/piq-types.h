@@ -203,6 +203,8 @@ typedef enum {
  * PiqSimdLevel:
  * @PIQ_SIMD_LEVEL_SCALAR: portable C, the reference of every kernel
  * @PIQ_SIMD_LEVEL_NEON: Arm Advanced SIMD (aarch64)
+ * @PIQ_SIMD_LEVEL_NEON_DOTPROD: Advanced SIMD with the dot-product instructions
+ *   (FEAT_DotProd: the integer matrix products; read from Linux's AT_HWCAP)
  * @PIQ_SIMD_LEVEL_SSE4_2: x86-64 SSE4.2
  * @PIQ_SIMD_LEVEL_AVX2: x86-64 AVX2 with FMA and F16C
  * @PIQ_SIMD_LEVEL_AVX_VNNI: AVX2 with AVX-VNNI (the integer matrix products on
@@ -222,16 +224,17 @@ typedef enum {
  * Since: 1.0
  */
 typedef enum {
-  PIQ_SIMD_LEVEL_SCALAR      = 0,
-  PIQ_SIMD_LEVEL_NEON        = 10,
-  PIQ_SIMD_LEVEL_SSE4_2      = 20,
-  PIQ_SIMD_LEVEL_AVX2        = 30,
-  PIQ_SIMD_LEVEL_AVX_VNNI    = 35,
-  PIQ_SIMD_LEVEL_AVX512      = 40,
-  PIQ_SIMD_LEVEL_AVX512_BF16 = 41,
-  PIQ_SIMD_LEVEL_AVX512_FP16 = 42,
-  PIQ_SIMD_LEVEL_AVX512_VNNI = 50,
-  PIQ_SIMD_LEVEL_AMX         = 60,
+  PIQ_SIMD_LEVEL_SCALAR       = 0,
+  PIQ_SIMD_LEVEL_NEON         = 10,
+  PIQ_SIMD_LEVEL_NEON_DOTPROD = 11,
+  PIQ_SIMD_LEVEL_SSE4_2       = 20,
+  PIQ_SIMD_LEVEL_AVX2         = 30,
+  PIQ_SIMD_LEVEL_AVX_VNNI     = 35,
+  PIQ_SIMD_LEVEL_AVX512       = 40,
+  PIQ_SIMD_LEVEL_AVX512_BF16  = 41,
+  PIQ_SIMD_LEVEL_AVX512_FP16  = 42,
+  PIQ_SIMD_LEVEL_AVX512_VNNI  = 50,
+  PIQ_SIMD_LEVEL_AMX          = 60,
 } PiqSimdLevel;
 
 G_END_DECLS

@@ -313,7 +313,7 @@ test('quantizer/properties', function()
   check(Piq.Quantizer { n_threads = 5 }.n_threads == 5, 'construct property n-threads')
   local lvl = q.simd_level
   local known = false
-  for _, name in ipairs({ 'SCALAR', 'NEON', 'SSE4_2', 'AVX2', 'AVX_VNNI', 'AVX512', 'AVX512_BF16', 'AVX512_FP16', 'AVX512_VNNI', 'AMX' }) do
+  for _, name in ipairs({ 'SCALAR', 'NEON', 'NEON_DOTPROD', 'SSE4_2', 'AVX2', 'AVX_VNNI', 'AVX512', 'AVX512_BF16', 'AVX512_FP16', 'AVX512_VNNI', 'AMX' }) do
     if enum_is(lvl, Piq.SimdLevel, name) then known = true end
   end
   check(known, 'simd-level is not a known level: ' .. tostring(lvl))

@@ -428,9 +428,10 @@ def _():
 def _():
     q = Piq.Quantizer()
     lvl = q.props.simd_level
-    known = [Piq.SimdLevel.SCALAR, Piq.SimdLevel.NEON, Piq.SimdLevel.SSE4_2, Piq.SimdLevel.AVX2,
-             Piq.SimdLevel.AVX_VNNI, Piq.SimdLevel.AVX512, Piq.SimdLevel.AVX512_BF16, Piq.SimdLevel.AVX512_FP16,
-             Piq.SimdLevel.AVX512_VNNI, Piq.SimdLevel.AMX]
+    known = [Piq.SimdLevel.SCALAR, Piq.SimdLevel.NEON, Piq.SimdLevel.NEON_DOTPROD,
+             Piq.SimdLevel.SSE4_2, Piq.SimdLevel.AVX2, Piq.SimdLevel.AVX_VNNI, Piq.SimdLevel.AVX512,
+             Piq.SimdLevel.AVX512_BF16, Piq.SimdLevel.AVX512_FP16, Piq.SimdLevel.AVX512_VNNI,
+             Piq.SimdLevel.AMX]
     check(isinstance(lvl, Piq.SimdLevel), "simd-level is %r, not a Piq.SimdLevel" % (lvl,))
     check(lvl in known, "simd-level %r is not a known level" % (lvl,))
     check(q.get_simd_level() == lvl, "get_simd_level() %r != property %r" % (q.get_simd_level(), lvl))

@@ -19,20 +19,25 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # What configure would define on an AArch64 host (m4/piq-simd.m4).
 cat > "$tmp/config.h" <<'CONFIG'
 #define PIQ_HAVE_NEON 1
-#define PIQ_SIMD_UNITS(X) X (NEON, neon)
+#define PIQ_HAVE_NEONDOT 1
+#define PIQ_SIMD_UNITS(X) X (NEON, neon) X (NEONDOT, neondot)
 #define PIQ_NEON_REQUIRED (PIQ_CPU_NEON)
+#define PIQ_NEONDOT_REQUIRED (PIQ_CPU_NEON|PIQ_CPU_DOTPROD)
 #define PIQ_HAVE_IFUNC 1
 CONFIG
 
 simd=$top_srcdir/piquant/simd
-if ! "$cc" -std=gnu11 -O2 -ffp-contract=off -fno-math-errno -fvisibility=hidden -Wall \
-      -I"$tmp" -I"$top_srcdir/piquant" -I"$simd" \
-      "$simd/piq-kernels-scalar.c" "$simd/piq-formats.c" "$simd/piq-kernels-neon.c" "$simd/piq-dispatch.c" \
-      "$simd/piq-cpu-detect.c" "$top_srcdir/piquant/piq-format-table.c" "$srcdir/test-kernels.c" -lm -o "$tmp/test-kernels-aarch64" \
-      > "$tmp/build.log" 2>&1; then
+flags="-std=gnu11 -O2 -ffp-contract=off -fno-math-errno -fvisibility=hidden -Wall -I$tmp -I$top_srcdir/piquant -I$simd"
+# the dot-product unit with its own flags (configure's PIQ_NEONDOT_CFLAGS), the rest baseline
+if ! { "$cc" $flags -march=armv8.2-a+dotprod -c "$simd/piq-kernels-neondot.c" -o "$tmp/neondot.o" &&
+       "$cc" $flags \
+         "$simd/piq-kernels-scalar.c" "$simd/piq-formats.c" "$simd/piq-kernels-neon.c" "$tmp/neondot.o" \
+         "$simd/piq-dispatch.c" "$simd/piq-cpu-detect.c" "$top_srcdir/piquant/piq-format-table.c" \
+         "$srcdir/test-kernels.c" -lm -o "$tmp/test-kernels-aarch64"; } > "$tmp/build.log" 2>&1; then
   echo "1..1"
   echo "not ok 1 - /kernels/neon/cross-build"
   sed 's/^/# /' "$tmp/build.log"
   exit 1
 fi
-exec "$qemu" -L "$sysroot" "$tmp/test-kernels-aarch64"
+# "max" has every feature qemu emulates, FEAT_DotProd among them, so both tables run.
+exec "$qemu" -cpu max -L "$sysroot" "$tmp/test-kernels-aarch64"

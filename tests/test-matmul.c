@@ -734,7 +734,7 @@ test_format (gconstpointer data)
         g_autoptr(GError) error = NULL;
         g_autoptr(PiqPackedWeights) pw = NULL;
         Params p = { 65, 33, 129, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_SET, TRUE, act, FALSE };
-        static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+        static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2,
                                                PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
                                                PIQ_SIMD_LEVEL_AVX512 };
         Case c;
@@ -766,7 +766,7 @@ test_format (gconstpointer data)
         Weights W;
         Params p = { 7, 9, 33, PIQ_DTYPE_F32, PIQ_DTYPE_F32, PIQ_REDUCE_ADD, TRUE, act, TRUE };
         g_autoptr(PiqPackedWeights) pw = NULL;
-        static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+        static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2,
                                                PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
                                                PIQ_SIMD_LEVEL_AVX512 };
         Case c;
@@ -806,7 +806,7 @@ static void
 test_threads (gconstpointer data)
 {
   const FmtCase *fc = data;
-  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+  static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2,
                                          PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
                                          PIQ_SIMD_LEVEL_AVX512 };
 
@@ -1817,7 +1817,7 @@ gcase_run (const char *what, const GCase *g, PiqQuantizer *q)
     }
 }
 
-static const PiqSimdLevel gemm_levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+static const PiqSimdLevel gemm_levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2,
                                             PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
                                             PIQ_SIMD_LEVEL_AVX512,
                                             PIQ_SIMD_LEVEL_AVX512_VNNI, PIQ_SIMD_LEVEL_AMX };
@@ -2741,7 +2741,7 @@ test_both_quantized (gconstpointer data)
     g_autoptr(PiqTensor) w = bq_quantize (wf, N, K, 0.5);
     g_autoptr(PiqPackedWeights) pw = piq_packed_weights_new (w, PIQ_ACTIVATION_FLOAT, &error);
     g_autoptr(PiqTensor) ref = bq_y (PIQ_DTYPE_F32, M, N);
-    static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+    static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2,
                                            PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
                                            PIQ_SIMD_LEVEL_AVX512 };
 
@@ -3089,7 +3089,7 @@ test_blocks (gconstpointer data)
       /* every SIMD level × 1…4 threads on the largest shape */
       if (si == G_N_ELEMENTS (shapes3) - 1)
         {
-          static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_SSE4_2,
+          static const PiqSimdLevel levels[] = { PIQ_SIMD_LEVEL_SCALAR, PIQ_SIMD_LEVEL_NEON, PIQ_SIMD_LEVEL_SSE4_2,
                                                  PIQ_SIMD_LEVEL_AVX2, PIQ_SIMD_LEVEL_AVX_VNNI,
                                                  PIQ_SIMD_LEVEL_AVX512 };
           for (gsize li = 0; li < G_N_ELEMENTS (levels); li++)

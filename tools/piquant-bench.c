@@ -30,7 +30,7 @@ print_help (FILE *out)
            "  -t, --threads T[,T…]    thread counts (default 1, 2, 4, … and every core)\n"
            "  -r, --repeat R          timed runs per row, at least %d (default %d)\n"
            "  -o, --op TEXT[,TEXT…]   only the ops whose name contains one of the TEXTs\n"
-           "  -s, --simd NAME         cap the kernels at table NAME (scalar, sse4.2, avx2, avxvnni, avx512, avx512vnni, amx, neon)\n"
+           "  -s, --simd NAME         cap the kernels at table NAME (scalar, sse4.2, avx2, avxvnni, avx512, avx512vnni, amx, neon, neondot)\n"
            "      --no-overhead       skip the per-call overhead and the crossover\n"
            "      --json              one JSON document instead of the tables\n"
            "  -h, --help              this help\n"

@@ -111,7 +111,7 @@ _piquant()
         quantize:--scale-dtype)
             COMPREPLY=($(compgen -W "f32 f16 e8m0" -- "$cur")); return ;;
         bench:--simd-level | bench:-s)
-            COMPREPLY=($(compgen -W "scalar sse4-2 avx2 avx-vnni avx512 avx512-bf16 avx512-fp16 avx512-vnni amx neon" \
+            COMPREPLY=($(compgen -W "scalar sse4-2 avx2 avx-vnni avx512 avx512-bf16 avx512-fp16 avx512-vnni amx neon neon-dotprod" \
                                  -- "$cur")); return ;;
         quantize:--seed | quantize:-s | quantize:--scale | quantize:--zero-point | quantize:-z | \
         quantize:--block-size | quantize:-b | quantize:--axis | quantize:-a | \

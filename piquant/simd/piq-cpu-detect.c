@@ -17,6 +17,9 @@
 # include <sys/syscall.h>
 # include <unistd.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+# include <sys/auxv.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 # include <cpuid.h>
@@ -82,11 +85,27 @@ piq_cpu_features (void)
 #if defined(__x86_64__) || defined(__i386__)
   f = detect_x86 ();
 #elif defined(__aarch64__)
-  f |= PIQ_CPU_NEON;   /* Advanced SIMD is mandatory in AArch64 */
+# ifdef __linux__
+  f = piq_cpu_features_hwcap (getauxval (AT_HWCAP));
+# else   /* the optional features are left unused */
+  f = piq_cpu_features_hwcap (0);
+# endif
 #endif
   __atomic_store_n (&cached_features, f | (1u << 31), __ATOMIC_RELAXED);
   return f;
 }
+
+#ifdef __aarch64__
+uint32_t
+piq_cpu_features_hwcap (uint64_t hwcap)
+{
+  uint32_t f = PIQ_CPU_NEON;   /* Advanced SIMD is mandatory in AArch64 */
+
+  if (hwcap & (UINT64_C (1) << 20))   /* HWCAP_ASIMDDP (<asm/hwcap.h>): SDOT, UDOT */
+    f |= PIQ_CPU_DOTPROD;
+  return f;
+}
+#endif
 
 const PiqTileConfig piq_tile_config_16x64 __attribute__ ((aligned (64))) = {
   .palette = 1,
@@ -126,6 +145,7 @@ piq_cpu_feature_name (unsigned bit)
     PIQ_CPU_X86_FEATURES (PIQ_CPU_NAME_)
 #undef PIQ_CPU_NAME_
     [PIQ_CPU_BIT_NEON] = "neon",
+    [PIQ_CPU_BIT_DOTPROD] = "dotprod",
   };
   return bit < sizeof names / sizeof names[0] ? names[bit] : NULL;
 }

@@ -45,10 +45,12 @@ enum {
   PIQ_CPU_X86_FEATURES (PIQ_CPU_BIT_)
 #undef PIQ_CPU_BIT_
   PIQ_CPU_BIT_NEON,
+  PIQ_CPU_BIT_DOTPROD,   /* AArch64 FEAT_DotProd (SDOT, UDOT) */
 };
 
 #define PIQ_CPU_ENUM_(name, ...) PIQ_CPU_##name = 1u << PIQ_CPU_BIT_##name,
-enum { PIQ_CPU_X86_FEATURES (PIQ_CPU_ENUM_) PIQ_CPU_NEON = 1u << PIQ_CPU_BIT_NEON };
+enum { PIQ_CPU_X86_FEATURES (PIQ_CPU_ENUM_) PIQ_CPU_NEON = 1u << PIQ_CPU_BIT_NEON,
+       PIQ_CPU_DOTPROD = 1u << PIQ_CPU_BIT_DOTPROD };
 #undef PIQ_CPU_ENUM_
 
 /* Code that ifunc resolvers run: the dynamic loader runs them while it relocates the
@@ -61,10 +63,18 @@ enum { PIQ_CPU_X86_FEATURES (PIQ_CPU_ENUM_) PIQ_CPU_NEON = 1u << PIQ_CPU_BIT_NEO
 #endif
 
 /* The features this CPU (and its OS) supports. Async-signal and ifunc-resolver safe:
- * calls nothing from libc, executes CPUID and XGETBV itself (compilers differ in the
- * names __builtin_cpu_supports knows: clang 14 has no "f16c"), and is not
- * instrumented by sanitizers. */
+ * on x86 it calls nothing from libc, executes CPUID and XGETBV itself (compilers
+ * differ in the names __builtin_cpu_supports knows: clang 14 has no "f16c"). Not
+ * instrumented by sanitizers. On AArch64 Linux it reads getauxval (AT_HWCAP), so an
+ * ifunc resolver there takes piq_cpu_features_hwcap of its argument instead: a
+ * program's resolvers can run before its calls into libc are relocated. */
 PIQ_NO_SANITIZE uint32_t piq_cpu_features (void);
+
+#ifdef __aarch64__
+/* The features an AArch64 Linux AT_HWCAP word gives: the word glibc passes ifunc
+ * resolvers as their first argument. Calls nothing. */
+PIQ_NO_SANITIZE uint32_t piq_cpu_features_hwcap (uint64_t hwcap);
+#endif
 
 /* Whether this process may execute AMX tile instructions: the CPU and OS have
  * AMX-TILE and AMX-INT8 (piq_cpu_features) and, on Linux, the kernel granted the tile

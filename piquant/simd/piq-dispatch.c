@@ -86,14 +86,23 @@ piq_hash_keys (uint64_t seed, uint32_t *key0, uint32_t *key1)
 #ifdef PIQ_HAVE_IFUNC
 
 /* Resolvers run while the dynamic loader relocates the library: they may call
- * nothing from libc, and piq_cpu_features() executes CPUID itself. They run before
+ * nothing from libc: piq_cpu_features() executes CPUID itself, and on AArch64 they
+ * read the AT_HWCAP word glibc passes them. They run before
  * any constructor, a sanitizer runtime's included, so neither they nor what they
  * call may be instrumented (PIQ_NO_SANITIZE): the shadow memory is not mapped yet. */
+#ifdef __aarch64__
+/* glibc passes AArch64 resolvers AT_HWCAP; getauxval itself is a call into libc */
+# define IFUNC_ARGS     uint64_t hwcap
+# define IFUNC_FEATURES piq_cpu_features_hwcap (hwcap)
+#else
+# define IFUNC_ARGS     void
+# define IFUNC_FEATURES piq_cpu_features ()
+#endif
 #define IFUNC_ENTRY(op, slot, ...) \
   PIQ_NO_SANITIZE __attribute__((used)) static __typeof__ (*piq_kernels_scalar.slot) * \
-  PIQ_CAT (resolve_, PIQ_KNAME_##op (__VA_ARGS__)) (void) \
+  PIQ_CAT (resolve_, PIQ_KNAME_##op (__VA_ARGS__)) (IFUNC_ARGS) \
   { \
-    uint32_t features = piq_cpu_features (); \
+    uint32_t features = IFUNC_FEATURES; \
     PIQ_BEST_SLOT (slot, features); \
   } \
   __typeof__ (*piq_kernels_scalar.slot) PIQ_CAT (piq_ifunc_, PIQ_KNAME_##op (__VA_ARGS__)) \

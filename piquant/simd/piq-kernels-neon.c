@@ -2,8 +2,7 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * NEON is baseline on AArch64: no extra flags. FCVTN/FCVTL convert binary16 with the
- * FPCR default (round to nearest even, no flush-to-zero), as piq_f32_to_f16 does.
+ * NEON is baseline on AArch64: no extra flags.
  */
 #include "config.h"
 
@@ -11,51 +10,17 @@
 #error "piq-kernels-neon.c is for AArch64 with Advanced SIMD"
 #endif
 
-#include <arm_neon.h>
-#include <string.h>
-
-#define PIQ_W 4
 #define PIQ_VEC_TABLE    piq_kernels_neon
 #define PIQ_VEC_LABEL    "neon"
 #define PIQ_VEC_LEVEL    10
 #define PIQ_VEC_REQUIRED PIQ_NEON_REQUIRED
 
-#define PIQ_VEC_LOAD_F16(p)     ((vf) vcvt_f32_f16 (vld1_f16 ((const float16_t *) (p))))
-#define PIQ_VEC_STORE_F16(p, v) vst1_f16 ((float16_t *) (p), vcvt_f16_f32 ((float32x4_t) (v)))
-#define PIQ_VEC_LOAD_F16_8(p)   piq_neon_load_f16_8 ((const uint8_t *) (p))
-
-#include <stdint.h>
-typedef float piq_neon_v8f __attribute__ ((vector_size (32)));
-static inline piq_neon_v8f
-piq_neon_load_f16_8 (const uint8_t *p)
-{
-  float16x8_t h = vld1q_f16 ((const float16_t *) p);
-  float32x4_t lo = vcvt_f32_f16 (vget_low_f16 (h)), hi = vcvt_high_f32_f16 (h);
-  piq_neon_v8f v;
-  memcpy (&v, &lo, 16);
-  memcpy ((char *) &v + 16, &hi, 16);
-  return v;
-}
-
-#define PIQ_VEC_MIN(a, b)    ((vf) vminq_f32 ((float32x4_t) (a), (float32x4_t) (b)))
-#define PIQ_VEC_MAX(a, b)    ((vf) vmaxq_f32 ((float32x4_t) (a), (float32x4_t) (b)))
-#define PIQ_VEC_MAXU32(a, b) ((vu) vmaxq_u32 ((uint32x4_t) (a), (uint32x4_t) (b)))
-#define PIQ_VEC_ANY(m)       (vmaxvq_u32 ((uint32x4_t) (m)) != 0)
-#define PIQ_VEC_MIN_I32(a, b) ((vi) vminq_s32 ((int32x4_t) (a), (int32x4_t) (b)))
-#define PIQ_VEC_U8_TO_I32(c) ((vi) vmovl_u16 (vget_low_u16 (vmovl_u8 (vget_low_u8 ((uint8x16_t) (c))))))
-#define PIQ_VEC_S8_TO_I32(c) ((vi) vmovl_s16 (vget_low_s16 (vmovl_s8 (vget_low_s8 ((int8x16_t) (c))))))
-
-/* the set bits of each 64-bit lane: CNT per byte, then three pairwise widening adds */
-#define PIQ_VEC_POPCNT64(v) \
-  vpaddlq_u32 (vpaddlq_u16 (vpaddlq_u8 (vcntq_u8 ((uint8x16_t) (v)))))
-
-#define PIQ_VEC_FMA(a, b, c)  ((vf) vfmaq_f32 ((float32x4_t) (c), (float32x4_t) (a), (float32x4_t) (b)))
+#include "piq-kernels-neon-isa.h"
 
 /* The int8 GEMM's and gemm_groups' four-byte dot products in baseline Advanced SIMD:
  * the bytes widened to 16 bits (unsigned u, signed s), multiplied (|u · s| ≤ 255 · 128
  * fits a signed 16-bit lane), then pairs and pairs of pairs summed into 32-bit lanes.
- * SDOT is left out: it is optional before Armv8.4 and signed × signed, and this unit
- * is built for baseline Armv8-A with no run-time check of its own. */
+ * SDOT is optional before Armv8.4: the neondot unit has it. */
 static inline int32x4_t
 piq_neon_dot4_u8s8 (int32x4_t acc, uint8x16_t u, int8x16_t s)
 {

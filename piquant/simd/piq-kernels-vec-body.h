@@ -56,6 +56,8 @@
  *                              unsigned bytes of u and the signed bytes of s (vbw), exact
  *   PIQ_VEC_DOT4_U8S8(acc, u, s) the same sums where the ISA has neither VPDPBUSD nor
  *                              the x86 byte multiply-adds (the int8 GEMM and gemm_groups)
+ *   PIQ_VEC_DOT4_S8S8(acc, u, s) with PIQ_VEC_DOT4_U8S8, the same sums where every byte
+ *                              of u is below 128, if the ISA does them in fewer steps
  *   PIQ_VEC_POPCNT64(v)        the set bits of each 64-bit lane
  *   PIQ_VEC_ONLY_MATMUL        (defined) the unit fills only the matrix-multiply entries
  *

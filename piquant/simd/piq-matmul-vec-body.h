@@ -1622,7 +1622,8 @@ typedef float   gg_vfh __attribute__ ((vector_size (PIQ_W * 2)));
 typedef double  gg_vd  __attribute__ ((vector_size (PIQ_W * 4)));
 
 /* acc + Σ of four adjacent products of unsigned u and signed s, exact: VPDPBUSD, or
- * (small: u ≤ 15, so a pair fits 16 bits) one vpmaddubsw, else g8_dot's split of u */
+ * (small: u ≤ 15, so a pair fits 16 bits and u a signed byte) one vpmaddubsw or the
+ * unit's signed dot product, else g8_dot's split of u */
 VINLINE vi
 gg_dot (vi acc, vbw u, vbw s, const int small)
 {
@@ -1630,6 +1631,10 @@ gg_dot (vi acc, vbw u, vbw s, const int small)
   (void) small;
   return PIQ_VEC_DPBUSD (acc, u, s);
 # elif defined(PIQ_VEC_DOT4_U8S8)
+#  ifdef PIQ_VEC_DOT4_S8S8
+  if (small)
+    return PIQ_VEC_DOT4_S8S8 (acc, u, s);
+#  endif
   (void) small;
   return PIQ_VEC_DOT4_U8S8 (acc, u, s);
 # else
