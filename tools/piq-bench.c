@@ -662,6 +662,7 @@ typedef struct {
   const PiqBenchOptions *o;
   FILE                  *out;
   const PiqKernelTable  *kernels;
+  int                    level;   /* the kernels' (the merged tables') level */
   char                   kernels_label[64];
   Streamer               streamer;
   Llc                    llc;
@@ -773,6 +774,7 @@ select_kernels (Bench *b, PiqKernelTable *capped)
     max_level = b->o->max_level;
 
   level = piq_kernels_merge (max_level, features, capped);
+  b->level = level;
   if (level == best)
     {
       b->kernels = piq_kernels_best ();
@@ -2327,50 +2329,42 @@ mm_gemv (Bench *b)
 }
 
 /* Peak int8 multiply-adds (GOPS, 2 per multiply-add) on @threads threads: a
- * register-resident loop of VPDPBUSD where the CPU has it, on 512 bits (AVX-512
- * VNNI) or else on 256 (AVX-VNNI: the client cores without AVX-512). */
+ * register-resident loop of the VPDPBUSD the kernels in use have, on 512 bits (AVX-512
+ * VNNI) or on 256 (AVX-VNNI: the client cores without AVX-512, or kernels capped
+ * there). */
 #if BENCH_X86
-__attribute__ ((target ("avx512f,avx512bw,avx512vnni"))) static double
-vnni_loop (unsigned iters)
-{
-  const __m512i x = _mm512_set1_epi8 (3), y = _mm512_set1_epi8 (-2);
-#define DECL_(i) __m512i a##i = _mm512_set1_epi32 (i);
-#define STEP_(i) a##i = _mm512_dpbusd_epi32 (a##i, x, y);
-#define SUM_(i) s = _mm512_add_epi32 (s, a##i);
-  PEAK_ACC (DECL_)
-  __m512i s = _mm512_setzero_si512 ();
-  for (unsigned it = 0; it < iters; it++)
-    {
-      PEAK_ACC (STEP_)
-    }
-  PEAK_ACC (SUM_)
-#undef DECL_
-#undef STEP_
-#undef SUM_
-  return _mm512_reduce_add_epi32 (s);
-}
-
-__attribute__ ((target ("avx2,avxvnni"))) static double
-avx_vnni_loop (unsigned iters)
-{
-  const __m256i x = _mm256_set1_epi8 (3), y = _mm256_set1_epi8 (-2);
-  int32_t out[8];
-#define DECL_(i) __m256i a##i = _mm256_set1_epi32 (i);
-#define STEP_(i) a##i = _mm256_dpbusd_avx_epi32 (a##i, x, y);
-#define SUM_(i) s = _mm256_add_epi32 (s, a##i);
-  PEAK_ACC (DECL_)
-  __m256i s = _mm256_setzero_si256 ();
-  for (unsigned it = 0; it < iters; it++)
-    {
-      PEAK_ACC (STEP_)
-    }
-  PEAK_ACC (SUM_)
-#undef DECL_
-#undef STEP_
-#undef SUM_
-  _mm256_storeu_si256 ((__m256i *) out, s);
-  return out[0];
-}
+/* One loop per width, the same steps: only the VPDPBUSD intrinsic (VNNI_DP_) differs. */
+# define VNNI_LOOP_(name, target_, bytes) \
+  __attribute__ ((target (target_))) static double \
+  name (unsigned iters) \
+  { \
+    typedef int32_t vi_ __attribute__ ((vector_size (bytes))); \
+    const vi_ x = (vi_) { 0 } + 0x03030303, y = (vi_) { 0 } + (int32_t) 0xfefefefe; \
+    vi_ s = { 0 }; \
+    int32_t out = 0; \
+    PEAK_ACC (DECL_) \
+    for (unsigned it = 0; it < iters; it++) \
+      { \
+        PEAK_ACC (STEP_) \
+      } \
+    PEAK_ACC (SUM_) \
+    for (size_t l = 0; l < bytes / 4; l++) \
+      out += s[l]; \
+    return out; \
+  }
+# define DECL_(i) vi_ a##i = (vi_) { 0 } + i;
+# define STEP_(i) a##i = (vi_) VNNI_DP_ (a##i, x, y);
+# define SUM_(i) s += a##i;
+# define VNNI_DP_(a, x, y) _mm512_dpbusd_epi32 ((__m512i) (a), (__m512i) (x), (__m512i) (y))
+VNNI_LOOP_ (vnni_loop, "avx512f,avx512bw,avx512vnni", 64)
+# undef VNNI_DP_
+# define VNNI_DP_(a, x, y) _mm256_dpbusd_avx_epi32 ((__m256i) (a), (__m256i) (x), (__m256i) (y))
+VNNI_LOOP_ (avx_vnni_loop, "avx2,avxvnni", 32)
+# undef VNNI_DP_
+# undef DECL_
+# undef STEP_
+# undef SUM_
+# undef VNNI_LOOP_
 #endif
 
 /* Peak AMX int8 rate: a register-resident loop of TDPBUSD on four sum tiles (as the
@@ -2412,22 +2406,39 @@ amx_loop (unsigned iters)
 
 #endif
 
+/* The level of the table named @name in this build, INT_MAX where it has none. */
+static int
+table_level (const char *name)
+{
+  size_t n;
+  const PiqKernelTable *const *tables = piq_kernel_tables (&n);
+
+  for (size_t t = 0; t < n; t++)
+    if (strcmp (tables[t]->name, name) == 0)
+      return tables[t]->level;
+  return INT_MAX;
+}
+
 static double
-int8_peak_gops (unsigned threads, const char **label)
+int8_peak_gops (const Bench *b, unsigned threads, const char **label)
 {
 #if BENCH_X86
-  __builtin_cpu_init ();
-  if (__builtin_cpu_supports ("avx512vnni"))
+  uint32_t f = piq_cpu_features ();
+
+  if ((f & PIQ_CPU_AVX512VNNI) && b->level >= table_level ("avx512vnni"))
     {
       *label = "avx512 vnni";
       /* 64 byte products per instruction, 2 ops each */
       return peak_rate (threads, vnni_loop, 64 * 2.0);
     }
-  if (piq_cpu_features () & PIQ_CPU_AVXVNNI)   /* (clang 14's __builtin_cpu_supports lacks the name) */
+  if ((f & PIQ_CPU_AVXVNNI) && b->level >= table_level ("avxvnni"))
     {
       *label = "avx vnni";
       return peak_rate (threads, avx_vnni_loop, 32 * 2.0);
     }
+#else
+  (void) b;
+  (void) threads;
 #endif
   *label = "no VNNI";
   return 0.0;
@@ -2527,7 +2538,8 @@ mm_gemm_int8 (Bench *b)
        (packed = piq_engine_pack (&eng1, &qw, wshape, 2, PIQ_ACT_DYNAMIC_INT8, &e)) != NULL &&
        (y = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *y)) != NULL;
   fprintf (b->out, "\nint8 GEMM: Y [%u, %u] int32 = A [%u, %u] uint8 · Wᵀ int8; GOPS = 2·M·N·K / "
-           "median time; peak = a register-resident int8 multiply-add loop on the same threads\n",
+           "median time; peak = a register-resident loop of the kernels' VPDPBUSD (512 or 256 bits) "
+           "on the same threads\n",
            MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
   fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GOPS", "peak", "ratio",
            "target");
@@ -2548,7 +2560,7 @@ mm_gemm_int8 (Bench *b)
         break;
       tmed = median (ts, 5);
       gops = 2.0 * MM_GEMM_M * MM_GEMM_NK * MM_GEMM_NK / tmed / 1e9;
-      peak = int8_peak_gops (b->threads[t], &label);
+      peak = int8_peak_gops (b, b->threads[t], &label);
       fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s75%% (%s)\n", name, b->threads[t],
                tmed * 1e3, gops, peak, peak > 0 ? 100.0 * gops / peak : 0.0,
                peak > 0 && 100.0 * gops / peak < 75 ? "*" : " ", label);
