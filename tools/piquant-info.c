@@ -21,11 +21,12 @@ print_cpu_features (void)
 
   for (unsigned bit = 0; (name = piq_cpu_feature_name (bit)) != NULL; bit++)
     {
+      /* the AArch64 features (NEON and after) on AArch64 only, the x86 ones on x86 */
 #if defined(__x86_64__) || defined(__i386__)
-      if (bit == PIQ_CPU_BIT_NEON)
+      if (bit >= PIQ_CPU_BIT_NEON)
         continue;
 #else
-      if (bit != PIQ_CPU_BIT_NEON)
+      if (bit < PIQ_CPU_BIT_NEON)
         continue;
 #endif
       GString *list = (have >> bit) & 1u ? present : missing;
