@@ -295,7 +295,6 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   const vf lo = vsplat (a->lo_zp), hi = vsplat (a->hi_zp);
   /* pairs where every type read or written is bf16 */
   const int pair = QAT_PAIRS && xft == PIQ_F_BF16 && (ys == NULL || yft == PIQ_F_BF16);
-  const size_t step = pair ? 2 * PIQ_W : PIQ_W;
   size_t i = 0;
   int nt = 0;
 
@@ -303,6 +302,7 @@ vqat_forward (const void *x, size_t n, const PiqQatArgs *a, void *y, uint8_t *ma
   if (a->stream && ys != NULL && n >= 4 * PIQ_W)
     {
       /* the first elements up to a vector-aligned y by the scalar kernel */
+      const size_t step = pair ? 2 * PIQ_W : PIQ_W;
       size_t head = (step * ye - (uintptr_t) ys % (step * ye)) % (step * ye);
       if (head % ye == 0)
         {
