@@ -1043,61 +1043,61 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
     }
 }
 
-/* X's rows as symmetric int8 per group of the weights: d = amax / 127, codes
- * nearest-even (x · (1 / d)); a group with a NaN or an infinity gets d = NaN and codes
- * 0, so every output that reads it is NaN (docs/matmul.md). */
-static void
-quantize_x (const float *x, size_t ldx, uint64_t m, uint64_t k, uint64_t group, uint64_t groups,
-            int8_t *q, size_t ldq, float *d, int32_t *sums)
-{
-  for (uint64_t r = 0; r < m; r++)
-    memset (q + r * ldq + k, 0, ldq - k);
-  for (uint64_t r = 0; r < m; r++)
-    for (uint64_t g = 0; g < groups; g++)
-      {
-        const float *xs = x + r * ldx + g * group;
-        int8_t *qs = q + r * ldq + g * group;
-        uint64_t len = MIN (group, k - g * group);
-        float amax = 0.0f, id;
-        int finite = 1;
-        int32_t sum = 0;
+/* X's rows for the dynamic-int8 policy, on the threads: widened to binary32 where X
+ * is not (into xf), quantized per group of the weights by act_quantize (symmetric
+ * int8, docs/matmul.md; a group with a NaN or an infinity gets d = NaN and codes 0,
+ * so every output that reads it is NaN), and per group the scale in binary64, the
+ * exact zp0 · Σq where every zero point is zp0, and gemm_groups' z · Σq (or Σq). One
+ * thread quantized every row before: a row of 14,336 cost a 16-thread GEMV a fifth
+ * of its time, a 256-row GEMM more (docs/performance.md, session 38). */
+typedef struct {
+  const PiqEngine       *eng;
+  const PiqEnginePacked *w;
+  const float   *x;            /* binary32 rows ldx apart, or NULL: widen src */
+  size_t         ldx;
+  const uint8_t *src;          /* X as given, src_ld bytes apart, of type src_dtype */
+  size_t         src_ld;
+  int            src_dtype;
+  float         *xf;           /* src's rows widened, XF_LD (k) apart */
+  int8_t        *xq;           /* codes, ldq apart, zero from k on */
+  size_t         ldq;
+  float         *xd;           /* [m][groups] */
+  int32_t       *xsum;
+  double        *xdd, *zx;     /* zx: NULL unless the zero points are one nonzero value */
+  int32_t       *xz;           /* NULL without gemm_groups */
+} XPrep;
 
-        for (uint64_t i = 0; i < len; i++)
-          {
-            float a = fabsf (xs[i]);
-            finite &= isfinite (a) != 0;
-            amax = a > amax ? a : amax;
-          }
-        if (!finite)
-          {
-            memset (qs, 0, len);
-            d[r * groups + g] = NAN;
-            sums[r * groups + g] = 0;
-            continue;
-          }
-        d[r * groups + g] = amax / 127.0f;
-        id = amax > 0.0f ? 1.0f / (amax / 127.0f) : 0.0f;
-        /* A group of subnormals small enough that 1/d overflows (d < 2^-128)
-         * would make 0 · id a NaN and every other x · id infinite: divide by d
-         * there instead, which stays within ±127 and is what x · id means. */
-        if (isinf (id))
-          for (uint64_t i = 0; i < len; i++)
-            {
-              float v = nearbyintf (xs[i] / d[r * groups + g]);
-              v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-              qs[i] = (int8_t) v;
-              sum += qs[i];
-            }
-        else
-          for (uint64_t i = 0; i < len; i++)
-            {
-              float v = nearbyintf (xs[i] * id);
-              v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
-              qs[i] = (int8_t) v;
-              sum += qs[i];
-            }
-        sums[r * groups + g] = sum;
-      }
+static void
+prep_x (void *data, uint64_t r0, uint64_t count)
+{
+  const XPrep *p = data;
+  const PiqEnginePacked *w = p->w;
+  const uint64_t k = w->k, groups = w->groups;
+
+  for (uint64_t r = r0; r < r0 + count; r++)
+    {
+      int8_t *q = p->xq + r * p->ldq;
+      const float *xr;
+      if (p->x != NULL)
+        xr = p->x + r * p->ldx;
+      else
+        {
+          float *row = p->xf + r * XF_LD (k);
+          to_f32 (p->src + r * p->src_ld, p->src_dtype, k, row);
+          xr = row;
+        }
+      memset (q + k, 0, p->ldq - k);
+      p->eng->kernels->act_quantize (xr, (size_t) k, (size_t) w->group, q, p->xd + r * groups,
+                                     p->xsum + r * groups);
+      for (uint64_t i = r * groups; i < (r + 1) * groups; i++)
+        {
+          p->xdd[i] = (double) p->xd[i];
+          if (p->zx != NULL)
+            p->zx[i] = (double) w->zp0 * (double) p->xsum[i];
+          if (p->xz != NULL)
+            p->xz[i] = w->gg_zpc ? p->xsum[i] : (int32_t) ((int64_t) w->gg_z0 * p->xsum[i]);
+        }
+    }
 }
 
 int
@@ -1257,7 +1257,7 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     job.xp = (float *) (void *) (base + offsets[9]);
   }
 
-  if (job.x == NULL)
+  if (job.x == NULL && w->activation != PIQ_ACT_DYNAMIC_INT8)
     {
       if (job.gemm)
         {
@@ -1279,21 +1279,15 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     }
   if (w->activation == PIQ_ACT_DYNAMIC_INT8)
     {
-      quantize_x (job.x, job.ldx, m, w->k, w->group, w->groups, xq, ldq, xd, xsum);
+      XPrep prep = { eng, w, job.x, job.ldx, x->data, x_ld, x->dtype, xf, xq, ldq, xd, xsum,
+                     xdd, zx, gg ? xz : NULL };
+      /* a row at a time; on the team from PIQ_PARALLEL_MIN_ELEMENTS elements */
+      piq_parallel_run (threads, m, 1, MAX ((uint64_t) 1, PIQ_PARALLEL_MIN_ELEMENTS / w->k),
+                        prep_x, &prep);
       job.xq = xq;
       job.ldq = ldq;
       job.xd = xd;
       job.xsum = xsum;
-      /* once per call, not once per output: X's scales in binary64 and, where every
-       * zero point is one value z, the exact z · Σq of each group */
-      for (uint64_t i = 0; i < m * w->groups; i++)
-        {
-          xdd[i] = (double) xd[i];
-          if (zx != NULL)
-            zx[i] = (double) w->zp0 * (double) xsum[i];
-          if (gg)
-            xz[i] = w->gg_zpc ? xsum[i] : (int32_t) ((int64_t) w->gg_z0 * xsum[i]);
-        }
       job.xz = xz;
       job.xdd = xdd;
       job.zx = zx;

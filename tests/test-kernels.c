@@ -1821,6 +1821,123 @@ check_dot_groups (const PiqKernelTable *t, int i8)
   return 1;
 }
 
+/* act_quantize against the scalar table's and against its definition (docs/matmul.md)
+ * written here in binary64: d = amax / 127 in binary32, then (codes 0 where d is 0)
+ * nearbyint of x · (1 / d)
+ * (x / d where 1 / d overflows) rounded to binary32 once (a binary64 product or
+ * quotient of two binary32 values rounded to binary32 is the binary32 result), ties
+ * to even, clamped to ±127. Groups of 1 to past the row, rows crossing vectors and
+ * groups, at unaligned addresses; values of every kind (ties, subnormals, infinities,
+ * NaN), zero groups, groups whose 1 / d overflows and groups of exact ties. */
+static int
+act_oracle (const float *x, size_t k, size_t group, int8_t *q, float *d, int32_t *sum)
+{
+  for (size_t g = 0; g * group < k; g++)
+    {
+      size_t k0 = g * group, len = k - k0 < group ? k - k0 : group;
+      double amax = 0.0;
+      int nonfinite = 0;
+      int64_t s = 0;
+      for (size_t i = 0; i < len; i++)
+        {
+          nonfinite |= !isfinite (x[k0 + i]);
+          amax = fmax (amax, fabs ((double) x[k0 + i]));
+        }
+      d[g] = nonfinite ? NAN : (float) (amax / 127.0);
+      for (size_t i = 0; i < len; i++)
+        {
+          double v = 0.0;
+          if (!nonfinite && d[g] > 0.0f)
+            {
+              double inv = 1.0 / (double) d[g];
+              v = inv > FLT_MAX ? (double) (float) ((double) x[k0 + i] / (double) d[g])
+                                : (double) (float) ((double) x[k0 + i] * (double) (float) inv);
+              v = fmax (-127.0, fmin (127.0, rint (v)));
+            }
+          q[k0 + i] = (int8_t) v;
+          s += (int64_t) v;
+        }
+      sum[g] = (int32_t) s;
+    }
+  return 1;
+}
+
+static int
+check_act_quantize (const PiqKernelTable *t)
+{
+  enum { MAXN = 5000, MAXG = MAXN + 1 };
+  static const size_t ns[] = { 0, 1, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 255, 256,
+                               257, 1000, 4095, 4096, 4097, 5000 };
+  static const size_t groups[] = { 1, 3, 8, 16, 17, 32, 33, 64, 128, 130, 4096, 65536 };
+  static float x[MAXN + 8] BUF_ALIGNED;
+  static int8_t q[3][MAXN + 8];
+  static float d[3][MAXG];
+  static int32_t sum[3][MAXG];
+
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+    for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++)
+      for (int kind = 0; kind < 5; kind++)
+        {
+          size_t n = ns[ni], group = groups[gi], xo = rnd () % 8, qo = rnd () % 8;
+          size_t n_groups = (n + group - 1) / group;
+          double scale = ldexp (1.0, (int) (rnd () % 40) - 20);
+          for (size_t i = 0; i < n + 8; i++)
+            switch (kind)
+              {
+              case 0:  /* every kind of value */
+                x[i] = (float) interesting (scale);
+                break;
+              case 1:  /* finite values, now and then a group of zeros */
+                x[i] = (float) (((double) (int64_t) (rnd () >> 11) / 9007199254740992.0 - 0.5) * scale);
+                break;
+              case 2:  /* exact ties of x · (1 / d) (d = 1: a 127 in the row) */
+                x[i] = rnd () % 16 == 0 ? 127.0f : (float) ((double) (rnd () % 254) - 126.5);
+                break;
+              case 3:  /* magnitudes whose 1 / d overflows, and zeros */
+                x[i] = rnd () % 4 == 0 ? 0.0f : (float) ldexp ((double) (rnd () % 9) - 4.0, -149);
+                break;
+              default: /* finite, one NaN or infinity here and there */
+                x[i] = rnd () % 200 == 0 ? (rnd () % 2 ? NAN : -INFINITY)
+                       : (float) interesting (scale);
+                x[i] = isnan (x[i]) && rnd () % 2 ? 1.0f : x[i];
+                break;
+              }
+          if (kind == 1)
+            for (size_t g = 0; g < n_groups; g++)
+              if (rnd () % 5 == 0)
+                for (size_t i = g * group; i < n && i < (g + 1) * group; i++)
+                  x[xo + i] = 0.0f;
+          for (int b = 0; b < 3; b++)
+            {
+              memset (q[b], 0x5a, sizeof q[b]);
+              memset (d[b], 0xa5, sizeof d[b]);
+              memset (sum[b], 0xa5, sizeof sum[b]);
+            }
+          piq_kernels_scalar.act_quantize (x + xo, n, group, q[0] + qo, d[0], sum[0]);
+          t->act_quantize (x + xo, n, group, q[1] + qo, d[1], sum[1]);
+          act_oracle (x + xo, n, group, q[2] + qo, d[2], sum[2]);
+          for (int b = 0; b < 2; b++)
+            if (memcmp (q[b], q[2], sizeof q[2]) != 0 || memcmp (d[b], d[2], sizeof d[2]) != 0 ||
+                memcmp (sum[b], sum[2], sizeof sum[2]) != 0)
+              {
+                size_t e = 0, g = 0;
+                while (q[b][e] == q[2][e])
+                  e++;
+                while (memcmp (&d[b][g], &d[2][g], 4) == 0 && sum[b][g] == sum[2][g])
+                  g++;
+                snprintf (diag, sizeof diag, "%s: n %zu, group %zu, kind %d, offset %zu: first "
+                          "code off at %td (%d, want %d; x %a), first group off %zu (d %a sum %d, "
+                          "want %a %d)", b ? t->name : "scalar", n, group, kind, xo,
+                          (ptrdiff_t) e - (ptrdiff_t) qo, q[b][e], q[2][e],
+                          e >= qo && e - qo < n ? x[xo + e - qo] : 0.0f, g,
+                          g < MAXG ? d[b][g] : 0.0f, g < MAXG ? sum[b][g] : 0,
+                          g < MAXG ? d[2][g] : 0.0f, g < MAXG ? sum[2][g] : 0);
+                return 0;
+              }
+        }
+  return 1;
+}
+
 /* xnor_counts against the scalar table's and an independent count bit by bit: blocks
  * of 1 … 70 words (the 64-bit words of blocks of 64 … 4480 elements), from random,
  * all-equal, all-different and single-bit words, at unaligned addresses. */
@@ -2549,6 +2666,12 @@ check_hist_bins (const PiqKernelTable *t)
 }
 
 static void
+run_act_quantize (const PiqKernelTable *t, const char *skip)
+{
+  report (skip != NULL || check_act_quantize (t), t->name, "act_quantize/f32", skip);
+}
+
+static void
 run_hist_bins (const PiqKernelTable *t, const char *skip)
 {
   report (skip != NULL || check_hist_bins (t), t->name, "hist_bins/f32", skip);
@@ -2575,6 +2698,7 @@ run_hist_bins (const PiqKernelTable *t, const char *skip)
 #define RUN_qat_forward(t, slot, f)      run_qat_forward (t, skip);
 #define RUN_qat_backward(t, slot, f)     run_qat_backward (t, skip);
 #define RUN_hist_bins(t, slot, f)        run_hist_bins (t, skip);
+#define RUN_act_quantize(t, slot, f)     run_act_quantize (t, skip);
 #define RUN_ENTRY(op, slot, ...)         if (t->slot != NULL) { RUN_##op (t, slot, __VA_ARGS__) }
 
 int

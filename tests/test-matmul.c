@@ -341,7 +341,7 @@ quantize_row (const float *x, guint64 K, guint64 G, gint8 *q, float *d)
           continue;
         }
       d[g] = amax / 127.0f;
-      id = amax > 0 ? 1.0f / d[g] : 0.0f;
+      id = d[g] > 0 ? 1.0f / d[g] : 0.0f;     /* d underflows to 0: codes 0 */
       for (guint64 k = k0; k < k1; k++)
         {
           /* 1/d overflows for a group of tiny subnormals: then x / d. */
@@ -800,7 +800,9 @@ test_format (gconstpointer data)
 /* ---- (c) larger products, where the work is split over threads ----
  * N = 335 is 7 panels of the float GEMM (the last one 47 rows): on 2 and 3 threads
  * the last round's panel is split by rows of X (2 and 3 parts of 130 rows), on 4 the
- * rows of X are split for every panel. */
+ * rows of X are split for every panel. The dynamic-int8 policy's K = 264 puts
+ * 130 · 264 elements of X past PIQ_PARALLEL_MIN_ELEMENTS, so its rows are widened
+ * from bf16 and quantized on the threads. */
 
 static void
 test_threads (gconstpointer data)
@@ -813,7 +815,8 @@ test_threads (gconstpointer data)
   for (int ai = 0; ai < 2; ai++)
     {
       PiqActivation act = ai ? PIQ_ACTIVATION_DYNAMIC_INT8 : PIQ_ACTIVATION_FLOAT;
-      Params p = { 130, 335, 200, ai ? PIQ_DTYPE_BF16 : PIQ_DTYPE_F32, ai ? PIQ_DTYPE_F32 : PIQ_DTYPE_F16,
+      Params p = { 130, 335, ai ? 264 : 200, ai ? PIQ_DTYPE_BF16 : PIQ_DTYPE_F32,
+                   ai ? PIQ_DTYPE_F32 : PIQ_DTYPE_F16,
                    ai ? PIQ_REDUCE_SET : PIQ_REDUCE_ADD, TRUE, act, FALSE };
       g_autoptr(PiqPackedWeights) pw = NULL;
       Weights W;

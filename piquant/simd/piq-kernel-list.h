@@ -107,7 +107,8 @@ enum {
   X (block_dequantize, block_dequantize, f32)
 
 /* Matrix multiply (piq-engine-matmul.c): the float policy's f32 tile and its fused
- * decode-and-dot GEMV, the dynamic-int8 policy's exact integer dot products, the
+ * decode-and-dot GEMV, the dynamic-int8 policy's exact integer dot products and its
+ * quantizer of X's rows, the
  * int8 GEMM's packed micro-kernel (piq-engine-matmul-int.c) and the binary policy's
  * XNOR popcounts and GEMM micro-kernel (piq-engine-matmul-binary.c). */
 #define PIQ_KL_MATMUL_(X) \
@@ -120,7 +121,8 @@ enum {
   X (xnor_counts, xnor_counts, u64) \
   X (xnor_gemm, xnor_gemm, u64) \
   X (gemm_u8s8, gemm_u8s8, packed) \
-  X (gemm_groups, gemm_groups, packed)
+  X (gemm_groups, gemm_groups, packed) \
+  X (act_quantize, act_quantize, f32)
 
 /* Fake quantization of the 2- to 16-bit integer formats (piq-qat.c, docs/qat.md):
  * the forward pass (values and straight-through mask) and the backward pass (source
@@ -165,6 +167,7 @@ enum {
 #define PIQ_KNAME_xnor_gemm(t)        xnor_gemm_##t
 #define PIQ_KNAME_gemm_u8s8(t)        gemm_u8s8_##t
 #define PIQ_KNAME_gemm_groups(t)      gemm_groups_##t
+#define PIQ_KNAME_act_quantize(f)     act_quantize_##f
 #define PIQ_KNAME_qat_forward(f)      qat_forward_##f
 #define PIQ_KNAME_qat_backward(f)     qat_backward_##f
 #define PIQ_KNAME_hist_bins(f)        hist_bins_##f

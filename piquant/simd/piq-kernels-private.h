@@ -137,6 +137,14 @@ typedef void (*PiqDotGroupsI8Fn) (const int8_t *w, const int8_t *x, size_t n, si
 /* The same for 4-bit weights 0 … 15 packed two to a byte in 32-element blocks as
  * ggml's Q4_0 (block b's byte i: element 32b + i low, 32b + i + 16 high), against any
  * x; n and group are multiples of 32. Same type as PiqDotGroupsFn. */
+/* The dynamic-int8 policy's activations (docs/matmul.md): one row of k binary32 in
+ * groups of `group` elements from element 0 (the last one shorter when group does not
+ * divide k). Per group d = amax / 127 and q = nearbyint (x · (1 / d)) clamped to
+ * ±127, ties to even (x / d where 1 / d overflows), and Σ q; a group holding a NaN
+ * or an infinity gets d = NaN, codes 0 and Σ 0. Writes q[0 … k − 1] and d[g], sum[g]
+ * of every group. */
+typedef void (*PiqActQuantizeFn) (const float *x, size_t k, size_t group, int8_t *q, float *d,
+                                  int32_t *sum);
 /* The binary policy's bit counts: x and w hold @nb blocks of @words 64-bit words
  * each, and out[b] = Σ popcount (x[i] XOR w[i]) over the words i of block b (the
  * disagreeing bits; padding bits are 0 in both operands). Exact. */
@@ -262,6 +270,7 @@ typedef struct {
   PiqXnorGemmFn   xnor_gemm;
   PiqGemmU8S8Fn   gemm_u8s8;
   PiqGemmGroupsFn gemm_groups;
+  PiqActQuantizeFn act_quantize;         /* f32 */
   PiqQatForwardFn  qat_forward;            /* f32, bf16, f16 (PiqQatArgs' types) */
   PiqQatBackwardFn qat_backward;
   PiqHistBinsFn    hist_bins;              /* f32 */

@@ -396,6 +396,50 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
   dot_groups_generic (w, x, n, group, out, W_Q4);
 }
 
+/* The reference of PiqActQuantizeFn: the dynamic-int8 policy's X, group by group. */
+static void
+act_quantize_f32 (const float *x, size_t k, size_t group, int8_t *q, float *d, int32_t *sum)
+{
+  for (size_t g = 0, k0 = 0; k0 < k; g++, k0 += group)
+    {
+      const float *xs = x + k0;
+      int8_t *qs = q + k0;
+      size_t len = k - k0 < group ? k - k0 : group;
+      float amax = 0.0f, id;
+      int finite = 1;
+      int32_t s = 0;
+
+      for (size_t i = 0; i < len; i++)
+        {
+          float a = fabsf (xs[i]);
+          finite &= isfinite (a) != 0;
+          amax = a > amax ? a : amax;
+        }
+      if (!finite)
+        {
+          memset (qs, 0, len);
+          d[g] = NAN;
+          sum[g] = 0;
+          continue;
+        }
+      d[g] = amax / 127.0f;
+      /* d is 0 where amax / 127 underflows (amax ≤ 63 · 2^-149): codes 0, as for
+       * amax = 0, since every output term of the group is 0 either way. A group of
+       * subnormals small enough that 1/d overflows (d < 2^-128) would make 0 · id a
+       * NaN and every other x · id infinite: divide by d there instead, which stays
+       * within ±127 and is what x · id means. */
+      id = d[g] > 0.0f ? 1.0f / d[g] : 0.0f;
+      for (size_t i = 0; i < len; i++)
+        {
+          float v = nearbyintf (isinf (id) ? xs[i] / d[g] : xs[i] * id);
+          v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+          qs[i] = (int8_t) v;
+          s += qs[i];
+        }
+      sum[g] = s;
+    }
+}
+
 static void
 xnor_counts_u64 (const uint64_t *x, const uint64_t *w, size_t nb, size_t words, uint64_t *out)
 {
@@ -612,6 +656,7 @@ hist_bins_f32 (const void *x, size_t n, const PiqHistArgs *a, uint32_t *idx)
 #define DEF_mm_lanes(f)
 #define DEF_gemm_u8s8(t)
 #define DEF_gemm_groups(t)
+#define DEF_act_quantize(f)
 #define DEF_mm_decode_dot(f) \
   static void PIQ_KNAME_mm_decode_dot (f) (const PiqMmWeights *w, const float *x, size_t ldx, \
                                            size_t n, size_t mr, size_t nr, float *out, size_t ldo) \

@@ -1924,5 +1924,93 @@ gemm_groups_packed (const PiqGroupsW *w, size_t groups, const int8_t *x, size_t 
 # define PIQ_GEMM_GROUPS_SLOT
 #endif
 
-#define PIQ_MATMUL_SLOTS PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8, \
+/* ---- the dynamic-int8 policy's X (act_quantize) ----
+ * PiqActQuantizeFn's contract with the scalar kernel's operations lane by lane, so
+ * the same bytes: one unsigned max of |x|'s bits gives amax and finiteness at once
+ * (infinities and NaNs lie above every finite magnitude); x · (1 / d) is within
+ * 127 + ε, so frint rounds it, and clamping before rounding to the integers ±127 is
+ * clamping after. A group whose 1 / d overflows goes to the scalar kernel. It was a
+ * libm call per element in the engine: 77–88 µs a row of 14,336 on Zen 3, a fifth of
+ * a 16-thread GEMV layer on the 16-core host (docs/performance.md, session 38). */
+VINLINE void
+aq_group (const float *x, size_t len, int8_t *q, float *d, int32_t *sum)
+{
+  vu am = { 0 };
+  vi s = { 0 };
+  uint32_t mb;
+  int32_t t = 0;
+  size_t i = 0;
+  float amax, id;
+
+  for (; i + PIQ_W <= len; i += PIQ_W)
+    {
+      vf v;
+      memcpy (&v, x + i, sizeof v);
+      am = fmaxabs (am, v);
+    }
+  mb = fhmaxu (am);
+  for (; i < len; i++)
+    {
+      uint32_t b;
+      memcpy (&b, x + i, 4);
+      b &= 0x7fffffffu;
+      mb = b > mb ? b : mb;
+    }
+  if (mb >= 0x7f800000u)
+    {
+      memset (q, 0, len);
+      *d = NAN;
+      *sum = 0;
+      return;
+    }
+  memcpy (&amax, &mb, sizeof amax);
+  *d = amax / 127.0f;
+  id = *d > 0.0f ? 1.0f / *d : 0.0f;
+  if (isinf (id))
+    {
+      piq_kernels_scalar.act_quantize (x, len, len, q, d, sum);
+      return;
+    }
+  {
+    const vf vid = vsplat (id), lo = vsplat (-127.0f), hi = vsplat (127.0f);
+    for (i = 0; i + PIQ_W <= len; i += PIQ_W)
+      {
+        vf v;
+        vi c;
+        vsb b;
+        memcpy (&v, x + i, sizeof v);
+        c = frint (vmin (vmax (v * vid, lo), hi));
+        s += c;
+        b = __builtin_convertvector (c, vsb);
+        memcpy (q + i, &b, sizeof b);
+      }
+  }
+  for (; i < len; i++)
+    {
+      float v = x[i] * id;
+      v = v > 127.0f ? 127.0f : v < -127.0f ? -127.0f : v;
+      q[i] = (int8_t) ((v + 0x1.8p23f) - 0x1.8p23f);
+      t += q[i];
+    }
+  for (int l = 0; l < PIQ_W; l++)
+    t += s[l];
+  *sum = t;
+}
+
+static void
+act_quantize_f32 (const float *x, size_t k, size_t group, int8_t *q, float *d, int32_t *sum)
+{
+  for (size_t g = 0, k0 = 0; k0 < k; g++, k0 += group)
+    aq_group (x + k0, k - k0 < group ? k - k0 : group, q + k0, d + g, sum + g);
+}
+
+/* a conversion kernel: the units that add only product instructions leave it to
+ * the unit below them */
+#ifdef PIQ_VEC_ONLY_MATMUL
+# define PIQ_ACT_QUANTIZE_SLOT
+#else
+# define PIQ_ACT_QUANTIZE_SLOT .act_quantize = act_quantize_f32,
+#endif
+
+#define PIQ_MATMUL_SLOTS PIQ_ACT_QUANTIZE_SLOT PIQ_MM_TILE_SLOT .dot_groups = dot_groups_u8s8, .dot_groups_i8 = dot_groups_i8, \
   .dot_groups_q4 = dot_groups_q4, PIQ_GEMM_U8S8_SLOT PIQ_GEMM_GROUPS_SLOT
