@@ -631,10 +631,12 @@ check_bounds (const Params *p, const Weights *W, const Case *c, const guint8 *y)
 
 typedef struct { guint64 M, N, K; } Shape;
 
-/* Every M, N and K of the brief, K odd, below, at and past multiples of 16 and 32. */
+/* Every M, N and K of the brief, K odd, below, at and past multiples of 16 and 32;
+ * { 1, 83, 65 }: one row of X over a whole work item of the dynamic-int8 policy's
+ * panels (64 rows, read four panels side by side for one row) and a ragged one. */
 static const Shape shapes[] = {
   { 1, 1, 1 }, { 2, 7, 15 }, { 3, 8, 16 }, { 7, 9, 17 }, { 1, 33, 31 }, { 64, 8, 32 },
-  { 3, 9, 33 }, { 2, 7, 64 }, { 7, 33, 100 }, { 65, 9, 129 },
+  { 3, 9, 33 }, { 2, 7, 64 }, { 7, 33, 100 }, { 65, 9, 129 }, { 1, 83, 65 },
 };
 
 static gboolean

@@ -1616,6 +1616,18 @@ dot_groups_q4 (const uint8_t *w, const int8_t *x, size_t n, size_t group, int32_
 # endif
 /* binary64 vectors per panel (16 channels) */
 # define GG_DV (32 / PIQ_W)
+/* One row of X (a GEMV) leaves registers to spare: GG_NP1 panels side by side, so
+ * more independent VPDPBUSD chains and more streams of W per thread. One row of X,
+ * ms a layer of the bench's GEMV on 1 / 16 threads (docs/performance.md, session 38):
+ * capped at AVX2 on the 16-core host, Q4_0 3.31 / 0.416 with one panel, 2.45 / 0.342
+ * with two, 2.50 / 0.345 with four; on Zen 3, 2.2–2.7 with one, 1.9 with four (one
+ * thread). AVX-512 went from two to four within its call's spread. */
+# if PIQ_W >= 8
+#  define GG_NP1 4
+# else
+#  define GG_NP1 GG_NP
+# endif
+# define GG_NPX (GG_NP1 > GG_NP ? GG_NP1 : GG_NP)
 
 typedef int32_t gg_vih __attribute__ ((vector_size (PIQ_W * 2)));
 typedef float   gg_vfh __attribute__ ((vector_size (PIQ_W * 2)));
@@ -1752,7 +1764,7 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
 {
   const size_t ldwp = w->ldwp, gq = w->gq, code_bytes = q4 ? 32 * gq : 64 * gq;
   const size_t scale_bytes = w->f16 ? 32 : 64;
-  gg_vd da[GG_MR][GG_NP * GG_DV];
+  gg_vd da[GG_MR][GG_NPX * GG_DV];
 
   GG_UNROLL
   for (int i = 0; i < mr; i++)
@@ -1767,12 +1779,12 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
     {
       const uint8_t *wg = wp + g * w->gbytes;
       const int8_t *xg = x + g * 4 * gq;
-      vi ia[GG_MR][GG_NP * G8_V];
+      vi ia[GG_MR][GG_NPX * G8_V];
 
       /* the sums start from −z·Σx (or −zp·Σx): I comes out of the products */
       if (w->zpc)
         {
-          vi zp[GG_NP * G8_V];
+          vi zp[GG_NPX * G8_V];
           GG_UNROLL
           for (int t = 0; t < np * G8_V; t++)
             memcpy (&zp[t], wg + t / G8_V * ldwp + code_bytes + scale_bytes + t % G8_V * PIQ_W * 4,
@@ -1794,8 +1806,8 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
       if (q4)
         for (size_t q = 0; q < gq; q += 2)
           {
-            vbw b[GG_NP * G8_V];
-            gg_pair nib[GG_NP * G8_V];
+            vbw b[GG_NPX * G8_V];
+            gg_pair nib[GG_NPX * G8_V];
             gg_prefetch (wg + q * 32, ldwp, np);
             PQ_LOAD (b, wg + q * 32, ldwp, np);
             GG_UNROLL
@@ -1806,7 +1818,7 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
       else
         for (size_t q = 0; q < gq; q++)
           {
-            vbw bv[GG_NP * G8_V];
+            vbw bv[GG_NPX * G8_V];
             gg_prefetch (wg + q * 64, ldwp, np);
             PQ_LOAD (bv, wg + q * 64, ldwp, np);
             PQ_STEP (ia, mr, np, bv, xg + 4 * q, ldx, pq_bcast, gg_dot8);
@@ -1848,7 +1860,7 @@ gg_block (const PiqGroupsW *w, const uint8_t *wp, size_t groups, const int8_t *x
           }
       else
         {
-          float o[GG_NP * 16];
+          float o[GG_NPX * 16];
           GG_UNROLL
           for (int t = 0; t < np * GG_DV; t++)
             {
@@ -1893,7 +1905,15 @@ gg_panels (const PiqGroupsW *w, size_t groups, const int8_t *x, size_t ldx, cons
            const int32_t *xz, size_t ldg, size_t m, size_t n, const int q4, double *acc,
            size_t ldacc, int first, float *out, size_t ldo)
 {
-  for (size_t j = 0; j < n; j += 16 * GG_NP)
+  size_t j = 0;
+
+# if GG_NP1 > GG_NP
+  if (m == 1)
+    for (; j + 16 * GG_NP1 <= n; j += 16 * GG_NP1)
+      gg_block (w, w->w + j / 16 * w->ldwp, groups, x, ldx, xd, xz, ldg, 1, GG_NP1, q4, acc + j,
+                ldacc, first, out != NULL ? out + j : NULL, ldo, 16 * GG_NP1);
+# endif
+  for (; j < n; j += 16 * GG_NP)
     {
       size_t nc = n - j < 16 * GG_NP ? n - j : 16 * GG_NP;
       const uint8_t *wp = w->w + j / 16 * w->ldwp;
