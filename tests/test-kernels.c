@@ -1822,13 +1822,13 @@ check_dot_groups (const PiqKernelTable *t, int i8)
 }
 
 /* act_quantize against the scalar table's and against its definition (docs/matmul.md)
- * written here in binary64: d = amax / 127 in binary32, then (codes 0 where d is 0)
- * nearbyint of x · (1 / d)
- * (x / d where 1 / d overflows) rounded to binary32 once (a binary64 product or
- * quotient of two binary32 values rounded to binary32 is the binary32 result), ties
- * to even, clamped to ±127. Groups of 1 to past the row, rows crossing vectors and
- * groups, at unaligned addresses; values of every kind (ties, subnormals, infinities,
- * NaN), zero groups, groups whose 1 / d overflows and groups of exact ties. */
+ * written here in binary64: d = amax / 127 in binary32; codes 0 where d is 0, else
+ * nearbyint of x · (1 / d) (x / d where 1 / d overflows), each operation rounded to
+ * binary32 once (a binary64 product or quotient of two binary32 values, rounded to
+ * binary32, is the binary32 result), ties to even, clamped to ±127. Groups of 1 to
+ * past the row, rows crossing vectors and groups, at unaligned addresses; values of
+ * every kind (ties, subnormals, infinities, NaN), zero groups, groups whose 1 / d
+ * overflows or whose d underflows, and groups of exact ties. */
 static int
 act_oracle (const float *x, size_t k, size_t group, int8_t *q, float *d, int32_t *sum)
 {
