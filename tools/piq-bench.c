@@ -2103,28 +2103,22 @@ peak_range (void *data, uint64_t start, uint64_t n)
   __atomic_fetch_xor (&p->sink, bits, __ATOMIC_RELAXED);
 }
 
-/* The best of @runs runs of @loop on @threads threads (one loop each), in billions of
- * operations a second for @ops operations per step. */
+/* One run of @loop on @threads threads (one loop each), in billions of operations a
+ * second for @ops operations per step (MM_PAIRS: one run after each product's run). */
 static double
-peak_rate (unsigned threads, PeakLoopFn loop, double ops, int runs)
+peak_rate (unsigned threads, PeakLoopFn loop, double ops)
 {
   PeakJob p = { loop, 0 };
-  double best = 0.0;
+  double t0 = now_s (), t;
 
-  for (int run = 0; run < runs; run++)
-    {
-      double t0 = now_s ();
-      piq_parallel_run (threads, threads, 1, 2, peak_range, &p);
-      double t = now_s () - t0;
-      double g = (double) threads * PEAK_ITERS * 12.0 * ops / t / 1e9;
-      best = g > best ? g : best;
-    }
-  return best;
+  piq_parallel_run (threads, threads, 1, 2, peak_range, &p);
+  t = now_s () - t0;
+  return (double) threads * PEAK_ITERS * 12.0 * ops / t / 1e9;
 }
 #endif
 
 static double
-fma_peak_gflops (unsigned threads, int runs, const char **label)
+fma_peak_gflops (unsigned threads, const char **label)
 {
 #if BENCH_X86
   unsigned width;
@@ -2133,8 +2127,7 @@ fma_peak_gflops (unsigned threads, int runs, const char **label)
   width = __builtin_cpu_supports ("avx512f") ? 16 : __builtin_cpu_supports ("fma") ? 8 : 0;
   *label = width == 16 ? "avx512 fma" : width == 8 ? "avx2 fma" : "none";
   if (width != 0)
-    return peak_rate (threads, width == 16 ? fma_loop_avx512 : fma_loop_avx2, width * 2.0,
-                      runs);
+    return peak_rate (threads, width == 16 ? fma_loop_avx512 : fma_loop_avx2, width * 2.0);
 #endif
   *label = "none";
   return 0.0;
@@ -2464,7 +2457,7 @@ table_level (const char *name)
 }
 
 static double
-int8_peak_gops (const Bench *b, unsigned threads, int runs, const char **label)
+int8_peak_gops (const Bench *b, unsigned threads, const char **label)
 {
 #if BENCH_X86
   uint32_t f = piq_cpu_features ();
@@ -2473,22 +2466,21 @@ int8_peak_gops (const Bench *b, unsigned threads, int runs, const char **label)
     {
       *label = "avx512 vnni";
       /* 64 byte products per instruction, 2 ops each */
-      return peak_rate (threads, vnni_loop, 64 * 2.0, runs);
+      return peak_rate (threads, vnni_loop, 64 * 2.0);
     }
   if ((f & PIQ_CPU_AVXVNNI) && b->level >= table_level ("avxvnni"))
     {
       *label = "avx vnni";
-      return peak_rate (threads, avx_vnni_loop, 32 * 2.0, runs);
+      return peak_rate (threads, avx_vnni_loop, 32 * 2.0);
     }
   if ((f & PIQ_CPU_AVX2) && b->level >= table_level ("avx2"))
     {
       *label = "avx2 vpmaddubsw";
-      return peak_rate (threads, maddubs_loop, 32 * 2.0, runs);
+      return peak_rate (threads, maddubs_loop, 32 * 2.0);
     }
 #else
   (void) b;
   (void) threads;
-  (void) runs;
 #endif
   *label = "no int8 multiply-add loop for these kernels";
   return 0.0;
@@ -2542,19 +2534,19 @@ xnor_loop_popcnt (unsigned iters)
 #endif
 
 static double
-xnor_peak_gops (unsigned threads, int runs, const char **label)
+xnor_peak_gops (unsigned threads, const char **label)
 {
 #if BENCH_X86
   __builtin_cpu_init ();
   if (__builtin_cpu_supports ("avx512vpopcntdq"))
     {
       *label = "avx512 vpopcntq";
-      return peak_rate (threads, xnor_loop_avx512, 512 * 2.0, runs);
+      return peak_rate (threads, xnor_loop_avx512, 512 * 2.0);
     }
   if (__builtin_cpu_supports ("popcnt"))
     {
       *label = "popcnt";
-      return peak_rate (threads, xnor_loop_popcnt, 64 * 2.0, runs);
+      return peak_rate (threads, xnor_loop_popcnt, 64 * 2.0);
     }
 #endif
   *label = "no popcount";
@@ -2614,13 +2606,13 @@ mm_gemm_int8 (Bench *b)
           double t0 = now_s ();
           ok = piq_engine_matmul_int (&eng, &qa, ashape, 2, packed, NULL, &out, &e);
           ts[rep] = now_s () - t0;
-          pk[rep] = int8_peak_gops (b, b->threads[t], 1, &label);
+          pk[rep] = int8_peak_gops (b, b->threads[t], &label);
           rt[rep] = pk[rep] > 0 ? ops / ts[rep] / 1e9 / pk[rep] : 0.0;
           apk[rep] = art[rep] = 0.0;
 #if BENCH_X86
           if (amx)
             {
-              apk[rep] = peak_rate (b->threads[t], amx_loop, 16 * 16 * 64 * 2.0 / 16, 1);
+              apk[rep] = peak_rate (b->threads[t], amx_loop, 16 * 16 * 64 * 2.0 / 16);
               art[rep] = ops / ts[rep] / 1e9 / apk[rep];
             }
 #endif
@@ -2704,8 +2696,8 @@ mm_gemm (Bench *b)
                 ok = piq_engine_matmul (&eng, &xv, packed, NULL, &yv, 0, &e);
                 ts[rep] = now_s () - t0;
                 /* binary activations: 2·M·N·K bit operations against the XNOR loop's */
-                pk[rep] = pol == 2 ? xnor_peak_gops (b->threads[t], 1, &label)
-                                   : fma_peak_gflops (b->threads[t], 1, &label);
+                pk[rep] = pol == 2 ? xnor_peak_gops (b->threads[t], &label)
+                                   : fma_peak_gflops (b->threads[t], &label);
                 rt[rep] = pk[rep] > 0 ? ops / ts[rep] / 1e9 / pk[rep] : 0.0;
               }
             if (!ok)
