@@ -2212,6 +2212,62 @@ mm_time_cached (const Bench *b, const MmRun *r, PiqEnginePacked *cached, size_t 
   return ok;
 }
 
+/* A matrix-product row as an object of the JSON results: its numbers under the keys
+ * given, the loop its peak was measured with (or NULL), its target ratio (0: none) and
+ * whether it is below it (-1: no target at this thread count); or, error non-NULL, the
+ * engine's refusal. The text tables print the same numbers. */
+typedef struct { const char *key; double v; } MmField;
+
+static void
+mm_json_row (Bench *b, const char *name, unsigned threads, const MmField *f, size_t n,
+             const char *peak_kind, double target, int below, const char *error)
+{
+  FILE *out = b->out;
+
+  fprintf (out, "%s\n    {\"op\": ", b->first_json_item ? "" : ",");
+  b->first_json_item = 0;
+  json_string (out, name);
+  if (threads > 0)
+    fprintf (out, ", \"threads\": %u", threads);
+  if (error != NULL)
+    {
+      fprintf (out, ", \"error\": ");
+      json_string (out, error);
+    }
+  else
+    {
+      for (size_t i = 0; i < n; i++)
+        {
+          fprintf (out, ", \"%s\": ", f[i].key);
+          json_number (out, f[i].v);
+        }
+      if (peak_kind != NULL)
+        {
+          fprintf (out, ", \"peak_kind\": ");
+          json_string (out, peak_kind);
+        }
+      fprintf (out, ", \"target\": ");
+      if (target > 0)
+        fprintf (out, "%.2f", target);
+      else
+        fprintf (out, "null");
+      fprintf (out, ", \"below_target\": %s", below < 0 ? "null" : below ? "true" : "false");
+    }
+  fprintf (out, "}");
+  fflush (out);
+}
+
+/* A product the engine refused (threads 0: before any thread count). */
+static void
+mm_failed (Bench *b, const char *name, unsigned threads, const PiqEngineError *e)
+{
+  b->failed = 1;
+  if (b->o->json)
+    mm_json_row (b, name, threads, NULL, 0, NULL, 0.0, -1, e->message);
+  else
+    fprintf (b->out, "%-26s failed: %s\n", name, e->message);
+}
+
 static void
 mm_gemv (Bench *b)
 {
@@ -2219,15 +2275,19 @@ mm_gemv (Bench *b)
   target = target < ((uint64_t) 64 << 20) ? (uint64_t) 64 << 20 : target;
   target = target > ((uint64_t) 4 << 30) ? (uint64_t) 4 << 30 : target;
 
-  fprintf (b->out, "\nGEMV: y [1, %u] = x [1, %u] · Wᵀ over a stack of layers of at least %.0f MB "
-           "(4x the LLC); GB/s of the format's weight bytes; limit = the faster of two reads of the "
-           "same bytes, %.0f KiB at a time to whichever thread is free: one stream, and %d "
-           "streams prefetched %d bytes ahead; in LLC = GB/s of the same product over the "
-           "first rows of a layer, at most half the LLC, which stay there: a row whose GB/s is "
-           "near it is bound by its arithmetic, not by the read\n", MM_N, MM_K,
-           (double) target / 1e6, (double) LIMIT_PIECE / 1024, LIMIT_STREAMS, LIMIT_AHEAD);
-  fprintf (b->out, "%-26s %3s %7s %9s %8s %8s %7s %-7s %8s\n", "op", "thr", "layers", "ms/layer",
-           "GB/s", "limit", "ratio", "target", "in LLC");
+  if (!b->o->json)
+    {
+      fprintf (b->out, "\nGEMV: y [1, %u] = x [1, %u] · Wᵀ over a stack of layers of at "
+               "least %.0f MB (4x the LLC); GB/s of the format's weight bytes; limit = the "
+               "faster of two reads of the same bytes, %.0f KiB at a time to whichever thread "
+               "is free: one stream, and %d streams prefetched %d bytes ahead; in LLC = GB/s "
+               "of the same product over the first rows of a layer, at most half the LLC, "
+               "which stay there: a row whose GB/s is near it is bound by its arithmetic, not "
+               "by the read\n", MM_N, MM_K, (double) target / 1e6, (double) LIMIT_PIECE / 1024,
+               LIMIT_STREAMS, LIMIT_AHEAD);
+      fprintf (b->out, "%-26s %3s %7s %9s %8s %8s %7s %-7s %8s\n", "op", "thr", "layers",
+               "ms/layer", "GB/s", "limit", "ratio", "target", "in LLC");
+    }
   for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
     for (int pol = 0; pol < MM_POLICIES; pol++)
       {
@@ -2248,8 +2308,7 @@ mm_gemv (Bench *b)
           continue;
         if (!mm_quantize (b, &f, MM_N, MM_K, &q, &mem, &e))
           {
-            fprintf (b->out, "%-26s failed: %s\n", name, e.message);
-            b->failed = 1;
+            mm_failed (b, name, 0, &e);
             free (mem);
             continue;
           }
@@ -2306,16 +2365,26 @@ mm_gemv (Bench *b)
             lim = (double) n_layers * layer_bytes / t_lim / 1e9;
             if (cached != NULL)
               snprintf (llc_col, sizeof llc_col, "%.2f", in_llc);
-            fprintf (b->out, "%-26s %3u %7zu %9.3f %8.2f %8.2f %6.1f%% %s%d%% %8s\n", name,
-                     b->threads[t], n_layers, t_op * 1e3 / (double) n_layers, gbps, lim,
-                     100.0 * gbps / lim, 100.0 * gbps / lim < target_pct ? "*" : " ", target_pct,
-                     llc_col);
+            if (b->o->json)
+              {
+                const MmField fs[] = { { "layers", (double) n_layers },
+                                       { "layer_bytes", (double) layer_bytes },
+                                       { "ms_per_layer", t_op * 1e3 / (double) n_layers },
+                                       { "gbps", gbps }, { "limit_gbps", lim },
+                                       { "ratio", gbps / lim },
+                                       { "llc_gbps", cached != NULL ? in_llc : NAN } };
+                mm_json_row (b, name, b->threads[t], fs, sizeof fs / sizeof fs[0], NULL,
+                             target_pct / 100.0, b->threads[t] == b->max_threads
+                             ? 100.0 * gbps / lim < target_pct : -1, NULL);
+              }
+            else
+              fprintf (b->out, "%-26s %3u %7zu %9.3f %8.2f %8.2f %6.1f%% %s%d%% %8s\n", name,
+                       b->threads[t], n_layers, t_op * 1e3 / (double) n_layers, gbps, lim,
+                       100.0 * gbps / lim, 100.0 * gbps / lim < target_pct ? "*" : " ",
+                       target_pct, llc_col);
           }
         if (!ok)
-          {
-            fprintf (b->out, "%-26s failed: %s\n", name, e.message);
-            b->failed = 1;
-          }
+          mm_failed (b, name, 0, &e);
         for (size_t l = 0; packed != NULL && l < n_layers; l++)
           piq_engine_packed_free (packed[l]);
         if (cached != NULL)
@@ -2579,13 +2648,16 @@ mm_gemm_int8 (Bench *b)
        mm_quantize (b, &fw, MM_GEMM_NK, MM_GEMM_NK, &qw, &mw, &e) &&
        (packed = piq_engine_pack (&eng1, &qw, wshape, 2, PIQ_ACT_DYNAMIC_INT8, &e)) != NULL &&
        (y = malloc ((size_t) MM_GEMM_M * MM_GEMM_NK * sizeof *y)) != NULL;
-  fprintf (b->out, "\nint8 GEMM: Y [%u, %u] int32 = A [%u, %u] uint8 · Wᵀ int8; GOPS = 2·M·N·K / "
-           "median time; peak = a register-resident loop of the kernels' VPDPBUSD (512 or 256 bits; "
-           "without VNNI, AVX2's vpmaddubsw + vpmaddwd + vpaddd) on the same threads, run after "
-           "each of the product's runs, and ratio, as in the GEMM rows\n",
-           MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
-  fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GOPS", "peak", "ratio",
-           "target");
+  if (!b->o->json)
+    {
+      fprintf (b->out, "\nint8 GEMM: Y [%u, %u] int32 = A [%u, %u] uint8 · Wᵀ int8; GOPS = "
+               "2·M·N·K / median time; peak = a register-resident loop of the kernels' VPDPBUSD "
+               "(512 or 256 bits; without VNNI, AVX2's vpmaddubsw + vpmaddwd + vpaddd) on the "
+               "same threads, run after each of the product's runs, and ratio, as in the GEMM "
+               "rows\n", MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
+      fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GOPS", "peak",
+               "ratio", "target");
+    }
   for (size_t t = 0; ok && t < b->n_threads; t++)
     {
       PiqEngine eng = engine_of (b, b->threads[t]);
@@ -2621,23 +2693,31 @@ mm_gemm_int8 (Bench *b)
         break;
       tmed = median (ts, MM_PAIRS);
       ratio = 100.0 * median (rt, MM_PAIRS);
-      if (ratio > 0)
+      if (b->o->json)
+        {
+          const MmField fs[] = { { "ms_median", tmed * 1e3 }, { "gops", ops / tmed / 1e9 },
+                                 { "peak_gops", ratio > 0 ? median (pk, MM_PAIRS) : NAN },
+                                 { "ratio", ratio > 0 ? ratio / 100.0 : NAN },
+                                 { "amx_peak_gops", amx ? median (apk, MM_PAIRS) : NAN },
+                                 { "amx_ratio", amx ? median (art, MM_PAIRS) : NAN } };
+          mm_json_row (b, name, b->threads[t], fs, sizeof fs / sizeof fs[0], label,
+                       ratio > 0 ? 0.75 : 0.0,
+                       ratio > 0 && b->threads[t] == b->max_threads ? ratio < 75 : -1, NULL);
+        }
+      else if (ratio > 0)
         fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s75%% (%s)\n", name,
                  b->threads[t], tmed * 1e3, ops / tmed / 1e9, median (pk, MM_PAIRS), ratio,
                  ratio < 75 ? "*" : " ", label);
       else
         fprintf (b->out, "%-26s %3u %9.2f %9.1f %9s %7s    -  (%s)\n", name, b->threads[t],
                  tmed * 1e3, ops / tmed / 1e9, "-", "-", label);
-      if (amx)
+      if (amx && !b->o->json)
         fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%%    -  (amx tdpbusd)\n", name,
                  b->threads[t], tmed * 1e3, ops / tmed / 1e9, median (apk, MM_PAIRS),
                  100.0 * median (art, MM_PAIRS));
     }
   if (!ok)
-    {
-      fprintf (b->out, "%-26s failed: %s\n", name, e.message);
-      b->failed = 1;
-    }
+    mm_failed (b, name, 0, &e);
   piq_engine_packed_free (packed);
   free (ma);
   free (mw);
@@ -2647,14 +2727,17 @@ mm_gemm_int8 (Bench *b)
 static void
 mm_gemm (Bench *b)
 {
-  fprintf (b->out, "\nGEMM: Y [%u, %u] = X [%u, %u] · Wᵀ; GFLOP/s = 2·M·N·K / median time; "
-           "peak = a register-resident FMA loop on the same threads (binary binary: 2·M·N·K "
-           "bit operations a second, against a register-resident XOR + popcount + add loop "
-           "counted 2 per bit), run after each of the product's runs: the median of those "
-           "runs; ratio = the median of each run's rate over the loop's rate after it\n",
-           MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
-  fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GFLOP/s", "peak",
-           "ratio", "target");
+  if (!b->o->json)
+    {
+      fprintf (b->out, "\nGEMM: Y [%u, %u] = X [%u, %u] · Wᵀ; GFLOP/s = 2·M·N·K / median "
+               "time; peak = a register-resident FMA loop on the same threads (binary binary: "
+               "2·M·N·K bit operations a second, against a register-resident XOR + popcount + "
+               "add loop counted 2 per bit), run after each of the product's runs: the median "
+               "of those runs; ratio = the median of each run's rate over the loop's rate after "
+               "it\n", MM_GEMM_M, MM_GEMM_NK, MM_GEMM_M, MM_GEMM_NK);
+      fprintf (b->out, "%-26s %3s %9s %9s %9s %7s %-7s\n", "op", "thr", "ms", "GFLOP/s", "peak",
+               "ratio", "target");
+    }
   for (size_t i = 0; i < sizeof mm_formats / sizeof mm_formats[0]; i++)
     for (int pol = 0; pol < MM_POLICIES; pol++)
       {
@@ -2703,15 +2786,23 @@ mm_gemm (Bench *b)
             if (!ok)
               break;
             ratio = 100.0 * median (rt, MM_PAIRS);
-            fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s60%% (%s)\n", name,
-                     b->threads[t], median (ts, MM_PAIRS) * 1e3, ops / median (ts, MM_PAIRS) / 1e9,
-                     median (pk, MM_PAIRS), ratio, ratio > 0 && ratio < 60 ? "*" : " ", label);
+            if (b->o->json)
+              {
+                const MmField fs[] = { { "ms_median", median (ts, MM_PAIRS) * 1e3 },
+                                       { "gflops", ops / median (ts, MM_PAIRS) / 1e9 },
+                                       { "peak_gflops", median (pk, MM_PAIRS) },
+                                       { "ratio", ratio / 100.0 } };
+                mm_json_row (b, name, b->threads[t], fs, sizeof fs / sizeof fs[0], label, 0.60,
+                             ratio > 0 && b->threads[t] == b->max_threads ? ratio < 60 : -1, NULL);
+              }
+            else
+              fprintf (b->out, "%-26s %3u %9.2f %9.1f %9.1f %6.1f%% %s60%% (%s)\n", name,
+                       b->threads[t], median (ts, MM_PAIRS) * 1e3,
+                       ops / median (ts, MM_PAIRS) / 1e9, median (pk, MM_PAIRS), ratio,
+                       ratio > 0 && ratio < 60 ? "*" : " ", label);
           }
         if (!ok)
-          {
-            fprintf (b->out, "%-26s failed: %s\n", name, e.message);
-            b->failed = 1;
-          }
+          mm_failed (b, name, 0, &e);
         piq_engine_packed_free (packed);
         free (mem);
         free (x);
@@ -2832,7 +2923,7 @@ piq_bench_run (const PiqBenchOptions *o, FILE *out)
              "(other processes), %d attempts running: rerun on an idle machine\n", b.max_threads,
              ROW_DISTURBED_SHARE * 100, ROW_ATTEMPTS);
 
-  if (!o->json && mm_any_selected (&b))
+  if (mm_any_selected (&b))
     {
       mm_gemv (&b);
       mm_gemm (&b);
