@@ -547,17 +547,18 @@ typedef struct {
   const float   *x;
   size_t         ldx;
   float         *xp;           /* the GEMM's X packed for mm_lanes (pack_x) */
-  float         *xw;           /* X's rows for pack_x to widen first, or NULL */
+  float         *xw;           /* X's rows for pack_x or prep_x to widen first, or NULL */
   const uint8_t *xsrc;         /* … from these, xsrc_ld bytes apart, of type xsrc_dtype */
   size_t         xsrc_ld;
   int            xsrc_dtype;
-  const int8_t  *xq;           /* rows ldq apart, zero from k on */
+  /* the dynamic-int8 policy's X, as prep_x writes it */
+  int8_t        *xq;           /* rows ldq apart, zero from k on */
   size_t         ldq;
-  const float   *xd;           /* [m][groups] scales of X's groups */
-  const int32_t *xz;           /* [m][groups] gemm_groups' z · Σq (or Σq: per-group zero points) */
-  const int32_t *xsum;         /* [m][groups] Σ codes of X's groups */
-  const double  *xdd;          /* [m][groups] xd widened, once per call */
-  const double  *zx;           /* [m][groups] zp0 · xsum in binary64 (uniform zero points) */
+  float         *xd;           /* [m][groups] scales of X's groups */
+  int32_t       *xz;           /* [m][groups] gemm_groups' z · Σq (per-group zero points: Σq) */
+  int32_t       *xsum;         /* [m][groups] Σ codes of X's groups */
+  double        *xdd;          /* [m][groups] xd widened, once per call */
+  double        *zx;           /* [m][groups] zp0 · xsum in binary64 (one zero point), or NULL */
   const float   *bias;         /* N binary32, or NULL */
   uint8_t       *y;
   int            y_dtype;
@@ -1044,58 +1045,34 @@ matmul_slot (void *data, uint64_t slot, uint64_t count)
 }
 
 /* X's rows for the dynamic-int8 policy, on the threads: widened to binary32 where X
- * is not (into xf), quantized per group of the weights by act_quantize (symmetric
+ * is not (into xw, as pack_x does), quantized per group of the weights by act_quantize (symmetric
  * int8, docs/matmul.md; a group with a NaN or an infinity gets d = NaN and codes 0,
  * so every output that reads it is NaN), and per group the scale in binary64, the
  * exact zp0 · Σq where every zero point is zp0, and gemm_groups' z · Σq (or Σq). One
  * thread quantized every row before: a row of 14,336 cost a 16-thread GEMV a fifth
  * of its time, a 256-row GEMM more (docs/performance.md, session 38). */
-typedef struct {
-  const PiqEngine       *eng;
-  const PiqEnginePacked *w;
-  const float   *x;            /* binary32 rows ldx apart, or NULL: widen src */
-  size_t         ldx;
-  const uint8_t *src;          /* X as given, src_ld bytes apart, of type src_dtype */
-  size_t         src_ld;
-  int            src_dtype;
-  float         *xf;           /* src's rows widened, XF_LD (k) apart */
-  int8_t        *xq;           /* codes, ldq apart, zero from k on */
-  size_t         ldq;
-  float         *xd;           /* [m][groups] */
-  int32_t       *xsum;
-  double        *xdd, *zx;     /* zx: NULL unless the zero points are one nonzero value */
-  int32_t       *xz;           /* NULL without gemm_groups */
-} XPrep;
-
 static void
 prep_x (void *data, uint64_t r0, uint64_t count)
 {
-  const XPrep *p = data;
-  const PiqEnginePacked *w = p->w;
+  MatmulJob *job = data;
+  const PiqEnginePacked *w = job->w;
   const uint64_t k = w->k, groups = w->groups;
 
   for (uint64_t r = r0; r < r0 + count; r++)
     {
-      int8_t *q = p->xq + r * p->ldq;
-      const float *xr;
-      if (p->x != NULL)
-        xr = p->x + r * p->ldx;
-      else
-        {
-          float *row = p->xf + r * XF_LD (k);
-          to_f32 (p->src + r * p->src_ld, p->src_dtype, k, row);
-          xr = row;
-        }
-      memset (q + k, 0, p->ldq - k);
-      p->eng->kernels->act_quantize (xr, (size_t) k, (size_t) w->group, q, p->xd + r * groups,
-                                     p->xsum + r * groups);
+      int8_t *q = job->xq + r * job->ldq;
+      if (job->xw != NULL)
+        to_f32 (job->xsrc + r * job->xsrc_ld, job->xsrc_dtype, k, job->xw + r * job->ldx);
+      memset (q + k, 0, job->ldq - k);
+      job->eng->kernels->act_quantize (job->x + r * job->ldx, (size_t) k, (size_t) w->group, q,
+                                       job->xd + r * groups, job->xsum + r * groups);
       for (uint64_t i = r * groups; i < (r + 1) * groups; i++)
         {
-          p->xdd[i] = (double) p->xd[i];
-          if (p->zx != NULL)
-            p->zx[i] = (double) w->zp0 * (double) p->xsum[i];
-          if (p->xz != NULL)
-            p->xz[i] = w->gg_zpc ? p->xsum[i] : (int32_t) ((int64_t) w->gg_z0 * p->xsum[i]);
+          job->xdd[i] = (double) job->xd[i];
+          if (job->zx != NULL)
+            job->zx[i] = (double) w->zp0 * (double) job->xsum[i];
+          if (w->gg != NULL)
+            job->xz[i] = w->gg_zpc ? job->xsum[i] : (int32_t) ((int64_t) w->gg_z0 * job->xsum[i]);
         }
     }
 }
@@ -1257,11 +1234,11 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     job.xp = (float *) (void *) (base + offsets[9]);
   }
 
-  if (job.x == NULL && w->activation != PIQ_ACT_DYNAMIC_INT8)
+  if (job.x == NULL)
     {
-      if (job.gemm)
+      if (job.gemm || w->activation == PIQ_ACT_DYNAMIC_INT8)
         {
-          job.xw = xf;                  /* pack_x widens its own rows */
+          job.xw = xf;                  /* pack_x or prep_x widens its own rows */
           job.xsrc = x->data;
           job.xsrc_ld = x_ld;
           job.xsrc_dtype = x->dtype;
@@ -1279,11 +1256,6 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
     }
   if (w->activation == PIQ_ACT_DYNAMIC_INT8)
     {
-      XPrep prep = { eng, w, job.x, job.ldx, x->data, x_ld, x->dtype, xf, xq, ldq, xd, xsum,
-                     xdd, zx, gg ? xz : NULL };
-      /* a row at a time; on the team from PIQ_PARALLEL_MIN_ELEMENTS elements */
-      piq_parallel_run (threads, m, 1, MAX ((uint64_t) 1, PIQ_PARALLEL_MIN_ELEMENTS / w->k),
-                        prep_x, &prep);
       job.xq = xq;
       job.ldq = ldq;
       job.xd = xd;
@@ -1291,6 +1263,9 @@ piq_engine_matmul (const PiqEngine *eng, const PiqEngineView *x, const PiqEngine
       job.xz = xz;
       job.xdd = xdd;
       job.zx = zx;
+      /* a row at a time; on the team from PIQ_PARALLEL_MIN_ELEMENTS elements */
+      piq_parallel_run (threads, m, 1, MAX ((uint64_t) 1, PIQ_PARALLEL_MIN_ELEMENTS / w->k),
+                        prep_x, &job);
       if (w->gemm_b != NULL && m >= INT8_GEMM_MIN_M)
         {
           ok = int8_gemm (&job, e);
