@@ -2413,7 +2413,7 @@ mm_gemv (Bench *b)
     typedef int32_t vi_ __attribute__ ((vector_size (bytes))); \
     const vi_ x = (vi_) { 0 } + 0x03030303, y = (vi_) { 0 } + (int32_t) 0xfefefefe; \
     vi_ s = { 0 }; \
-    int32_t out = 0; \
+    uint32_t out = 0;   /* the lanes' sum wraps: only its dependence on the loop matters */ \
     PEAK_ACC (DECL_) \
     for (unsigned it = 0; it < iters; it++) \
       { \
@@ -2421,7 +2421,7 @@ mm_gemv (Bench *b)
       } \
     PEAK_ACC (SUM_) \
     for (size_t l = 0; l < bytes / 4; l++) \
-      out += s[l]; \
+      out += (uint32_t) s[l]; \
     return out; \
   }
 # define DECL_(i) vi_ a##i = (vi_) { 0 } + i;
@@ -2453,7 +2453,8 @@ maddubs_loop (unsigned iters)
 {
   const __m256i y = _mm256_set1_epi8 ((char) 0xfe), ones = _mm256_set1_epi16 (1);
   __m256i s = _mm256_setzero_si256 ();
-  int32_t lanes[8], out = 0;
+  int32_t lanes[8];
+  uint32_t out = 0;   /* wraps, as in the VPDPBUSD loops */
   MADD_ACC_ (DECL_)
   for (unsigned it = 0; it < iters; it++)
     {
@@ -2464,7 +2465,7 @@ maddubs_loop (unsigned iters)
   MADD_ACC_ (SUM_)
   _mm256_storeu_si256 ((__m256i *) (void *) lanes, s);
   for (int l = 0; l < 8; l++)
-    out += lanes[l];
+    out += (uint32_t) lanes[l];
   return out;
 }
 # undef MADD_ACC_
